@@ -1,0 +1,66 @@
+# Pyxis Notebooks. The two commands of the README:
+#   make site   build the website into _build/html (creates .venv and installs the pinned toolchain)
+#   make test   run every test: pyxis_nb unit/property tests, nbval on every notebook, the website check
+# Others: make execute (re-run notebooks and store outputs), make lab, make bench, make clean.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: site test unit nbval webcheck execute lab bench vendor venv clean
+
+$(STAMP): requirements.txt constraints.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade "pip>=24"
+	$(PY) -m pip install -q -r requirements.txt -c constraints.txt
+	$(PY) -m pip install -q --no-deps -e .
+	@# PyTorch is the reference of tests/test_reference_torch.py; the suite passes without it.
+	-$(PY) -m pip install -q -r requirements-torch.txt -c constraints.txt \
+	  || echo "note: torch not installed; the torch reference tests will be skipped"
+	@# Build matplotlib's font cache now, so its one-time notice never reaches a notebook output.
+	MPLBACKEND=Agg $(PY) -c "import matplotlib.pyplot"
+	touch $@
+
+venv: $(STAMP)
+
+vendor:
+	bash tools/vendor_widgets.sh
+
+site: venv vendor
+	$(VENV)/bin/jupyter-book build . --builder html -n -W --keep-going
+	@echo
+	@echo "The website is in _build/html. Open _build/html/index.html in a browser,"
+	@echo "or serve it: $(PY) -m http.server -d _build/html 8000"
+
+# Everything, in one pytest run: unit and property tests, nbval (strict) on every
+# notebook, and the website check (which needs the site built first).
+test: site
+	$(PY) -m pytest tests $(NOTEBOOKS) --nbval --nbval-current-env \
+	  --nbval-sanitize-with tools/nbval_sanitize.cfg --nbval-cell-timeout=600 -p no:cacheprovider
+
+unit: venv
+	$(PY) -m pytest tests --ignore=tests/test_website.py -p no:cacheprovider
+
+nbval: venv
+	$(PY) -m pytest $(NOTEBOOKS) --nbval --nbval-current-env \
+	  --nbval-sanitize-with tools/nbval_sanitize.cfg --nbval-cell-timeout=600 -p no:cacheprovider
+
+webcheck: site
+	$(PY) -m pytest tests/test_website.py -p no:cacheprovider
+
+# Re-execute notebooks (all, or NB=book/x.ipynb) and store their outputs.
+execute: venv
+	$(PY) tools/execute_notebooks.py $(or $(NB),$(NOTEBOOKS))
+
+lab: venv
+	$(PY) -m pip install -q -r requirements-lab.txt
+	$(VENV)/bin/jupyter lab book/
+
+bench: venv
+	$(PY) benchmarks/run.py $(BENCH)
+
+clean:
+	rm -rf _build _vendor

@@ -1,0 +1,154 @@
+"""Heatmaps of attention weights: one helper that every chapter uses.
+
+Convention: rows are the token that looks (the query), columns the token looked
+at (the key). Figures have an opaque white background so that they stay
+readable when the website is in dark mode.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from ._checks import as_float_array
+
+__all__ = ["plot_attention", "plot_attention_grid"]
+
+CMAP = "viridis"
+
+
+def _labels(name: str, labels, n: int) -> list[str]:
+    if labels is None:
+        return [str(i) for i in range(n)]
+    labels = [str(t) for t in labels]
+    if len(labels) != n:
+        raise ValueError(f"{name} has {len(labels)} labels, expected {n} to match the weights")
+    return labels
+
+
+def plot_attention(
+    weights,
+    tokens: Sequence[str] | None = None,
+    *,
+    key_tokens: Sequence[str] | None = None,
+    ax=None,
+    title: str | None = None,
+    annotate: bool = True,
+    colorbar: bool = True,
+    vmax: float = 1.0,
+):
+    """Draw one (L, S) matrix of attention weights as a labelled heatmap.
+
+    Parameters
+    ----------
+    weights : ndarray, shape (L, S)
+        Row ``i`` is where query ``i`` puts its attention; values in [0, vmax].
+    tokens : sequence of str, length L, optional
+        Query labels (rows); also used for the columns when ``key_tokens`` is
+        not given and ``L == S``.
+    key_tokens : sequence of str, length S, optional
+        Key labels (columns).
+    ax : matplotlib Axes, optional
+        Where to draw; a new figure is made if omitted.
+    title : str, optional
+    annotate : bool, default True
+        Write each weight (two decimals) in its cell.
+    colorbar : bool, default True
+    vmax : float, default 1.0
+        Top of the colour scale; weights lie in [0, 1].
+
+    Returns
+    -------
+    matplotlib Axes
+
+    Raises
+    ------
+    ValueError
+        If ``weights`` is not a 2-D float array or the labels do not match it.
+    """
+    w = as_float_array("weights", weights)
+    if w.ndim != 2:
+        raise ValueError(f"weights has shape {w.shape}, expected (L, S)")
+    L, S = w.shape
+    rows = _labels("tokens", tokens, L)
+    if key_tokens is None and tokens is not None and L != S:
+        raise ValueError(f"weights has shape {w.shape}: pass key_tokens (length {S}) for the columns")
+    cols = _labels("key_tokens", key_tokens if key_tokens is not None else tokens, S)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(0.55 * S + 2.4, 0.5 * L + 1.6), facecolor="white")
+    im = ax.imshow(w, cmap=CMAP, vmin=0.0, vmax=vmax)
+    ax.set_xticks(range(S), cols, rotation=45 if max(map(len, cols)) > 3 else 0, ha="right"
+                  if max(map(len, cols)) > 3 else "center")
+    ax.set_yticks(range(L), rows)
+    ax.set_xlabel("key: the token looked at")
+    ax.set_ylabel("query: the token that looks")
+    if title:
+        ax.set_title(title)
+    if annotate:
+        for i in range(L):
+            for j in range(S):
+                # dark text on the light (high) end of viridis, white on the dark end
+                colour = "black" if w[i, j] > 0.6 * vmax else "white"
+                ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", color=colour, fontsize=8)
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="attention weight")
+    return ax
+
+
+def plot_attention_grid(
+    weights,
+    tokens: Sequence[str] | None = None,
+    *,
+    key_tokens: Sequence[str] | None = None,
+    titles: Sequence[str] | None = None,
+    ncols: int = 4,
+    annotate: bool = False,
+    suptitle: str | None = None,
+):
+    """Draw several (L, S) weight matrices, for example one per head, side by side.
+
+    Parameters
+    ----------
+    weights : ndarray, shape (H, L, S)
+    tokens, key_tokens : sequence of str, optional
+        As in :func:`plot_attention`.
+    titles : sequence of str, length H, optional
+        Defaults to ``"head 0"``, ``"head 1"``, ...
+    ncols : int, default 4
+    annotate : bool, default False
+    suptitle : str, optional
+
+    Returns
+    -------
+    matplotlib Figure
+        One shared colour bar on the right.
+    """
+    w = as_float_array("weights", weights)
+    if w.ndim != 3:
+        raise ValueError(f"weights has shape {w.shape}, expected (H, L, S)")
+    H, L, S = w.shape
+    titles = _labels("titles", titles, H) if titles is not None else [f"head {h}" for h in range(H)]
+    ncols = max(1, min(ncols, H))
+    nrows = -(-H // ncols)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(ncols * (0.45 * S + 1.6) + 1.0, nrows * (0.45 * L + 1.4)),
+        facecolor="white", squeeze=False, layout="constrained",
+    )
+    for h, ax in enumerate(axes.flat):
+        if h >= H:
+            ax.axis("off")
+            continue
+        plot_attention(w[h], tokens, key_tokens=key_tokens, ax=ax, title=titles[h],
+                       annotate=annotate, colorbar=False)
+        if h % ncols:  # keep row labels on the first column only
+            ax.set_ylabel("")
+            ax.set_yticklabels([])
+        if h < H - ncols:
+            ax.set_xlabel("")
+    mappable = axes.flat[0].images[0]
+    fig.colorbar(mappable, ax=axes, shrink=0.8, label="attention weight")
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig

@@ -1,0 +1,256 @@
+"""Interactive views that work in a live kernel *and* on the static website.
+
+Every view is pre-rendered: each state (mask on, mask off, a head, a position)
+is drawn once, in Python, and the states sit in an ``ipywidgets.Stack``. The
+control (toggle buttons, a dropdown or a slider) is linked to the stack in the
+browser with ``ipywidgets.jslink``, so switching needs no Python callback and
+therefore no kernel: the exported page switches views by itself.
+
+Each rendered image is wrapped in ``<figure class="pyxis-view">`` with the view
+name and, for heatmaps, the weights in ``data-*`` attributes, so that the
+website test can check which view is visible and what it shows.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from typing import Mapping, Sequence
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import numpy as np
+
+from ._checks import as_float_array
+from .plotting import plot_attention
+
+__all__ = [
+    "AttentionExplorer",
+    "LinkedViews",
+    "attention_explorer",
+    "describe_attention",
+    "figure_png",
+    "png_figure_html",
+    "view_switcher",
+]
+
+_CONTROLS = {
+    "toggle": widgets.ToggleButtons,
+    "dropdown": widgets.Dropdown,
+    "slider": widgets.SelectionSlider,
+}
+
+
+def figure_png(fig, dpi: int = 100) -> bytes:
+    """Render a matplotlib figure to PNG bytes and close it.
+
+    The PNG carries no software-version metadata, so the bytes depend only on
+    what is drawn (and the matplotlib build), not on when it was drawn.
+    """
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", facecolor="white",
+                metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def png_figure_html(png: bytes, *, alt: str, view: str, data: Mapping[str, object] | None = None) -> str:
+    """An HTML ``<figure>`` holding a PNG inline, with the view name and data attributes."""
+    attrs = "".join(
+        f' data-{k}="{html.escape(json.dumps(v) if not isinstance(v, str) else v)}"'
+        for k, v in (data or {}).items()
+    )
+    src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+    return (
+        f'<figure class="pyxis-view" data-view="{html.escape(view)}"{attrs} style="margin:0">'
+        f'<img src="{src}" alt="{html.escape(alt)}" style="max-width:100%;height:auto"></figure>'
+    )
+
+
+class LinkedViews(widgets.VBox):
+    """A VBox of a control and the pre-rendered views it selects.
+
+    Its text form is short and stable (nbval compares it), unlike the default
+    repr, which would print every child's full value.
+    """
+
+    def __init__(self, children, *, summary: str, **kwargs):
+        super().__init__(children, **kwargs)
+        self._summary = summary
+
+    def __repr__(self) -> str:
+        return self._summary
+
+
+def _as_view_widget(name: str, view) -> widgets.Widget:
+    if isinstance(view, widgets.Widget):
+        return view
+    if isinstance(view, plt.Figure):
+        view = figure_png(view)
+    if isinstance(view, bytes):
+        return widgets.HTML(png_figure_html(view, alt=name, view=name))
+    if isinstance(view, str):
+        return widgets.HTML(view)
+    raise ValueError(
+        f"view {name!r} must be a matplotlib Figure, PNG bytes, an HTML string or a "
+        f"widget, got {type(view).__name__}"
+    )
+
+
+def view_switcher(
+    views: Mapping[str, object], *, control: str = "toggle", description: str = ""
+) -> LinkedViews:
+    """A control linked client-side to a stack of pre-rendered views.
+
+    Parameters
+    ----------
+    views : mapping of str to Figure, PNG bytes, HTML str or widget
+        One entry per state, in display order; the key labels the control.
+    control : {"toggle", "dropdown", "slider"}
+        Toggle buttons for a few states, a dropdown for many, a slider for an
+        ordered sequence (positions, tiles, steps).
+    description : str
+        Label shown before the control.
+
+    Returns
+    -------
+    LinkedViews
+        Works after the kernel is gone: the link lives in the browser.
+    """
+    if control not in _CONTROLS:
+        raise ValueError(f"control must be one of {sorted(_CONTROLS)}, got {control!r}")
+    if not views:
+        raise ValueError("views is empty: expected at least one view")
+    names = list(views)
+    ctrl = _CONTROLS[control](options=names, description=description,
+                              style={"description_width": "initial"})
+    stack = widgets.Stack([_as_view_widget(n, v) for n, v in views.items()], selected_index=0)
+    widgets.jslink((ctrl, "index"), (stack, "selected_index"))
+    return LinkedViews([ctrl, stack], summary=f"view_switcher({control}: {names})")
+
+
+def _quote(token: str) -> str:
+    return f"'{token}'"
+
+
+def describe_attention(
+    weights_row, tokens: Sequence[str], query_index: int, *, key_tokens=None, top: int = 3,
+    min_share: float = 0.05,
+) -> str:
+    """Say in words where one query token's attention goes.
+
+    Parameters
+    ----------
+    weights_row : ndarray, shape (S,)
+        The query's attention weights.
+    tokens : sequence of str
+        Query labels; ``tokens[query_index]`` names the query.
+    query_index : int
+        Row of the query. When keys and queries are the same tokens, the key at
+        the same index is called "itself".
+    key_tokens : sequence of str, optional
+        Key labels, if they differ from ``tokens``.
+    top : int, default 3
+        At most this many keys are named, largest weight first.
+    min_share : float, default 0.05
+        Keys below this weight are not named.
+
+    Returns
+    -------
+    str
+        For example ``"'sat' attends 71 % to itself and 26 % to 'cat'"``.
+    """
+    w = as_float_array("weights_row", weights_row)
+    keys = list(tokens if key_tokens is None else key_tokens)
+    if w.ndim != 1 or w.shape[0] != len(keys):
+        raise ValueError(f"weights_row has shape {w.shape}, expected ({len(keys)},)")
+    same = key_tokens is None
+    order = sorted(range(len(keys)), key=lambda j: (-w[j], j))
+    parts = []
+    for j in order[:top]:
+        if w[j] < min_share and parts:
+            break
+        target = "itself" if same and j == query_index else _quote(keys[j])
+        parts.append(f"{100 * w[j]:.0f} % to {target}")
+    if len(parts) > 1:
+        text = ", ".join(parts[:-1]) + " and " + parts[-1]
+    else:
+        text = parts[0]
+    return f"{_quote(tokens[query_index])} attends {text}"
+
+
+class AttentionExplorer(LinkedViews):
+    """The attention explorer: heatmaps per view plus a sentence per query token."""
+
+
+def attention_explorer(
+    tokens: Sequence[str],
+    views: Mapping[str, np.ndarray],
+    *,
+    key_tokens: Sequence[str] | None = None,
+    title: str | None = None,
+    query_index: int | None = None,
+) -> AttentionExplorer:
+    """An interactive attention heatmap with a view toggle and a query-token choice.
+
+    Parameters
+    ----------
+    tokens : sequence of str, length L
+        The query tokens (and the keys, unless ``key_tokens`` is given).
+    views : mapping of str to ndarray, shape (L, S)
+        Weights for each view, for example ``{"causal mask": w1, "no mask": w2}``.
+        The first view is shown first.
+    key_tokens : sequence of str, length S, optional
+    title : str, optional
+        Title drawn above each heatmap (the view name is appended).
+    query_index : int, optional
+        The query token selected at first; defaults to the last token.
+
+    Returns
+    -------
+    AttentionExplorer
+        Toggle buttons choose the view, a dropdown the query token; a sentence
+        states where that token's attention goes. All switching is linked in
+        the browser, so it works on the static website with no kernel.
+    """
+    tokens = [str(t) for t in tokens]
+    if not views:
+        raise ValueError("views is empty: expected at least one (L, S) weights matrix")
+    names = list(views)
+    L = len(tokens)
+    query_index = L - 1 if query_index is None else int(query_index)
+
+    heatmaps, sentences = [], []
+    for name, w in views.items():
+        w = as_float_array(f"views[{name!r}]", w)
+        S = len(key_tokens) if key_tokens is not None else L
+        if w.shape != (L, S):
+            raise ValueError(f"views[{name!r}] has shape {w.shape}, expected (L, S) = ({L}, {S})")
+        ax = plot_attention(w, tokens, key_tokens=key_tokens,
+                            title=f"{title}: {name}" if title else name)
+        png = figure_png(ax.figure)
+        alt = (f"Heatmap of attention weights, {name}: rows are the query tokens "
+               f"{', '.join(tokens)}; columns the keys.")
+        heatmaps.append(widgets.HTML(png_figure_html(
+            png, alt=alt, view=name, data={"weights": np.round(w, 4).tolist()})))
+        lines = [
+            widgets.HTML(f"<p class='pyxis-describe'>{html.escape(describe_attention(w[i], tokens, i, key_tokens=key_tokens))}</p>")
+            for i in range(L)
+        ]
+        sentences.append(widgets.Stack(lines, selected_index=query_index))
+
+    toggle = widgets.ToggleButtons(options=names, description="mask:",
+                                   style={"description_width": "initial"})
+    query = widgets.Dropdown(options=[(f"{i}: {t}", i) for i, t in enumerate(tokens)],
+                             index=query_index, description="query token:",
+                             style={"description_width": "initial"})
+    heat_stack = widgets.Stack(heatmaps, selected_index=0)
+    text_stack = widgets.Stack(sentences, selected_index=0)
+    widgets.jslink((toggle, "index"), (heat_stack, "selected_index"))
+    widgets.jslink((toggle, "index"), (text_stack, "selected_index"))
+    for inner in sentences:
+        widgets.jslink((query, "index"), (inner, "selected_index"))
+    summary = f"AttentionExplorer(tokens={tokens}, views={names})"
+    return AttentionExplorer([toggle, query, text_stack, heat_stack], summary=summary)

@@ -1,0 +1,55 @@
+"""Execute notebooks in place so that re-running them changes no text output.
+
+    python tools/execute_notebooks.py book/qkv.ipynb [more.ipynb ...]
+
+* each notebook runs top to bottom in a fresh kernel, in its own folder;
+* no per-cell timing metadata is recorded (nbclient ``record_timing=False``);
+* widget model ids, random uuids in the kernel, are renamed to ids derived
+  from the notebook name and creation order, so re-execution is byte-stable;
+* the widget state is stored in the notebook metadata, where myst-nb finds it
+  and embeds it in the web page.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def stable_widget_ids(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
+    """Rename every widget model id to one derived from ``name`` and its order."""
+    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    if not state:
+        return nb
+    mapping = {
+        old: hashlib.md5(f"{name}:{i}".encode()).hexdigest() for i, old in enumerate(state)
+    }
+    text = nbformat.writes(nb)
+    pattern = re.compile("|".join(map(re.escape, mapping)))
+    return nbformat.reads(pattern.sub(lambda m: mapping[m.group(0)], text), as_version=4)
+
+
+def execute(path: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        nb, timeout=900, kernel_name="python3", record_timing=False,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    client.execute()
+    nb = stable_widget_ids(nb, path.stem)
+    nbformat.write(nb, path)
+    print(f"executed {path}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    for arg in sys.argv[1:]:
+        execute(Path(arg))
