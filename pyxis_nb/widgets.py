@@ -241,8 +241,7 @@ def attention_explorer(
         ]
         sentences.append(widgets.Stack(lines, selected_index=query_index))
 
-    toggle = widgets.ToggleButtons(options=names, description="mask:",
-                                   style={"description_width": "initial"})
+    toggle = widgets.ToggleButtons(options=names)
     query = widgets.Dropdown(options=[(f"{i}: {t}", i) for i, t in enumerate(tokens)],
                              index=query_index, description="query token:",
                              style={"description_width": "initial"})

@@ -1,9 +1,12 @@
-// Loaded on widget pages just before require.js and the widget manager (embed-amd.js).
-// It tells the manager that its fonts and chunks sit in this same folder of the site,
-// so a page never asks a CDN for them, whether served over HTTP or opened as a file.
+// Loaded on widget pages after require.js and before the widget manager (embed-amd.js).
+// The manager finds its fonts relative to the module path
+// "@jupyter-widgets/html-manager/dist"; map that path to this folder of the site, so a
+// page never asks a CDN (or a missing folder) for them, whether it is served over HTTP
+// or opened as a file.
 (function () {
   var here = document.currentScript && document.currentScript.src;
-  if (here) {
-    window.__jupyter_widgets_assets_path__ = here.replace(/[^/]*$/, "");
-  }
+  if (!here) return;
+  var folder = here.replace(/\/[^/]*$/, "");
+  window.__jupyter_widgets_assets_path__ = folder + "/";
+  window.require.config({ paths: { "@jupyter-widgets/html-manager/dist": folder } });
 })();
