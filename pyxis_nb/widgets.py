@@ -128,7 +128,12 @@ def view_switcher(
                               style={"description_width": "initial"})
     stack = widgets.Stack([_as_view_widget(n, v) for n, v in views.items()], selected_index=0)
     widgets.jslink((ctrl, "index"), (stack, "selected_index"))
-    return LinkedViews([ctrl, stack], summary=f"view_switcher({control}: {names})")
+    # CSS classes let the website test find each control and the views it drives
+    ctrl.add_class("pyxis-view-control")
+    stack.add_class("pyxis-view-stack")
+    root = LinkedViews([ctrl, stack], summary=f"view_switcher({control}: {names})")
+    root.add_class("pyxis-switcher")
+    return root
 
 
 def _quote(token: str) -> str:
@@ -251,5 +256,11 @@ def attention_explorer(
     widgets.jslink((toggle, "index"), (text_stack, "selected_index"))
     for inner in sentences:
         widgets.jslink((query, "index"), (inner, "selected_index"))
+    toggle.add_class("pyxis-view-control")
+    query.add_class("pyxis-query-control")
+    heat_stack.add_class("pyxis-view-stack")
+    text_stack.add_class("pyxis-describe-stack")
     summary = f"AttentionExplorer(tokens={tokens}, views={names})"
-    return AttentionExplorer([toggle, query, text_stack, heat_stack], summary=summary)
+    root = AttentionExplorer([toggle, query, text_stack, heat_stack], summary=summary)
+    root.add_class("pyxis-explorer")
+    return root
