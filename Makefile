@@ -27,7 +27,7 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 venv: $(STAMP)
 
 vendor:
-	bash tools/vendor_widgets.sh
+	bash tools/vendor_web.sh
 
 site: venv vendor
 	$(VENV)/bin/jupyter-book build . --builder html -n -W --keep-going

@@ -6,8 +6,8 @@
 * no per-cell timing metadata is recorded (nbclient ``record_timing=False``);
 * widget model ids, random uuids in the kernel, are renamed to ids derived
   from the notebook name and creation order, so re-execution is byte-stable;
-* consecutive stream outputs of a cell are merged (a busy machine can split
-  one print into two stream messages);
+* consecutive stream outputs of a cell are merged (``coalesce_streams``: a busy
+  machine can split one print into two stream messages);
 * the widget state is stored in the notebook metadata, where myst-nb finds it
   and embeds it in the web page.
 """
@@ -38,30 +38,14 @@ def stable_widget_ids(nb: nbformat.NotebookNode, name: str) -> nbformat.Notebook
     return nbformat.reads(pattern.sub(lambda m: mapping[m.group(0)], text), as_version=4)
 
 
-def merge_streams(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """Join consecutive stdout (or stderr) outputs of each cell into one."""
-    for cell in nb.cells:
-        merged = []
-        for out in cell.get("outputs", []):
-            prev = merged[-1] if merged else None
-            if (out.output_type == "stream" and prev is not None
-                    and prev.output_type == "stream" and prev.name == out.name):
-                prev.text += out.text
-            else:
-                merged.append(out)
-        if "outputs" in cell:
-            cell.outputs = merged
-    return nb
-
-
 def execute(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
-        nb, timeout=900, kernel_name="python3", record_timing=False,
+        nb, timeout=900, kernel_name="python3", record_timing=False, coalesce_streams=True,
         resources={"metadata": {"path": str(path.parent)}},
     )
     client.execute()
-    nb = stable_widget_ids(merge_streams(nb), path.stem)
+    nb = stable_widget_ids(nb, path.stem)
     nbformat.write(nb, path)
     print(f"executed {path}")
 
