@@ -175,5 +175,8 @@ def scaled_dot_product_attention(
     elif attn_mask is not None:
         scores = scores + _mask_to_bias(attn_mask, batch, L, S, q.dtype)
     weights = softmax(scores, axis=-1)  # (..., L, S); fully masked rows are zeros
+    if weights.shape[:-2] != batch:
+        # value alone had extra leading dims: give the weights the full (..., L, S) shape
+        weights = np.broadcast_to(weights, batch + (L, S)).copy()
     out = weights @ v  # (..., L, S) x (..., S, Ev) -> (..., L, Ev)
     return (out, weights) if return_weights else out
