@@ -170,7 +170,9 @@ def describe_attention(
     Returns
     -------
     str
-        For example ``"'sat' attends 71 % to itself and 26 % to 'cat'"``.
+        For example ``"'sat' attends 71 % to itself and 26 % to 'cat'"``. A row
+        of zeros (a query that may attend to no key) gives
+        ``"'sat' attends to no key: every key is masked"``.
 
     Raises
     ------
@@ -183,6 +185,8 @@ def describe_attention(
     if w.ndim != 1 or w.shape[0] != len(keys):
         raise ValueError(f"weights_row has shape {w.shape}, expected ({len(keys)},)")
     query_index = _query_index(query_index, len(tokens))
+    if not np.any(w > 0):  # a fully masked query row: SDPA gives it zero weights
+        return f"{_quote(tokens[query_index])} attends to no key: every key is masked"
     same = key_tokens is None
     order = sorted(range(len(keys)), key=lambda j: (-w[j], j))
     parts = []
