@@ -23,7 +23,7 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ._checks import as_float_array
+from ._checks import as_float_array, check_positive_int
 from .plotting import plot_attention
 
 __all__ = [
@@ -177,14 +177,15 @@ def describe_attention(
     Raises
     ------
     ValueError
-        If ``weights_row`` is not a float array of shape (S,), or ``query_index``
-        is not a valid row of ``tokens``.
+        If ``weights_row`` is not a float array of shape (S,), ``query_index``
+        is not a valid row of ``tokens``, or ``top`` is not an integer >= 1.
     """
     w = as_float_array("weights_row", weights_row)
     keys = list(tokens if key_tokens is None else key_tokens)
     if w.ndim != 1 or w.shape[0] != len(keys):
         raise ValueError(f"weights_row has shape {w.shape}, expected ({len(keys)},)")
     query_index = _query_index(query_index, len(tokens))
+    top = check_positive_int("top", top)
     if not np.any(w > 0):  # a fully masked query row: SDPA gives it zero weights
         return f"{_quote(tokens[query_index])} attends to no key: every key is masked"
     same = key_tokens is None
