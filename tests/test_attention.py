@@ -201,7 +201,7 @@ def _qkv(L=3, S=5, E=4, Ev=2, lead=()):
      r"attn_mask has shape \(2, 3, 5\).*\(3, 5\) without enlarging it"),
     (lambda: _qkv(), {"attn_mask": np.ones((3, 5), int)},
      r"attn_mask must be boolean .* got dtype int64 with shape \(3, 5\)"),
-    (lambda: _qkv(lead=(3,)) [:1] + _qkv(lead=(2,))[1:], {},
+    (lambda: _qkv(lead=(3,))[:1] + _qkv(lead=(2,))[1:], {},
      r"leading \(batch/head\) dimensions do not broadcast: query \(3,\), key \(2,\), value \(2,\)"),
     (lambda: (np.zeros((1, 3, 3, 4)), np.zeros((1, 2, 5, 4)), np.zeros((1, 2, 5, 2))),
      {"enable_gqa": True},
