@@ -159,7 +159,10 @@ def scaled_dot_product_attention(
     q, k, v, n_rep = _check_qkv(query, key, value, enable_gqa)
     L, E, S = q.shape[-2], q.shape[-1], k.shape[-2]
     if is_causal and attn_mask is not None:
-        raise ValueError("pass either attn_mask or is_causal=True, not both (as torch)")
+        raise ValueError(
+            f"pass either attn_mask or is_causal=True, not both (as torch): got "
+            f"attn_mask of shape {np.shape(attn_mask)} with is_causal=True"
+        )
     if n_rep > 1:
         # (..., Hkv, S, E) -> (..., Hkv * n_rep, S, E): query head h uses kv head h // n_rep
         k = np.repeat(k, n_rep, axis=-3)
@@ -175,5 +178,8 @@ def scaled_dot_product_attention(
     elif attn_mask is not None:
         scores = scores + _mask_to_bias(attn_mask, batch, L, S, q.dtype)
     weights = softmax(scores, axis=-1)  # (..., L, S); fully masked rows are zeros
+    if weights.shape[:-2] != batch:
+        # value alone had extra leading dims: give the weights the full (..., L, S) shape
+        weights = np.broadcast_to(weights, batch + (L, S)).copy()
     out = weights @ v  # (..., L, S) x (..., S, Ev) -> (..., L, Ev)
     return (out, weights) if return_weights else out

@@ -91,7 +91,8 @@ class Head:
         """
         q, k, _ = self.qkv(x)
         s = q @ np.swapaxes(k, -1, -2)  # (..., T, d_head) x (..., d_head, T) -> (..., T, T)
-        return s / np.sqrt(self.d_head) if scaled else s
+        # np.sqrt gives a float64 scalar, which would promote float32 scores: cast it
+        return s / s.dtype.type(np.sqrt(self.d_head)) if scaled else s
 
     def weights(self, x, causal: bool = False, scaled: bool = True) -> np.ndarray:
         """Attention weights, shape (..., T, T); each row sums to 1."""

@@ -23,7 +23,7 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ._checks import as_float_array
+from ._checks import as_float_array, check_positive_int
 from .plotting import plot_attention
 
 __all__ = [
@@ -140,6 +140,16 @@ def _quote(token: str) -> str:
     return f"'{token}'"
 
 
+def _query_index(query_index, n: int) -> int:
+    """``query_index`` as a row in ``0 .. n-1`` (negative counts from the end, as in Python)."""
+    if isinstance(query_index, bool) or not isinstance(query_index, (int, np.integer)) \
+            or not -n <= query_index < n:
+        raise ValueError(
+            f"query_index must be in {-n} .. {n - 1} for {n} tokens, got {query_index!r}"
+        )
+    return int(query_index) % n
+
+
 def describe_attention(
     weights_row, tokens: Sequence[str], query_index: int, *, key_tokens=None, top: int = 3,
     min_share: float = 0.05,
@@ -153,8 +163,8 @@ def describe_attention(
     tokens : sequence of str
         Query labels; ``tokens[query_index]`` names the query.
     query_index : int
-        Row of the query. When keys and queries are the same tokens, the key at
-        the same index is called "itself".
+        Row of the query; negative counts from the end. When keys and queries
+        are the same tokens, the key at the same index is called "itself".
     key_tokens : sequence of str, optional
         Key labels, if they differ from ``tokens``.
     top : int, default 3
@@ -165,12 +175,24 @@ def describe_attention(
     Returns
     -------
     str
-        For example ``"'sat' attends 71 % to itself and 26 % to 'cat'"``.
+        For example ``"'sat' attends 71 % to itself and 26 % to 'cat'"``. A row
+        of zeros (a query that may attend to no key) gives
+        ``"'sat' attends to no key: every key is masked"``.
+
+    Raises
+    ------
+    ValueError
+        If ``weights_row`` is not a float array of shape (S,), ``query_index``
+        is not a valid row of ``tokens``, or ``top`` is not an integer >= 1.
     """
     w = as_float_array("weights_row", weights_row)
     keys = list(tokens if key_tokens is None else key_tokens)
     if w.ndim != 1 or w.shape[0] != len(keys):
         raise ValueError(f"weights_row has shape {w.shape}, expected ({len(keys)},)")
+    query_index = _query_index(query_index, len(tokens))
+    top = check_positive_int("top", top)
+    if not np.any(w > 0):  # a fully masked query row: SDPA gives it zero weights
+        return f"{_quote(tokens[query_index])} attends to no key: every key is masked"
     same = key_tokens is None
     order = sorted(range(len(keys)), key=lambda j: (-w[j], j))
     parts = []
@@ -212,6 +234,7 @@ def attention_explorer(
         Title drawn above each heatmap (the view name is appended).
     query_index : int, optional
         The query token selected at first; defaults to the last token.
+        Negative counts from the end.
 
     Returns
     -------
@@ -219,13 +242,21 @@ def attention_explorer(
         Toggle buttons choose the view, a dropdown the query token; a sentence
         states where that token's attention goes. All switching is linked in
         the browser, so it works on the static website with no kernel.
+
+    Raises
+    ------
+    ValueError
+        If ``tokens`` or ``views`` is empty, a view is not a float (L, S) array,
+        or ``query_index`` is not a valid row.
     """
     tokens = [str(t) for t in tokens]
+    if not tokens:
+        raise ValueError("tokens is empty: expected at least one query token")
     if not views:
         raise ValueError("views is empty: expected at least one (L, S) weights matrix")
     names = list(views)
     L = len(tokens)
-    query_index = L - 1 if query_index is None else int(query_index)
+    query_index = L - 1 if query_index is None else _query_index(query_index, L)
 
     heatmaps, sentences = [], []
     for name, w in views.items():

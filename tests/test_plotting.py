@@ -1,0 +1,130 @@
+"""Tests of pyxis_nb.plotting: labelled heatmaps with colour bars (Agg backend)."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import pyxis_nb as px  # noqa: E402
+
+TOKENS = ["The", "cat", "sat"]
+W = np.array([[1.0, 0.0, 0.0], [0.4, 0.6, 0.0], [0.03, 0.26, 0.71]])
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def ticks(labels):
+    return [t.get_text() for t in labels]
+
+
+def test_token_labels_on_both_axes():
+    ax = px.plot_attention(W, TOKENS, title="causal")
+    assert ticks(ax.get_xticklabels()) == TOKENS
+    assert ticks(ax.get_yticklabels()) == TOKENS
+    assert ax.get_title() == "causal"
+    assert "query" in ax.get_ylabel() and "key" in ax.get_xlabel()
+
+
+def test_colour_bar_exists_and_scale_is_0_to_1():
+    ax = px.plot_attention(W, TOKENS)
+    image = ax.images[0]
+    assert image.colorbar is not None
+    assert image.colorbar.ax in ax.figure.axes
+    assert image.get_clim() == (0.0, 1.0)
+    assert len(ax.figure.axes) == 2  # the heatmap and its colour bar
+    assert np.array_equal(image.get_array(), W)
+
+
+def test_no_colour_bar_on_request():
+    ax = px.plot_attention(W, TOKENS, colorbar=False)
+    assert ax.images[0].colorbar is None and len(ax.figure.axes) == 1
+
+
+def test_cell_texts_are_the_rounded_weights():
+    ax = px.plot_attention(W, TOKENS)
+    assert [t.get_text() for t in ax.texts] == [f"{x:.2f}" for x in W.ravel()]
+    assert [t.get_text() for t in ax.texts][6:] == ["0.03", "0.26", "0.71"]
+    # each text sits in its cell: x = key column, y = query row
+    assert [t.get_position() for t in ax.texts[:3]] == [(0, 0), (1, 0), (2, 0)]
+    # dark text on the bright end of the colour map, white on the dark end
+    assert ax.texts[0].get_color() == "black" and ax.texts[1].get_color() == "white"
+
+
+def test_no_cell_texts_without_annotate():
+    assert len(px.plot_attention(W, TOKENS, annotate=False).texts) == 0
+
+
+def test_default_labels_are_positions():
+    ax = px.plot_attention(W)
+    assert ticks(ax.get_xticklabels()) == ["0", "1", "2"]
+    assert ticks(ax.get_yticklabels()) == ["0", "1", "2"]
+
+
+def test_key_tokens_when_L_differs_from_S():
+    w = np.full((2, 4), 0.25)
+    ax = px.plot_attention(w, ["c", "d"], key_tokens=["a", "b", "c", "d"])
+    assert ticks(ax.get_yticklabels()) == ["c", "d"]
+    assert ticks(ax.get_xticklabels()) == ["a", "b", "c", "d"]
+
+
+def test_draws_into_a_given_axes():
+    fig, axes = plt.subplots(1, 2)
+    ax = px.plot_attention(W, TOKENS, ax=axes[1], colorbar=False)
+    assert ax is axes[1] and len(axes[0].images) == 0
+
+
+@pytest.mark.parametrize("weights, kwargs, match", [
+    (np.zeros(3), {}, r"weights has shape \(3,\), expected \(L, S\)"),
+    (np.zeros((2, 3, 3)), {}, r"weights has shape \(2, 3, 3\), expected \(L, S\)"),
+    (np.zeros((3, 3), int), {}, r"weights must be a floating-point array .* dtype int64"),
+    (W, {"tokens": ["a", "b"]}, r"tokens has 2 labels, expected 3"),
+    (W, {"tokens": TOKENS, "key_tokens": ["a"]}, r"key_tokens has 1 labels, expected 3"),
+    (np.zeros((2, 3)), {"tokens": ["a", "b"]}, r"weights has shape \(2, 3\): pass key_tokens \(length 3\)"),
+])
+def test_plot_attention_bad_input(weights, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        px.plot_attention(weights, **kwargs)
+
+
+def test_grid_one_panel_per_head_with_shared_colour_bar():
+    w = np.stack([W, W.T, np.full((3, 3), 1 / 3), np.eye(3), W, W])  # 6 heads
+    fig = px.plot_attention_grid(w, TOKENS, ncols=4, suptitle="six heads")
+    panels = [ax for ax in fig.axes if ax.images]
+    assert [ax.get_title() for ax in panels] == [f"head {h}" for h in range(6)]
+    assert all(ticks(ax.get_xticklabels()) == TOKENS for ax in panels)
+    # row labels on the first column only
+    assert ticks(panels[0].get_yticklabels()) == TOKENS
+    assert ticks(panels[4].get_yticklabels()) == TOKENS
+    assert ticks(panels[1].get_yticklabels()) == [""] * 3 and panels[1].get_ylabel() == ""
+    assert "query" in panels[4].get_ylabel()
+    # x labels only where no panel sits below: row 0 keeps it in columns 2, 3
+    assert [bool(ax.get_xlabel()) for ax in panels] == [False, False, True, True, True, True]
+    colourbars = [ax.images[0].colorbar for ax in panels if ax.images[0].colorbar is not None]
+    assert len(colourbars) == 1
+    assert len(fig.axes) == 2 * 4 + 1  # 8 cells (2 switched off) and one colour bar
+    assert fig.get_suptitle() == "six heads"
+    assert all(len(ax.texts) == 0 for ax in panels)  # no annotation by default
+
+
+def test_grid_custom_titles_and_annotation():
+    fig = px.plot_attention_grid(np.stack([W, W]), TOKENS, titles=["a", "b"], annotate=True)
+    panels = [ax for ax in fig.axes if ax.images]
+    assert [ax.get_title() for ax in panels] == ["a", "b"]
+    assert [t.get_text() for t in panels[1].texts] == [f"{x:.2f}" for x in W.ravel()]
+
+
+@pytest.mark.parametrize("weights, kwargs, match", [
+    (W, {}, r"weights has shape \(3, 3\), expected \(H, L, S\)"),
+    (np.zeros((2, 3, 3)), {"titles": ["only one"]}, r"titles has 1 labels, expected 2"),
+    (np.zeros((2, 3, 3)), {"tokens": ["a"]}, r"tokens has 1 labels, expected 3"),
+])
+def test_grid_bad_input(weights, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        px.plot_attention_grid(weights, **kwargs)

@@ -1,0 +1,222 @@
+"""Tests of pyxis_nb.widgets: pre-rendered views linked client-side with jslink."""
+
+import html
+import json
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import ipywidgets as widgets  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from ipywidgets.widgets.widget import _instances  # noqa: E402
+from ipywidgets.widgets.widget_link import Link  # noqa: E402
+
+import pyxis_nb as px  # noqa: E402
+
+TOKENS = ["The", "cat", "sat"]
+W_CAUSAL = np.array([[1.0, 0.0, 0.0], [0.4, 0.6, 0.0], [0.03, 0.26, 0.71]])
+W_FULL = np.array([[0.5, 0.3, 0.2], [0.2, 0.2, 0.6], [1 / 3, 1 / 3, 1 / 3]])
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def links(source, target):
+    """The jslinks from ``source.index`` to ``target.selected_index``."""
+    return [w for w in list(_instances.values())
+            if isinstance(w, Link) and w.source[0] is source and w.target[0] is target
+            and w.source[1] == "index" and w.target[1] == "selected_index"]
+
+
+def attribute(html_text, name):
+    found = re.search(rf'data-{name}="([^"]*)"', html_text)
+    assert found, f"no data-{name} in {html_text[:120]}"
+    return html.unescape(found.group(1))
+
+
+def small_figure(label):
+    fig, ax = plt.subplots(figsize=(1, 1))
+    ax.set_title(label)
+    return fig
+
+
+# ---------------------------------------------------------------- describe_attention
+
+@pytest.mark.parametrize("row, query, kwargs, expected", [
+    ([0.03, 0.26, 0.71], 2, {}, "'sat' attends 71 % to itself and 26 % to 'cat'"),
+    ([0.03, 0.26, 0.71], -1, {}, "'sat' attends 71 % to itself and 26 % to 'cat'"),
+    ([1.0, 0.0, 0.0], 0, {}, "'The' attends 100 % to itself"),
+    ([0.2, 0.3, 0.5], 1, {}, "'cat' attends 50 % to 'sat', 30 % to itself and 20 % to 'The'"),
+    ([0.2, 0.3, 0.5], 1, {"top": 2}, "'cat' attends 50 % to 'sat' and 30 % to itself"),
+    ([0.4, 0.4, 0.2], 2, {}, "'sat' attends 40 % to 'The', 40 % to 'cat' and 20 % to itself"),
+    ([0.2, 0.3, 0.5], 1, {"min_share": 0.25}, "'cat' attends 50 % to 'sat' and 30 % to itself"),
+    ([0.03, 0.02, 0.04], 0, {}, "'The' attends 4 % to 'sat'"),
+    ([0.03, 0.26, 0.71], 2, {"key_tokens": ["a", "b", "sat"]},
+     "'sat' attends 71 % to 'sat' and 26 % to 'b'"),
+    ([0.0, 0.0, 0.0], 1, {}, "'cat' attends to no key: every key is masked"),
+])
+def test_describe_attention_sentences(row, query, kwargs, expected):
+    assert px.describe_attention(np.array(row), TOKENS, query, **kwargs) == expected
+
+
+def test_describe_attention_with_more_keys_than_queries():
+    text = px.describe_attention(np.array([0.1, 0.9]), ["new"], 0, key_tokens=["old", "new"])
+    assert text == "'new' attends 90 % to 'new' and 10 % to 'old'"
+
+
+@pytest.mark.parametrize("row, query, kwargs, match", [
+    (np.ones((1, 3)) / 3, 0, {}, r"weights_row has shape \(1, 3\), expected \(3,\)"),
+    (np.ones(2) / 2, 0, {}, r"weights_row has shape \(2,\), expected \(3,\)"),
+    (np.array([0, 1, 0]), 0, {}, r"weights_row must be a floating-point array"),
+    (np.ones(3) / 3, 3, {}, r"query_index must be in -3 \.\. 2 for 3 tokens, got 3"),
+    (np.ones(3) / 3, -4, {}, r"query_index must be in -3 \.\. 2 for 3 tokens, got -4"),
+    (np.ones(3) / 3, 0, {"top": 0}, r"top must be an integer >= 1, got 0"),
+])
+def test_describe_attention_bad_input(row, query, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        px.describe_attention(row, TOKENS, query, **kwargs)
+
+
+# ---------------------------------------------------------------- figure_png, png_figure_html
+
+def test_figure_png_is_deterministic_and_closes_the_figure():
+    fig = small_figure("a")
+    png = px.figure_png(fig)
+    assert png.startswith(PNG_MAGIC)
+    assert not plt.fignum_exists(fig.number)
+    assert px.figure_png(small_figure("a")) == png
+    assert px.figure_png(small_figure("b")) != png
+
+
+def test_png_figure_html_carries_view_and_data():
+    text = px.png_figure_html(PNG_MAGIC, alt='a "quoted" <alt>', view="no mask",
+                              data={"weights": [[0.5, 0.5]], "note": "x<y"})
+    assert text.startswith('<figure class="pyxis-view" data-view="no mask"')
+    assert json.loads(attribute(text, "weights")) == [[0.5, 0.5]]
+    assert attribute(text, "note") == "x<y"
+    assert "<y" not in text.split("<img")[0].split('data-note="')[1]  # escaped
+    assert 'alt="a &quot;quoted&quot; &lt;alt&gt;"' in text
+    assert "data:image/png;base64,iVBORw0KGgo" in text
+
+
+# ---------------------------------------------------------------- view_switcher
+
+@pytest.mark.parametrize("control, cls", [
+    ("toggle", widgets.ToggleButtons), ("dropdown", widgets.Dropdown),
+    ("slider", widgets.SelectionSlider),
+])
+def test_view_switcher_links_control_to_stack(control, cls):
+    views = {"first": small_figure("1"), "second": px.figure_png(small_figure("2")),
+             "third": "<p class='mine'>three</p>"}
+    box = px.view_switcher(views, control=control, description="pick:")
+    ctrl, stack = box.children
+    assert isinstance(box, widgets.VBox)
+    assert isinstance(ctrl, cls) and isinstance(stack, widgets.Stack)
+    assert list(ctrl.options) == ["first", "second", "third"] and ctrl.description == "pick:"
+    assert ctrl.index == 0 and stack.selected_index == 0
+    assert len(links(ctrl, stack)) == 1
+    assert len(stack.children) == 3
+    assert [attribute(c.value, "view") for c in stack.children[:2]] == ["first", "second"]
+    assert all(PNG_MAGIC not in c.value.encode() and "base64," in c.value for c in stack.children[:2])
+    assert stack.children[2].value == "<p class='mine'>three</p>"
+    assert repr(box) == f"view_switcher({control}: ['first', 'second', 'third'])"
+    assert not plt.get_fignums()  # the figure was rendered and closed
+
+
+def test_view_switcher_keeps_widgets():
+    label = widgets.Label("hello")
+    box = px.view_switcher({"only": label})
+    assert box.children[1].children[0] is label
+
+
+@pytest.mark.parametrize("views, kwargs, match", [
+    ({}, {}, r"views is empty"),
+    ({"a": "<p>a</p>"}, {"control": "radio"}, r"control must be one of .*'radio'"),
+    ({"a": 42}, {}, r"view 'a' must be a matplotlib Figure, PNG bytes, an HTML string or a widget, got int"),
+])
+def test_view_switcher_bad_input(views, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        px.view_switcher(views, **kwargs)
+
+
+# ---------------------------------------------------------------- attention_explorer
+
+@pytest.fixture(scope="module")
+def explorer():
+    """Built once: rendering the heatmaps is the slow part of this file."""
+    ex = px.attention_explorer(TOKENS, {"causal mask": W_CAUSAL, "no mask": W_FULL},
+                               title="toy")
+    assert not plt.get_fignums()  # every heatmap was rendered and closed
+    return ex
+
+
+def test_explorer_layout_and_repr(explorer):
+    toggle, query, text_stack, heat_stack = explorer.children
+    assert isinstance(explorer, px.AttentionExplorer) and isinstance(explorer, widgets.VBox)
+    assert isinstance(toggle, widgets.ToggleButtons) and isinstance(query, widgets.Dropdown)
+    assert list(toggle.options) == ["causal mask", "no mask"]
+    assert [label for label, _ in query.options] == ["0: The", "1: cat", "2: sat"]
+    assert query.index == 2  # the last token by default
+    assert repr(explorer) == "AttentionExplorer(tokens=['The', 'cat', 'sat'], views=['causal mask', 'no mask'])"
+
+
+def test_explorer_one_prerendered_heatmap_per_view(explorer):
+    heat_stack = explorer.children[3]
+    assert len(heat_stack.children) == 2
+    for child, name, w in zip(heat_stack.children, ["causal mask", "no mask"], [W_CAUSAL, W_FULL]):
+        assert attribute(child.value, "view") == name
+        assert json.loads(attribute(child.value, "weights")) == np.round(w, 4).tolist()
+        assert "data:image/png;base64," in child.value
+        assert name in re.search(r'alt="([^"]*)"', child.value).group(1)
+
+
+def test_explorer_sentences_per_view_and_query(explorer):
+    text_stack = explorer.children[2]
+    assert len(text_stack.children) == 2
+    for inner, w in zip(text_stack.children, [W_CAUSAL, W_FULL]):
+        assert isinstance(inner, widgets.Stack) and inner.selected_index == 2
+        assert len(inner.children) == 3
+        for i, line in enumerate(inner.children):
+            expected = html.escape(px.describe_attention(w[i], TOKENS, i))
+            assert line.value == f"<p class='pyxis-describe'>{expected}</p>"
+    assert "71 % to itself and 26 % to &#x27;cat&#x27;" in text_stack.children[0].children[2].value
+
+
+def test_explorer_jslinks(explorer):
+    toggle, query, text_stack, heat_stack = explorer.children
+    assert len(links(toggle, heat_stack)) == 1
+    assert len(links(toggle, text_stack)) == 1
+    for inner in text_stack.children:
+        assert len(links(query, inner)) == 1
+
+
+def test_explorer_query_index_and_key_tokens():
+    w = np.array([[0.2, 0.8], [0.5, 0.5], [0.9, 0.1]])
+    ex = px.attention_explorer(TOKENS, {"w": w}, key_tokens=["k0", "k1"], query_index=0)
+    assert ex.children[1].index == 0
+    assert ex.children[2].children[0].selected_index == 0
+    assert "80 % to &#x27;k1&#x27;" in ex.children[2].children[0].children[0].value
+    neg = px.attention_explorer(["a"], {"w": np.array([[1.0]])}, query_index=-1)
+    assert neg.children[1].index == 0 and neg.children[2].children[0].selected_index == 0
+
+
+@pytest.mark.parametrize("tokens, views, kwargs, match", [
+    (TOKENS, {}, {}, r"views is empty"),
+    (TOKENS, {"a": np.ones((2, 3)) / 3}, {}, r"views\['a'\] has shape \(2, 3\), expected \(L, S\) = \(3, 3\)"),
+    (TOKENS, {"a": W_FULL}, {"key_tokens": ["x", "y"]},
+     r"views\['a'\] has shape \(3, 3\), expected \(L, S\) = \(3, 2\)"),
+    (TOKENS, {"a": np.eye(3, dtype=int)}, {}, r"views\['a'\] must be a floating-point array"),
+    (TOKENS, {"a": W_FULL}, {"query_index": 3}, r"query_index must be in -3 \.\. 2 for 3 tokens, got 3"),
+    ([], {"a": np.zeros((0, 0))}, {}, r"tokens is empty"),
+])
+def test_explorer_bad_input(tokens, views, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        px.attention_explorer(tokens, views, **kwargs)
