@@ -85,8 +85,9 @@ def test_scaled_attention_still_sharpens_with_a_fixed_init():
 
 @pytest.mark.parametrize("d", [1, 4, 16, 64, 256, 1024])
 def test_dot_product_std_is_sqrt_d(d):
-    assert px.dot_product_std(d) == pytest.approx(np.sqrt(d), rel=0.03)
-    assert px.dot_product_std(d, scaled=True) == pytest.approx(1.0, rel=0.03)
+    # 5000 pairs: the sample std is within about 1 % of the true one
+    assert px.dot_product_std(d, n=5000) == pytest.approx(np.sqrt(d), rel=0.03)
+    assert px.dot_product_std(d, n=5000, scaled=True) == pytest.approx(1.0, rel=0.03)
 
 
 @given(d=st.integers(1, 200), seed=st.integers(0, 2**16))
