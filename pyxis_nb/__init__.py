@@ -10,27 +10,29 @@ available at the top level. One concept per module:
 ``head``           ``Head``: one attention head with Wq, Wk, Wv
 ``plotting``       labelled heatmaps of attention weights
 ``widgets``        interactive views that also work on the static website
+``experiments``    measurements behind the ``1 / sqrt(d)`` scale
 ``positions``      sinusoidal absolute position encodings (Vaswani et al.)
 ``engine``         causal attention one query at a time, as an inference engine runs it
 ``batching``       padding token lists, a tiny language model, greedy generation
 =================  ==========================================================
 """
 
+import sys as _sys
+
 from .attention import *  # noqa: F401,F403
+from .batching import *  # noqa: F401,F403
+from .engine import *  # noqa: F401,F403
+from .experiments import *  # noqa: F401,F403
 from .head import *  # noqa: F401,F403
 from .masks import *  # noqa: F401,F403
 from .plotting import *  # noqa: F401,F403
+from .positions import *  # noqa: F401,F403
 from .softmax import *  # noqa: F401,F403
 from .widgets import *  # noqa: F401,F403
-from .positions import *  # noqa: F401,F403
-from .engine import *  # noqa: F401,F403
-from .batching import *  # noqa: F401,F403
-
-import sys as _sys
 
 # the modules above, in the order the book introduces them; each defines __all__
 _MODULES = ["softmax", "masks", "attention", "head", "plotting", "widgets",
-            "positions", "engine", "batching"]
+            "experiments", "positions", "engine", "batching"]
 
 __all__ = sorted(
     name for module in _MODULES for name in _sys.modules[f"{__name__}.{module}"].__all__
