@@ -10,12 +10,18 @@ available at the top level. One concept per module:
 ``head``           ``Head``: one attention head with Wq, Wk, Wv
 ``plotting``       labelled heatmaps of attention weights
 ``widgets``        interactive views that also work on the static website
+``multihead``      ``MultiHeadAttention`` (MHA, GQA, MQA), ``split_heads``, ``repeat_kv``
+``memory``         KV-cache and parameter arithmetic, the ``QWEN3_1_7B`` config
+``kv_cache``       ``KVCache``: preallocated keys and values per layer
 =================  ==========================================================
 """
 
 from .attention import *  # noqa: F401,F403
 from .head import *  # noqa: F401,F403
+from .kv_cache import *  # noqa: F401,F403
 from .masks import *  # noqa: F401,F403
+from .memory import *  # noqa: F401,F403
+from .multihead import *  # noqa: F401,F403
 from .plotting import *  # noqa: F401,F403
 from .softmax import *  # noqa: F401,F403
 from .widgets import *  # noqa: F401,F403
@@ -23,7 +29,8 @@ from .widgets import *  # noqa: F401,F403
 import sys as _sys
 
 # the modules above, in the order the book introduces them; each defines __all__
-_MODULES = ["softmax", "masks", "attention", "head", "plotting", "widgets"]
+_MODULES = ["softmax", "masks", "attention", "head", "plotting", "widgets", "multihead", "memory",
+            "kv_cache"]
 
 __all__ = sorted(
     name for module in _MODULES for name in _sys.modules[f"{__name__}.{module}"].__all__
