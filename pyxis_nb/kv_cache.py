@@ -146,7 +146,8 @@ class KVCache:
         return sum(a.nbytes for a in self.key_cache + self.value_cache)
 
     def __repr__(self) -> str:
+        held = (f"every layer holds {self._lengths[0]}" if len(set(self._lengths)) == 1
+                else f"lengths={self._lengths}")
         return (f"KVCache(num_layers={self.num_layers}, batch_size={self.batch_size}, "
                 f"num_key_value_heads={self.num_key_value_heads}, head_dim={self.head_dim}, "
-                f"max_seq_len={self.max_seq_len}, dtype={self.dtype}, "
-                f"lengths={self._lengths})")
+                f"max_seq_len={self.max_seq_len}, dtype={self.dtype}; {held})")
