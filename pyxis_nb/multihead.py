@@ -102,7 +102,8 @@ def merge_heads(x) -> np.ndarray:
     if x.ndim != 4:
         raise ValueError(f"x has shape {x.shape}, expected (B, H, T, D)")
     B, H, T, D = x.shape
-    return x.transpose(0, 2, 1, 3).reshape(B, T, H * D)  # (B, H, T, D) -> (B, T, H, D) -> (B, T, H*D)
+    x = x.transpose(0, 2, 1, 3)  # (B, H, T, D) -> (B, T, H, D)
+    return x.reshape(B, T, H * D)  # (B, T, H, D) -> (B, T, H*D)
 
 
 def repeat_kv(hidden_states, n_rep: int) -> np.ndarray:
@@ -142,8 +143,10 @@ def repeat_kv(hidden_states, n_rep: int) -> np.ndarray:
     if n_rep == 1:
         return x
     B, Hkv, S, D = x.shape
-    x = np.broadcast_to(x[:, :, None], (B, Hkv, n_rep, S, D))  # (B, Hkv, 1, S, D) -> (B, Hkv, n_rep, S, D), no copy
-    return x.reshape(B, Hkv * n_rep, S, D)  # (B, Hkv, n_rep, S, D) -> (B, Hkv*n_rep, S, D), copies
+    # (B, Hkv, 1, S, D) -> (B, Hkv, n_rep, S, D): a view, nothing copied yet
+    x = np.broadcast_to(x[:, :, None], (B, Hkv, n_rep, S, D))
+    # (B, Hkv, n_rep, S, D) -> (B, Hkv*n_rep, S, D): this reshape copies
+    return x.reshape(B, Hkv * n_rep, S, D)
 
 
 def kv_head_for(q_head: int, num_attention_heads: int, num_key_value_heads: int) -> int:
@@ -172,7 +175,8 @@ def kv_head_for(q_head: int, num_attention_heads: int, num_key_value_heads: int)
     repeat_kv : lays the key/value heads out in this order.
     """
     H, Hkv = _check_heads(num_attention_heads, num_key_value_heads)
-    if isinstance(q_head, bool) or not isinstance(q_head, (int, np.integer)) or not 0 <= q_head < H:
+    is_int = isinstance(q_head, (int, np.integer)) and not isinstance(q_head, bool)
+    if not is_int or not 0 <= q_head < H:
         raise ValueError(f"q_head must be an integer in 0 .. {H - 1}, got {q_head!r}")
     return int(q_head) * Hkv // H
 
@@ -410,18 +414,17 @@ class MultiHeadAttention:
         --------
         transformers.models.qwen3.modeling_qwen3.Qwen3Attention.forward : the reference.
         """
-        q, k, v = self.project(hidden_states)  # (B, H, T, D), (B, Hkv, T, D), (B, Hkv, T, D)
+        q, k, v = self.project(hidden_states)  # (B, H, T, D), (B, Hkv, T, D) twice
         B, _, T, _ = q.shape
         past = None if past_key_value is None else past_key_value.get_seq_length(layer_idx)
         self._position_ids(position_ids, B, T, past)  # RoPE would rotate q and k here
         if past_key_value is not None:
-            k, v = past_key_value.update(layer_idx, k, v)  # (B, Hkv, S, D) each, S = past + T
+            k, v = past_key_value.update(layer_idx, k, v)  # (B, Hkv, S, D), S = past + T
         S = k.shape[-2]
-        out = scaled_dot_product_attention(
-            q, k, v, attn_mask=causal_mask(T, S) if is_causal else None,  # (T, S), bottom-right
-            enable_gqa=True, return_weights=return_weights,
+        out, weights = scaled_dot_product_attention(  # (B, H, T, D), (B, H, T, S)
+            q, k, v, attn_mask=causal_mask(T, S) if is_causal else None,  # (T, S) bottom-right
+            enable_gqa=True, return_weights=True,
         )
-        out, weights = out if return_weights else (out, None)  # out: (B, H, T, D)
         wo = self.o_proj.astype(out.dtype, copy=False)
         out = merge_heads(out) @ wo.T  # (B, T, H*D) x (H*D, C) -> (B, T, C)
         return (out, weights) if return_weights else out
@@ -429,7 +432,7 @@ class MultiHeadAttention:
     __call__ = forward
 
     def forward_per_head(self, hidden_states, is_causal: bool = True):
-        """The same layer as an explicit loop over query heads (slow; for teaching and tests).
+        """The same layer as a loop over query heads (slow; for teaching and tests).
 
         Query head ``h`` uses rows ``h*D:(h+1)*D`` of ``q_proj`` and the rows of
         key/value head ``g = kv_head_for(h, H, Hkv)`` of ``k_proj`` and ``v_proj``;
@@ -445,10 +448,11 @@ class MultiHeadAttention:
         for h in range(H):
             g = kv_head_for(h, H, Hkv)
             wq = self.q_proj[h * D:(h + 1) * D].astype(x.dtype)  # (D, C): this head's rows
-            wk = self.k_proj[g * D:(g + 1) * D].astype(x.dtype)  # (D, C): its key/value head's rows
+            wk = self.k_proj[g * D:(g + 1) * D].astype(x.dtype)  # (D, C): rows of kv head g
             wv = self.v_proj[g * D:(g + 1) * D].astype(x.dtype)  # (D, C)
             q, k, v = x @ wq.T, x @ wk.T, x @ wv.T  # (B, T, C) x (C, D) -> (B, T, D)
-            heads.append(scaled_dot_product_attention(q, k, v, is_causal=is_causal))  # (B, T, D)
+            out = scaled_dot_product_attention(q, k, v, is_causal=is_causal)  # (B, T, D)
+            heads.append(out)
         concat = np.concatenate(heads, axis=-1)  # H x (B, T, D) -> (B, T, H*D)
         return concat @ self.o_proj.astype(x.dtype).T  # (B, T, H*D) x (H*D, C) -> (B, T, C)
 
