@@ -14,6 +14,9 @@ available at the top level. One concept per module:
 ``positions``      sinusoidal absolute position encodings (Vaswani et al.)
 ``engine``         causal attention one query at a time, as an inference engine runs it
 ``batching``       padding token lists, a tiny language model, greedy generation
+``multihead``      split/merge heads, ``repeat_kv``, the multi-head (GQA) layer
+``memory``         KV-cache, score-matrix and parameter arithmetic; Qwen3-1.7B's config
+``kv_cache``       ``KVCache``: preallocated keys and values for decoding
 =================  ==========================================================
 """
 
@@ -24,7 +27,10 @@ from .batching import *  # noqa: F401,F403
 from .engine import *  # noqa: F401,F403
 from .experiments import *  # noqa: F401,F403
 from .head import *  # noqa: F401,F403
+from .kv_cache import *  # noqa: F401,F403
 from .masks import *  # noqa: F401,F403
+from .memory import *  # noqa: F401,F403
+from .multihead import *  # noqa: F401,F403
 from .plotting import *  # noqa: F401,F403
 from .positions import *  # noqa: F401,F403
 from .softmax import *  # noqa: F401,F403
@@ -32,7 +38,8 @@ from .widgets import *  # noqa: F401,F403
 
 # the modules above, in the order the book introduces them; each defines __all__
 _MODULES = ["softmax", "masks", "attention", "head", "plotting", "widgets",
-            "experiments", "positions", "engine", "batching"]
+            "experiments", "positions", "engine", "batching", "multihead", "memory",
+            "kv_cache"]
 
 __all__ = sorted(
     name for module in _MODULES for name in _sys.modules[f"{__name__}.{module}"].__all__

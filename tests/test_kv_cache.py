@@ -1,0 +1,103 @@
+"""Tests of pyxis_nb.kv_cache.KVCache: appends, views, lengths and every refusal."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import pyxis_nb as px
+
+
+def kv(B=2, Hkv=3, t=1, D=4, dtype=np.float64, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((B, Hkv, t, D)).astype(dtype),
+            rng.standard_normal((B, Hkv, t, D)).astype(dtype))
+
+
+@given(chunks=st.lists(st.integers(1, 4), min_size=1, max_size=6), layer=st.integers(0, 2))
+def test_appends_return_everything_so_far(chunks, layer):
+    cache = px.KVCache(3, 2, 3, 4, max_seq_len=sum(chunks))
+    keys_seen, values_seen = [], []
+    for i, t in enumerate(chunks):
+        k, v = kv(t=t, seed=i)
+        keys_seen.append(k)
+        values_seen.append(v)
+        keys, values = cache.update(layer, k, v)
+        np.testing.assert_array_equal(keys, np.concatenate(keys_seen, axis=2))
+        np.testing.assert_array_equal(values, np.concatenate(values_seen, axis=2))
+        assert np.shares_memory(keys, cache.key_cache[layer])  # a view, not a copy
+    assert cache.get_seq_length(layer) == sum(chunks)
+    assert all(cache.get_seq_length(i) == 0 for i in range(3) if i != layer)
+
+
+@given(max_seq_len=st.integers(1, 6), chunks=st.lists(st.integers(1, 4), min_size=1, max_size=5))
+def test_overflow_is_refused_and_changes_nothing(max_seq_len, chunks):
+    cache = px.KVCache(1, 2, 3, 4, max_seq_len=max_seq_len)
+    held = 0
+    for i, t in enumerate(chunks):
+        k, v = kv(t=t, seed=i)
+        if held + t > max_seq_len:
+            before = cache.key_cache[0].copy()
+            with pytest.raises(ValueError, match=f"cannot append {t} positions to layer 0: it holds "
+                                                 f"{held} and max_seq_len is {max_seq_len}"):
+                cache.update(0, k, v)
+            np.testing.assert_array_equal(cache.key_cache[0], before)
+        else:
+            cache.update(0, k, v)
+            held += t
+        assert cache.get_seq_length() == held
+
+
+def test_earlier_views_survive_later_updates():
+    cache = px.KVCache(1, 2, 3, 4, max_seq_len=5)
+    k1, v1 = kv(t=2, seed=1)
+    keys1, _ = cache.update(0, k1, v1)
+    saved = keys1.copy()
+    cache.update(0, *kv(t=3, seed=2))
+    np.testing.assert_array_equal(keys1, saved)
+
+
+def test_float32_cache_nbytes_reset_and_repr():
+    cache = px.KVCache(2, 1, 2, 8, max_seq_len=10, dtype=np.float32)
+    keys, values = cache.update(1, *kv(B=1, Hkv=2, t=3, D=8, dtype=np.float32))
+    assert keys.dtype == np.float32 and values.shape == (1, 2, 3, 8)
+    # allocated bytes = the formula of memory.py at max_seq_len, 4 bytes a value
+    assert cache.nbytes == px.kv_cache_bytes(2, 2, 8, seq_len=10, dtype_bytes=4) == 2 * 2 * 2 * 8 * 4 * 10
+    assert "lengths=[0, 3]" in repr(cache)
+    cache.reset()
+    assert cache.get_seq_length(1) == 0
+
+
+def test_shape_and_dtype_mismatch():
+    cache = px.KVCache(2, 2, 3, 4, max_seq_len=8)
+    k, v = kv()
+    with pytest.raises(ValueError, match=r"key has shape \(2, 2, 1, 4\), expected \(B, Hkv, t, D\) = \(2, 3, t, 4\)"):
+        cache.update(0, k[:, :2], v)
+    with pytest.raises(ValueError, match=r"value has shape \(2, 3, 1, 5\), expected \(B, Hkv, t, D\) = \(2, 3, t, 4\)"):
+        cache.update(0, k, np.ones((2, 3, 1, 5)))
+    with pytest.raises(ValueError, match=r"value has shape \(1, 3, 1, 4\)"):
+        cache.update(0, k, v[:1])
+    with pytest.raises(ValueError, match=r"key has shape \(2, 3, 4\)"):
+        cache.update(0, k[:, :, 0], v)
+    with pytest.raises(ValueError, match=r"key has shape \(2, 3, 0, 4\).*t >= 1"):
+        cache.update(0, k[:, :, :0], v[:, :, :0])
+    with pytest.raises(ValueError, match=r"key has shape \(2, 3, 2, 4\) but value has shape \(2, 3, 1, 4\)"):
+        cache.update(0, np.concatenate([k, k], axis=2), v)
+    with pytest.raises(ValueError, match="key has dtype float32, expected float64"):
+        cache.update(0, k.astype(np.float32), v)
+    with pytest.raises(ValueError, match="value must be a floating-point array"):
+        cache.update(0, k, v.astype(np.int32))
+    assert cache.get_seq_length() == 0
+
+
+def test_bad_layer_index_and_construction():
+    cache = px.KVCache(2, 2, 3, 4, max_seq_len=8)
+    for bad in (2, -1, 1.0, True):
+        with pytest.raises(ValueError, match=r"layer_idx must be an integer in 0 \.\. 1 \(the cache has 2 layers\)"):
+            cache.update(bad, *kv())
+    with pytest.raises(ValueError, match=r"layer_idx must be an integer in 0 \.\. 1"):
+        cache.get_seq_length(5)
+    with pytest.raises(ValueError, match="max_seq_len must be an integer >= 1, got 0"):
+        px.KVCache(1, 1, 1, 1, max_seq_len=0)
+    with pytest.raises(ValueError, match="dtype must be a float dtype"):
+        px.KVCache(1, 1, 1, 1, max_seq_len=4, dtype=np.int32)
