@@ -8,6 +8,8 @@ available at the top level. One concept per module:
 ``masks``          boolean masks, True = may attend (causal, sliding window, padding)
 ``attention``      ``scaled_dot_product_attention`` with torch's semantics
 ``head``           ``Head``: one attention head with Wq, Wk, Wv
+``norms``          ``rms_norm``: Qwen3's RMSNorm (q_norm / k_norm per head)
+``rope``           rotary position embeddings, half and interleaved layouts
 ``plotting``       labelled heatmaps of attention weights
 ``widgets``        interactive views that also work on the static website
 =================  ==========================================================
@@ -16,14 +18,16 @@ available at the top level. One concept per module:
 from .attention import *  # noqa: F401,F403
 from .head import *  # noqa: F401,F403
 from .masks import *  # noqa: F401,F403
+from .norms import *  # noqa: F401,F403
 from .plotting import *  # noqa: F401,F403
+from .rope import *  # noqa: F401,F403
 from .softmax import *  # noqa: F401,F403
 from .widgets import *  # noqa: F401,F403
 
 import sys as _sys
 
 # the modules above, in the order the book introduces them; each defines __all__
-_MODULES = ["softmax", "masks", "attention", "head", "plotting", "widgets"]
+_MODULES = ["softmax", "masks", "attention", "head", "plotting", "widgets", "norms", "rope"]
 
 __all__ = sorted(
     name for module in _MODULES for name in _sys.modules[f"{__name__}.{module}"].__all__
