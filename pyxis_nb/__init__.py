@@ -17,6 +17,8 @@ available at the top level. One concept per module:
 ``multihead``      split/merge heads, ``repeat_kv``, the multi-head (GQA) layer
 ``memory``         KV-cache, score-matrix and parameter arithmetic; Qwen3-1.7B's config
 ``kv_cache``       ``KVCache``: preallocated keys and values for decoding
+``norms``          ``rms_norm``, Qwen3's q_norm / k_norm
+``rope``           rotary position embeddings, both layouts, ``apply_rotary_pos_emb``
 =================  ==========================================================
 """
 
@@ -31,15 +33,17 @@ from .kv_cache import *  # noqa: F401,F403
 from .masks import *  # noqa: F401,F403
 from .memory import *  # noqa: F401,F403
 from .multihead import *  # noqa: F401,F403
+from .norms import *  # noqa: F401,F403
 from .plotting import *  # noqa: F401,F403
 from .positions import *  # noqa: F401,F403
+from .rope import *  # noqa: F401,F403
 from .softmax import *  # noqa: F401,F403
 from .widgets import *  # noqa: F401,F403
 
 # the modules above, in the order the book introduces them; each defines __all__
 _MODULES = ["softmax", "masks", "attention", "head", "plotting", "widgets",
             "experiments", "positions", "engine", "batching", "multihead", "memory",
-            "kv_cache"]
+            "kv_cache", "norms", "rope"]
 
 __all__ = sorted(
     name for module in _MODULES for name in _sys.modules[f"{__name__}.{module}"].__all__

@@ -1,0 +1,310 @@
+"""Tests of pyxis_nb.rope: invariants (hypothesis), hand values, torch reference, bad input."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import pyxis_nb as px
+
+LAYOUTS = st.sampled_from(["half", "interleaved"])
+HEAD_DIMS = st.sampled_from([2, 4, 8, 16, 64, 128])
+THETAS = st.sampled_from([10_000.0, 1_000_000.0])
+
+
+@st.composite
+def vectors(draw, n_rows=None):
+    """A float64 (T, D) array with D even: hypothesis picks the shape, scale and seed.
+
+    (Drawing 128 floats one by one through hypothesis is slow; a seeded
+    generator keeps the file fast and the examples reproducible.)
+    """
+    d = draw(HEAD_DIMS)
+    t = n_rows if n_rows is not None else draw(st.integers(1, 6))
+    scale = draw(st.sampled_from([1e-3, 1.0, 10.0]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    return rng.standard_normal((t, d)) * scale
+
+
+def score(q, k, m, n, *, layout="half", theta=1_000_000.0):
+    """Dot product of q rotated to position m with k rotated to position n."""
+    qm = px.apply_rope(q[None, :], [m], theta=theta, layout=layout)[0]
+    kn = px.apply_rope(k[None, :], [n], theta=theta, layout=layout)[0]
+    return float(qm @ kn)
+
+
+# --------------------------------------------------------------------- hand values
+def test_frequencies_by_hand():
+    inv = px.rope_frequencies(4, theta=100.0)
+    np.testing.assert_allclose(inv, [1.0, 0.1])
+    inv = px.rope_frequencies(128)
+    assert inv.shape == (64,) and inv[0] == 1.0
+    np.testing.assert_allclose(inv[-1], 1e6 ** (-126 / 128))
+
+
+def test_rotation_by_hand():
+    # D = 2: one pair, turning 1 rad per position, both layouts agree
+    x = np.array([[1.0, 0.0], [1.0, 0.0]])
+    for layout in ("half", "interleaved"):
+        out = px.apply_rope(x, [0, 1], layout=layout)
+        np.testing.assert_allclose(out, [[1.0, 0.0], [np.cos(1.0), np.sin(1.0)]])
+    # D = 4, theta 100: pair 1 turns 0.1 rad per position
+    x = np.array([[1.0, 2.0, 3.0, 4.0]])
+    c0, s0, c1, s1 = np.cos(2.0), np.sin(2.0), np.cos(0.2), np.sin(0.2)
+    half = px.apply_rope(x, [2], theta=100.0, layout="half")  # pairs (1, 3), (2, 4)
+    np.testing.assert_allclose(half, [[1 * c0 - 3 * s0, 2 * c1 - 4 * s1,
+                                       1 * s0 + 3 * c0, 2 * s1 + 4 * c1]])
+    inter = px.apply_rope(x, [2], theta=100.0, layout="interleaved")  # pairs (1, 2), (3, 4)
+    np.testing.assert_allclose(inter, [[1 * c0 - 2 * s0, 1 * s0 + 2 * c0,
+                                        3 * c1 - 4 * s1, 3 * s1 + 4 * c1]])
+
+
+def test_permutations_by_hand():
+    np.testing.assert_array_equal(px.interleaved_to_half_permutation(8), [0, 2, 4, 6, 1, 3, 5, 7])
+    np.testing.assert_array_equal(px.half_to_interleaved_permutation(8), [0, 4, 1, 5, 2, 6, 3, 7])
+
+
+def test_cos_sin_layout_and_shapes():
+    cos, sin = px.rotary_cos_sin(np.arange(5), 8)
+    assert cos.shape == sin.shape == (1, 5, 8) and cos.dtype == np.float32
+    np.testing.assert_array_equal(cos[..., :4], cos[..., 4:])  # emb = cat(freqs, freqs)
+    np.testing.assert_array_equal(cos[0, 0], np.ones(8, np.float32))
+    cos2, _ = px.rotary_cos_sin(np.stack([np.arange(5), np.arange(5) + 3]), 8, dtype=np.float64)
+    assert cos2.shape == (2, 5, 8) and cos2.dtype == np.float64
+    np.testing.assert_allclose(cos2[1, 0], cos2[0, 3])
+
+
+def test_float32_stays_float32(rng):
+    x = rng.standard_normal((2, 3, 5, 8)).astype(np.float32)
+    for layout in ("half", "interleaved"):
+        assert px.apply_rope(x, np.arange(5), layout=layout).dtype == np.float32
+    cos, sin = px.rotary_cos_sin(np.arange(5)[None].repeat(2, 0), 8)
+    q, k = px.apply_rotary_pos_emb(x, x[:, :1], cos, sin)
+    assert q.dtype == k.dtype == np.float32 and q.shape == x.shape and k.shape == (2, 1, 5, 8)
+    assert px.rotate_half(x).dtype == np.float32
+    w = rng.standard_normal((16, 4)).astype(np.float32)
+    assert px.permute_qk_proj(w, 2).dtype == np.float32
+
+
+def test_unsqueeze_dim_2(rng):
+    # (B, T, H, D) tensors with unsqueeze_dim=2, as the Hugging Face docstring describes
+    q = rng.standard_normal((2, 5, 3, 8))
+    cos, sin = px.rotary_cos_sin(np.arange(5)[None].repeat(2, 0), 8, dtype=np.float64)
+    q2, _ = px.apply_rotary_pos_emb(q, q, cos, sin, unsqueeze_dim=2)
+    ref = px.apply_rope(np.swapaxes(q, 1, 2), np.arange(5))
+    np.testing.assert_allclose(np.swapaxes(q2, 1, 2), ref, atol=1e-12)
+
+
+# ----------------------------------------------------------------- properties
+@given(vectors(), LAYOUTS, st.integers(-50_000, 50_000))
+def test_norm_is_preserved(x, layout, start):
+    pos = start + np.arange(x.shape[0])
+    out = px.apply_rope(x, pos, layout=layout)
+    np.testing.assert_allclose(np.linalg.norm(out, axis=-1), np.linalg.norm(x, axis=-1),
+                               rtol=1e-9, atol=1e-9)
+
+
+@given(vectors(n_rows=2), LAYOUTS, THETAS, st.integers(0, 40_960), st.integers(0, 40_960),
+       st.integers(-5_000, 5_000))
+def test_score_depends_on_relative_position_only(qk, layout, theta, m, n, shift):
+    q, k = qk
+    a = score(q, k, m, n, layout=layout, theta=theta)
+    b = score(q, k, m + shift, n + shift, layout=layout, theta=theta)
+    scale = np.linalg.norm(q) * np.linalg.norm(k)
+    assert abs(a - b) <= 1e-9 * max(scale, 1.0)
+
+
+@given(vectors(), LAYOUTS)
+def test_position_zero_is_identity(x, layout):
+    np.testing.assert_array_equal(px.apply_rope(x, np.zeros(x.shape[0], int), layout=layout), x)
+
+
+@given(vectors())
+def test_rotate_half_twice_negates(x):
+    np.testing.assert_array_equal(px.rotate_half(px.rotate_half(x)), -x)
+
+
+@given(vectors(), st.integers(0, 40_960), THETAS)
+def test_hf_form_equals_half_layout(x, start, theta):
+    T, D = x.shape
+    pos = start + np.arange(T)
+    cos, sin = px.rotary_cos_sin(pos, D, theta=theta, dtype=np.float64)  # (1, T, D)
+    q_embed, k_embed = px.apply_rotary_pos_emb(x[None, None], x[None, None, :, ::-1], cos, sin)
+    np.testing.assert_allclose(q_embed[0, 0], px.apply_rope(x, pos, theta=theta), atol=1e-12)
+    np.testing.assert_allclose(k_embed[0, 0], px.apply_rope(x[:, ::-1], pos, theta=theta),
+                               atol=1e-12)
+
+
+@given(vectors(), st.integers(-40_960, 40_960), THETAS)
+def test_interleaved_equals_complex_multiplication(x, start, theta):
+    T, D = x.shape
+    pos = start + np.arange(T)
+    z = x[:, 0::2] + 1j * x[:, 1::2]  # (T, D/2) complex: pair i = x[2i] + i x[2i+1]
+    z = z * np.exp(1j * pos[:, None] * px.rope_frequencies(D, theta))  # as Meta's freqs_cis
+    expected = np.stack([z.real, z.imag], axis=-1).reshape(T, D)
+    np.testing.assert_allclose(px.apply_rope(x, pos, theta=theta, layout="interleaved"),
+                               expected, atol=1e-10)
+
+
+@given(vectors())
+def test_permutation_maps_interleaved_result_to_half_result(x):
+    T, D = x.shape
+    perm = px.interleaved_to_half_permutation(D)
+    pos = np.arange(T) * 37
+    np.testing.assert_allclose(px.apply_rope(x[:, perm], pos, layout="half"),
+                               px.apply_rope(x, pos, layout="interleaved")[:, perm], atol=1e-12)
+    np.testing.assert_array_equal(x[:, perm][:, px.half_to_interleaved_permutation(D)], x)
+
+
+@given(st.integers(1, 4), st.sampled_from([2, 8, 16]), st.integers(1, 6), st.integers(0, 10_000),
+       st.integers(0, 2**32 - 1))
+def test_permuting_projection_rows_gives_identical_scores(num_heads, D, T, start, seed):
+    """Weights made for the interleaved layout, run in the half layout after permute_qk_proj."""
+    rng = np.random.default_rng(seed)
+    hidden = 12
+    x = rng.standard_normal((T, hidden))
+    Wq = rng.standard_normal((num_heads * D, hidden))
+    Wk = rng.standard_normal((num_heads * D, hidden))
+    pos = start + np.arange(T)
+
+    def scores(Wq, Wk, layout):
+        q = (x @ Wq.T).reshape(T, num_heads, D).transpose(1, 0, 2)  # (T, H*D) -> (H, T, D)
+        k = (x @ Wk.T).reshape(T, num_heads, D).transpose(1, 0, 2)
+        q, k = px.apply_rope(q, pos, layout=layout), px.apply_rope(k, pos, layout=layout)
+        return q @ k.transpose(0, 2, 1)  # (H, T, D) x (H, D, T) -> (H, T, T)
+
+    truth = scores(Wq, Wk, "interleaved")
+    fixed = scores(px.permute_qk_proj(Wq, num_heads), px.permute_qk_proj(Wk, num_heads), "half")
+    np.testing.assert_allclose(fixed, truth, rtol=1e-9, atol=1e-9)
+    # and back again
+    np.testing.assert_array_equal(
+        px.permute_qk_proj(px.permute_qk_proj(Wq, num_heads), num_heads, inverse=True), Wq)
+
+
+def test_mixing_layouts_changes_scores(rng):
+    """The bug the chapter tells: the same weights under the other layout give other scores."""
+    x = rng.standard_normal((8, 32))
+    Wq, Wk = rng.standard_normal((2, 16, 32))
+    pos = np.arange(8)
+    q, k = x @ Wq.T, x @ Wk.T  # (T, hidden) x (hidden, D) -> (T, D)
+    s = {lay: px.apply_rope(q, pos, layout=lay) @ px.apply_rope(k, pos, layout=lay).T
+         for lay in ("half", "interleaved")}
+    np.testing.assert_allclose(np.diag(s["half"]), np.diag(s["interleaved"]))  # m = n agrees
+    assert np.abs(s["half"] - s["interleaved"]).max() > 1.0
+
+
+def test_permute_matches_hf_llama_permute(rng):
+    """Same result as `w.view(n_heads, D // 2, 2, dim).transpose(1, 2).reshape(...)`."""
+    n_heads, D, dim = 3, 8, 5
+    w = rng.standard_normal((n_heads * D, dim))
+    hf = w.reshape(n_heads, D // 2, 2, dim).transpose(0, 2, 1, 3).reshape(n_heads * D, dim)
+    np.testing.assert_array_equal(px.permute_qk_proj(w, n_heads), hf)
+    np.testing.assert_array_equal(px.permute_qk_proj(w[:, 0], n_heads), hf[:, 0])  # a bias
+
+
+# ------------------------------------------------------------- torch reference
+def _hf_torch(position_ids, head_dim, theta, x):
+    """The Hugging Face formulas (Qwen3RotaryEmbedding.forward, apply_rotary_pos_emb) in torch."""
+    torch = pytest.importorskip("torch", reason="torch is not installed: reference check skipped")
+    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
+    pid = torch.as_tensor(position_ids)
+    inv_freq_expanded = inv_freq[None, :, None].float().expand(pid.shape[0], -1, 1)
+    position_ids_expanded = pid[:, None, :].float()
+    freqs = (inv_freq_expanded @ position_ids_expanded).transpose(1, 2)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos(), emb.sin()
+
+    def rotate_half(t):
+        t1, t2 = t[..., : t.shape[-1] // 2], t[..., t.shape[-1] // 2:]
+        return torch.cat((-t2, t1), dim=-1)
+
+    q = torch.as_tensor(x)
+    c, s = cos.unsqueeze(1), sin.unsqueeze(1)
+    return inv_freq.numpy(), cos.numpy(), sin.numpy(), (q * c + rotate_half(q) * s).numpy()
+
+
+@pytest.mark.parametrize("theta", [10_000.0, 1_000_000.0])
+def test_against_hugging_face_formulas_in_torch(rng, theta):
+    B, H, T, D = 2, 3, 7, 128
+    position_ids = np.stack([np.arange(T), np.arange(T) + 1000])  # (B, T)
+    x = rng.standard_normal((B, H, T, D)).astype(np.float32)
+    inv_freq, cos_t, sin_t, q_t = _hf_torch(position_ids, D, theta, x)
+    np.testing.assert_allclose(px.rope_frequencies(D, theta), inv_freq, rtol=1e-6)
+    cos, sin = px.rotary_cos_sin(position_ids, D, theta=theta)
+    assert cos.shape == cos_t.shape == (B, T, D) and cos.dtype == cos_t.dtype
+    # torch computes the angles in float32: off by up to ~1000 * 6e-8 rad here
+    np.testing.assert_allclose(cos, cos_t, atol=2e-4)
+    np.testing.assert_allclose(sin, sin_t, atol=2e-4)
+    q_embed, _ = px.apply_rotary_pos_emb(x, x, cos, sin)
+    np.testing.assert_allclose(q_embed, q_t, atol=2e-3)
+    # given torch's own tables, the rotation itself agrees to float32 rounding
+    q_same, _ = px.apply_rotary_pos_emb(x, x, cos_t, sin_t)
+    np.testing.assert_allclose(q_same, q_t, rtol=1e-6, atol=1e-6)
+
+
+# ------------------------------------------------------------------ bad input
+def test_odd_head_dim_is_rejected():
+    with pytest.raises(ValueError, match=r"head_dim must be even.*got 7"):
+        px.rope_frequencies(7)
+    with pytest.raises(ValueError, match=r"head_dim must be even"):
+        px.rotary_cos_sin(np.arange(3), 5)
+    with pytest.raises(ValueError, match=r"x has shape \(3, 5\).*must be even"):
+        px.apply_rope(np.ones((3, 5)), np.arange(3))
+    with pytest.raises(ValueError, match=r"x has shape \(3, 5\), expected \(\.\.\., D\) with D even"):
+        px.rotate_half(np.ones((3, 5)))
+    with pytest.raises(ValueError, match=r"head_dim must be even"):
+        px.interleaved_to_half_permutation(3)
+    with pytest.raises(ValueError, match=r"head_dim \(weight rows / num_heads\) must be even"):
+        px.permute_qk_proj(np.ones((6, 4)), 2)
+    with pytest.raises(ValueError, match=r"head_dim must be an integer >= 1"):
+        px.rope_frequencies(0)
+
+
+def test_positions_of_the_wrong_shape_are_rejected():
+    x = np.ones((2, 4, 8))
+    with pytest.raises(ValueError, match=r"positions has shape \(5,\), expected \(T,\) = \(4,\)"):
+        px.apply_rope(x, np.arange(5))
+    with pytest.raises(ValueError, match=r"positions has shape \(\), expected \(T,\)"):
+        px.apply_rope(x, 3)
+    with pytest.raises(ValueError, match=r"positions has shape \(3, 4\), which does not broadcast"):
+        px.apply_rope(x, np.zeros((3, 4), int))
+    with pytest.raises(ValueError, match=r"positions must hold integer.*dtype bool"):
+        px.apply_rope(x, np.ones(4, bool))
+    with pytest.raises(ValueError, match=r"position_ids has shape \(1, 2, 3\), expected \(B, T\)"):
+        px.rotary_cos_sin(np.zeros((1, 2, 3), int), 8)
+
+
+def test_unknown_layout_is_rejected():
+    with pytest.raises(ValueError, match=r"layout must be one of \('half', 'interleaved'\), got 'halves'"):
+        px.apply_rope(np.ones((4, 8)), np.arange(4), layout="halves")
+
+
+def test_non_float_input_is_rejected():
+    with pytest.raises(ValueError, match=r"x must be a floating-point array.*int64"):
+        px.apply_rope(np.ones((4, 8), dtype=np.int64), np.arange(4))
+    with pytest.raises(ValueError, match=r"q must be a floating-point array"):
+        px.apply_rotary_pos_emb(np.ones((1, 1, 2, 4), int), np.ones((1, 1, 2, 4)),
+                                np.ones((1, 2, 4)), np.ones((1, 2, 4)))
+    with pytest.raises(ValueError, match=r"weight must be a floating-point array"):
+        px.permute_qk_proj(np.ones((8, 4), int), 2)
+    with pytest.raises(ValueError, match=r"dtype must be a floating dtype"):
+        px.rotary_cos_sin(np.arange(3), 8, dtype=np.int32)
+
+
+def test_bad_tables_and_weights_are_rejected():
+    q = np.ones((2, 3, 5, 8))
+    cos, sin = px.rotary_cos_sin(np.arange(5), 8)
+    with pytest.raises(ValueError, match=r"cos \(after unsqueeze\) has shape \(1, 1, 5, 8\), which "
+                                         r"does not broadcast to q of shape \(2, 3, 4, 8\)"):
+        px.apply_rotary_pos_emb(q[:, :, :4], q, cos, sin)
+    with pytest.raises(ValueError, match=r"cos and sin must have one shape"):
+        px.apply_rotary_pos_emb(q, q, cos, sin[:, :4])
+    with pytest.raises(ValueError, match=r"unsqueeze_dim = 5 is out of range"):
+        px.apply_rotary_pos_emb(q, q, cos, sin, unsqueeze_dim=5)
+    with pytest.raises(ValueError, match=r"weight has shape \(10, 4\): its 10 rows do not split "
+                                         r"into num_heads = 3"):
+        px.permute_qk_proj(np.ones((10, 4)), 3)
+    with pytest.raises(ValueError, match=r"weight has shape \(2, 4, 4\), expected"):
+        px.permute_qk_proj(np.ones((2, 4, 4)), 2)
+    with pytest.raises(ValueError, match=r"theta must be a finite number > 1"):
+        px.rope_frequencies(8, theta=0.5)
