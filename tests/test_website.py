@@ -124,7 +124,7 @@ def option_count(control) -> int:
         return buttons.count()
     if control.locator("select").count():
         return control.locator("select option").count()
-    return int(control.locator(".noUi-handle").get_attribute("aria-valuemax")) + 1
+    return int(float(control.locator(".noUi-handle").get_attribute("aria-valuemax"))) + 1
 
 
 def choose(control, k: int) -> str:
@@ -151,11 +151,15 @@ def choose(control, k: int) -> str:
 
 
 def shown_view(stack) -> tuple[str | None, str]:
-    """The view a Stack shows now: its data-view name (if any) and its HTML."""
-    views = [v for v in stack.locator(".pyxis-view").all() if v.is_visible()]
-    assert len(views) <= 1, "a stack must show at most one view at a time"
-    html = stack.inner_html()
-    return (views[0].get_attribute("data-view") if views else None), html
+    """The view a Stack shows now: the data-view name of its own visible view (not one
+    of a switcher nested inside it), if any, and the stack's HTML."""
+    names = stack.evaluate(
+        """el => Array.from(el.querySelectorAll('.pyxis-view'))
+              .filter(v => v.closest('.pyxis-view-stack') === el && v.getClientRects().length > 0)
+              .map(v => v.getAttribute('data-view'))"""
+    )
+    assert len(names) <= 1, f"a stack must show at most one view at a time, got {names}"
+    return (names[0] if names else None), stack.inner_html()
 
 
 @pytest.mark.parametrize("path", PAGES)
