@@ -90,6 +90,16 @@ def sliding_window_mask(
     -------
     ndarray of bool, shape (L, S)
         True = may attend.
+
+    Raises
+    ------
+    ValueError
+        If ``L``, ``S`` or ``window`` is not an integer >= 1, or ``align`` is unknown.
+
+    See Also
+    --------
+    causal_mask : combine with ``&`` for a causal sliding window.
+    torch.nn.functional.scaled_dot_product_attention : takes the result as ``attn_mask``.
     """
     L = check_positive_int("L", L)
     S = L if S is None else check_positive_int("S", S)
