@@ -22,3 +22,30 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 def rng():
     """A seeded generator, fresh for each test."""
     return np.random.default_rng(1234)
+
+
+def _kind(nodeid: str) -> str:
+    if ".ipynb::" in nodeid:
+        return "nbval notebook cells"
+    if "test_website.py" in nodeid:
+        return "website checks"
+    return "unit, property and reference tests"
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line per kind of test, so a CI log shows how many notebook cells passed."""
+    counts: dict[str, dict[str, int]] = {}
+    for outcome in ("passed", "failed", "skipped", "error"):
+        for report in terminalreporter.stats.get(outcome, []):
+            nodeid = getattr(report, "nodeid", "")
+            if not nodeid or getattr(report, "when", "call") not in ("call", "setup"):
+                continue
+            if outcome == "passed" and report.when != "call":
+                continue
+            kind = counts.setdefault(_kind(nodeid), {})
+            kind[outcome] = kind.get(outcome, 0) + 1
+    if counts:
+        terminalreporter.section("pyxis summary")
+        for kind, by_outcome in sorted(counts.items()):
+            parts = ", ".join(f"{n} {o}" for o, n in by_outcome.items())
+            terminalreporter.write_line(f"{kind}: {parts}")
