@@ -230,6 +230,13 @@ def _group_heads(arr: np.ndarray, hq: int, n_rep: int, *, kv: bool) -> np.ndarra
     return arr.reshape(arr.shape[:-3] + (hq // n_rep, n_rep) + arr.shape[-2:])  # (..., Hkv, n_rep, X, Y)
 
 
+def _tile(bias: np.ndarray, i0: int, i1: int, j0: int, j1: int) -> np.ndarray:
+    """Rows i0:i1 and columns j0:j1 of a (..., L | 1, S | 1) bias; length-1 axes broadcast."""
+    rows = slice(None) if bias.shape[-2] == 1 else slice(i0, i1)
+    cols = slice(None) if bias.shape[-1] == 1 else slice(j0, j1)
+    return bias[..., rows, cols]
+
+
 def tiled_attention(
     query,
     key,
@@ -329,7 +336,7 @@ def tiled_attention(
         state = OnlineSoftmaxState.empty(work + (i1 - i0,), q.dtype, Ev)
         for ki, j0 in enumerate(range(0, S, block_k)):
             j1 = min(j0 + block_k, S)
-            b = None if bias is None else bias[..., i0:i1, j0:j1]
+            b = None if bias is None else _tile(bias, i0, i1, j0, j1)
             skip = (is_causal and j0 > i1 - 1) or (b is not None and np.isneginf(b).all())
             if not skip:
                 s = q[..., i0:i1, :] @ k_t[..., j0:j1]  # (..., R, E) x (..., E, C) -> (..., R, C)
