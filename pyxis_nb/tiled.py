@@ -273,7 +273,9 @@ def tiled_attention(
         Grouped-query attention as in torch: ``Hq // Hkv`` consecutive query heads
         share one key/value head (the key/value heads are broadcast, not copied).
     block_q, block_k : int, default 256 and 512
-        Query rows and key columns per tile (>= 1; need not divide L or S).
+        Query rows and key columns per tile (>= 1; need not divide L or S). The
+        defaults were tuned on a busy 2-core CPU (``benchmarks/bench_tiled.py``):
+        large tiles mean few BLAS calls; a float32 tile of 16 heads is 8 MiB.
     return_stats : bool, default False
         Also return a :class:`TileStats` (which tiles were computed, the FLOPs,
         and the running max/sum after each tile: meant for small examples).
