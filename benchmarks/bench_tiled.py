@@ -1,0 +1,115 @@
+"""Tiled attention against torch's SDPA and the naive numpy version: time and memory.
+
+    make bench BENCH=bench_tiled
+
+Time: causal, B=1, H=16, D=128, float32, T = 512, 1024, 2048; best of a few
+repeats, the three implementations interleaved so that a busy machine slows
+them alike. Target: tiled within 2x of torch at T = 2048.
+
+Memory: peak bytes allocated (tracemalloc; numpy reports its buffers to it)
+during one causal call at T = 8192, D = 128, with ONE head: the naive version
+would need 16 * 8192 * 8192 * 4 bytes = 4.3 GB for the scores of 16 heads alone.
+The ratio does not depend on the head count, since both grow linearly in it.
+Target: tiled peak at most 5 % of the naive peak.
+"""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+
+import numpy as np
+
+import pyxis_nb as px
+
+REPEATS = 7
+TIME_T = (512, 1024, 2048)
+HEADS, HEAD_DIM = 16, 128
+MEMORY_T = 8192
+TIME_TARGET = 2.0  # tiled / torch at T = 2048
+MEMORY_TARGET = 0.05  # tiled peak / naive peak at T = 8192
+
+
+def _qkv(T: int, heads: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return tuple(rng.standard_normal((1, heads, T, HEAD_DIM), dtype=np.float32) for _ in range(3))
+
+
+def _best_times(fns: dict, repeats: int) -> dict:
+    """Best wall time of each function, calling them in turn ``repeats`` times."""
+    best = {name: float("inf") for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best
+
+
+def _peak_bytes(fn) -> int:
+    """Peak bytes newly allocated while ``fn`` runs (its inputs already exist)."""
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def time_section() -> bool | None:
+    try:
+        import torch
+    except ImportError:
+        print("torch is not installed: the time target is not measured")
+        return None
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    print(f"time, causal, B=1, H={HEADS}, D={HEAD_DIM}, float32; best of {REPEATS}; "
+          f"torch {torch.__version__} with {torch.get_num_threads()} threads")
+    print(f"{'T':>6} {'torch ms':>9} {'tiled ms':>9} {'naive ms':>9} {'tiled/torch':>12} "
+          f"{'naive/torch':>12}")
+    ratio = None
+    for T in TIME_T:
+        q, k, v = _qkv(T, HEADS)
+        tq, tk, tv = map(torch.from_numpy, (q, k, v))
+        ref = sdpa(tq, tk, tv, is_causal=True).numpy()
+        out = px.tiled_attention(q, k, v, is_causal=True)
+        assert out.dtype == np.float32
+        np.testing.assert_allclose(out, ref, rtol=0, atol=1e-5)
+        t = _best_times({
+            "torch": lambda: sdpa(tq, tk, tv, is_causal=True),
+            "tiled": lambda: px.tiled_attention(q, k, v, is_causal=True),
+            "naive": lambda: px.scaled_dot_product_attention(q, k, v, is_causal=True),
+        }, REPEATS)
+        ratio = t["tiled"] / t["torch"]
+        print(f"{T:>6} {1e3 * t['torch']:>9.1f} {1e3 * t['tiled']:>9.1f} {1e3 * t['naive']:>9.1f} "
+              f"{ratio:>12.2f} {t['naive'] / t['torch']:>12.2f}")
+    ok = ratio <= TIME_TARGET
+    print(f"{'PASS' if ok else 'FAIL'}: tiled/torch at T={TIME_T[-1]} is {ratio:.2f} "
+          f"(target <= {TIME_TARGET})")
+    return ok
+
+
+def memory_section() -> bool:
+    q, k, v = _qkv(MEMORY_T, 1)
+    print(f"\npeak memory, causal, T={MEMORY_T}, ONE head (B=1, H=1), D={HEAD_DIM}, float32 "
+          "(tracemalloc)")
+    tiled = _peak_bytes(lambda: px.tiled_attention(q, k, v, is_causal=True))
+    naive = _peak_bytes(lambda: px.scaled_dot_product_attention(q, k, v, is_causal=True))
+    scores = MEMORY_T * MEMORY_T * 4
+    print(f"naive {naive / 1e6:8.1f} MB  (one (T, T) float32 score matrix is {scores / 1e6:.1f} MB)")
+    print(f"tiled {tiled / 1e6:8.1f} MB  (q, k, v themselves are {3 * q.nbytes / 1e6:.1f} MB, "
+          "allocated before and not counted)")
+    ratio = tiled / naive
+    ok = ratio <= MEMORY_TARGET
+    print(f"{'PASS' if ok else 'FAIL'}: tiled/naive peak is {100 * ratio:.2f} % "
+          f"(target <= {100 * MEMORY_TARGET:.0f} %)")
+    return ok
+
+
+def main() -> bool:
+    results = [time_section(), memory_section()]
+    return all(r is not False for r in results)
+
+
+if __name__ == "__main__":
+    raise SystemExit(0 if main() else 1)

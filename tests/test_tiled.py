@@ -1,0 +1,248 @@
+"""Tests of pyxis_nb.tiled: the online softmax and exact attention in tiles."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import pyxis_nb as px
+
+
+def _qkv(rng, q_shape, k_shape, v_shape, dtype=np.float64):
+    return tuple(rng.standard_normal(s).astype(dtype) for s in (q_shape, k_shape, v_shape))
+
+
+# ---------------------------------------------------------------- online softmax
+
+@given(
+    rows=st.integers(1, 4), n=st.integers(1, 40), block=st.integers(1, 50),
+    seed=st.integers(0, 2**16), masked=st.floats(0.0, 0.9),
+)
+def test_online_softmax_equals_softmax(rows, n, block, seed, masked):
+    rng = np.random.default_rng(seed)
+    x = 5 * rng.standard_normal((rows, n))
+    x[rng.random((rows, n)) < masked] = -np.inf
+    np.testing.assert_allclose(px.online_softmax(x, block), px.softmax(x), rtol=0, atol=1e-14)
+
+
+def test_online_softmax_fully_masked_row_is_zeros_and_large_scores_are_stable():
+    x = np.array([[-np.inf, -np.inf, -np.inf], [1e4, 1e4 - 1.0, -np.inf]])
+    y = px.online_softmax(x, 1)
+    assert not np.isnan(y).any()
+    np.testing.assert_array_equal(y[0], 0.0)
+    e = np.exp(-1.0)
+    np.testing.assert_allclose(y[1], [1 / (1 + e), e / (1 + e), 0.0], rtol=1e-15)
+
+
+def test_online_softmax_keeps_float32():
+    x = np.random.default_rng(0).standard_normal((3, 17)).astype(np.float32)
+    y = px.online_softmax(x, 4)
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(y, px.softmax(x), atol=1e-6)
+
+
+def test_online_softmax_update_rescales_by_hand():
+    # block 1: scores [0, ln 2] -> m = ln 2, l = 1/2 + 1; block 2: [ln 4] -> m = ln 4,
+    # old sum shrinks by e^(ln 2 - ln 4) = 1/2: l = 3/4 + 1 = 7/4 (= (1 + 2 + 4) / 4)
+    state = px.OnlineSoftmaxState.empty((1,), np.float64, value_dim=1)
+    px.online_softmax_update(state, np.log([[1.0, 2.0]]), np.array([[2.0], [4.0]]))
+    np.testing.assert_allclose([state.row_max[0, 0], state.row_sum[0, 0]], [np.log(2), 1.5])
+    px.online_softmax_update(state, np.log([[4.0]]), np.array([[8.0]]))
+    np.testing.assert_allclose([state.row_max[0, 0], state.row_sum[0, 0]], [np.log(4), 1.75])
+    # output = (1*2 + 2*4 + 4*8) / (1 + 2 + 4) = 42 / 7 = 6
+    np.testing.assert_allclose(state.acc[0, 0] / state.row_sum[0, 0], 6.0)
+
+
+# ---------------------------------------------------------------- tiled attention
+
+def test_tiled_attention_hand_computed_example():
+    # the worked example of the book: weights 1/6, 2/6, 3/6 -> 17/3
+    q = np.array([[1.0]])
+    k = np.log(np.array([[1.0], [2.0], [3.0]]))
+    v = np.array([[2.0], [4.0], [8.0]])
+    for block in (1, 2, 3, 5):
+        out = px.tiled_attention(q, k, v, scale=1.0, block_q=block, block_k=block)
+        np.testing.assert_allclose(out, [[17 / 3]], rtol=1e-15)
+    out = px.tiled_attention(q, k, v, scale=1.0, attn_mask=np.array([[True, True, False]]),
+                             block_k=1)
+    np.testing.assert_allclose(out, [[(2 + 2 * 4) / 3]], rtol=1e-15)
+
+
+@given(
+    batch=st.sampled_from([(), (2,), (1, 3), (2, 2)]),
+    L=st.integers(1, 13), S=st.integers(1, 13), E=st.integers(1, 6), Ev=st.integers(1, 5),
+    block_q=st.integers(1, 16), block_k=st.integers(1, 16),
+    mode=st.sampled_from(["none", "causal", "bool", "float", "bool_row", "float_col", "bool_full"]),
+    seed=st.integers(0, 2**16),
+)
+def test_tiled_attention_equals_sdpa(batch, L, S, E, Ev, block_q, block_k, mode, seed):
+    rng = np.random.default_rng(seed)
+    q, k, v = _qkv(rng, batch + (L, E), batch + (S, E), batch + (S, Ev))
+    kw = {}
+    if mode == "causal":
+        kw["is_causal"] = True
+    elif mode == "bool":
+        kw["attn_mask"] = rng.random((L, S)) < 0.6  # broadcast over the batch
+    elif mode == "float":
+        kw["attn_mask"] = np.where(rng.random((L, S)) < 0.3, -np.inf, rng.standard_normal((L, S)))
+    elif mode == "bool_row":
+        kw["attn_mask"] = rng.random((1, S)) < 0.5  # one key mask for every query
+    elif mode == "float_col":
+        kw["attn_mask"] = rng.standard_normal((L, 1))  # one bias per query row
+    elif mode == "bool_full":
+        kw["attn_mask"] = rng.random(batch + (L, S)) < 0.4
+    ref = px.scaled_dot_product_attention(q, k, v, **kw)
+    out = px.tiled_attention(q, k, v, block_q=block_q, block_k=block_k, **kw)
+    assert out.shape == ref.shape and out.dtype == np.float64
+    assert not np.isnan(out).any()
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12)
+
+
+@given(
+    hkv=st.integers(1, 3), n_rep=st.integers(1, 3), L=st.integers(1, 9), S=st.integers(1, 9),
+    block=st.integers(1, 10), causal=st.booleans(), head_mask=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_tiled_attention_gqa_equals_sdpa(hkv, n_rep, L, S, block, causal, head_mask, seed):
+    rng = np.random.default_rng(seed)
+    hq = hkv * n_rep
+    q, k, v = _qkv(rng, (2, hq, L, 4), (2, hkv, S, 4), (2, hkv, S, 3))
+    kw = {"is_causal": True} if causal else {
+        "attn_mask": rng.random((hq, L, S) if head_mask else (1, 1, L, S)) < 0.5}
+    ref = px.scaled_dot_product_attention(q, k, v, enable_gqa=True, **kw)
+    out = px.tiled_attention(q, k, v, enable_gqa=True, block_q=block, block_k=block + 1, **kw)
+    assert out.shape == (2, hq, L, 3)
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12)
+
+
+def test_tiled_attention_broadcasts_leading_dims_like_sdpa(rng):
+    q, k, v = _qkv(rng, (3, 5, 4), (2, 1, 7, 4), (7, 2))
+    out = px.tiled_attention(q, k, v, is_causal=True, block_q=2, block_k=3)
+    ref = px.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert out.shape == ref.shape == (2, 3, 5, 2)
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("L, S", [(5, 9), (9, 5), (8, 8)])
+def test_causal_is_top_left_and_skips_tiles_above_the_diagonal(rng, L, S):
+    q, k, v = _qkv(rng, (2, L, 3), (2, S, 3), (2, S, 3))
+    out, stats = px.tiled_attention(q, k, v, is_causal=True, block_q=2, block_k=2,
+                                    return_stats=True)
+    ref = px.scaled_dot_product_attention(
+        q, k, v, attn_mask=px.causal_mask(L, S, align="top_left"))
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12)
+    # tile (i, j) is needed iff its first key (2j) is at most its last query (2i + 1)
+    i, j = np.indices(stats.computed.shape)
+    np.testing.assert_array_equal(stats.computed, 2 * j <= np.minimum(2 * i + 1, L - 1))
+    assert stats.n_computed + stats.n_skipped == stats.computed.size
+    assert len(stats.steps) == stats.computed.size
+
+
+def test_stats_count_flops_and_record_the_running_max(rng):
+    L, S, E, Ev = 6, 6, 4, 3
+    q, k, v = _qkv(rng, (L, E), (S, E), (S, Ev))
+    _, full = px.tiled_attention(q, k, v, block_q=2, block_k=3, return_stats=True)
+    _, causal = px.tiled_attention(q, k, v, is_causal=True, block_q=2, block_k=3,
+                                   return_stats=True)
+    assert full.flops == 2 * L * S * (E + Ev)  # the same FLOPs as the untiled product
+    assert full.n_skipped == 0 and causal.n_skipped == 1
+    assert causal.flops == 2 * 2 * 3 * (E + Ev) * causal.n_computed
+    scores = (q @ k.T) / np.sqrt(E)
+    last = [s for s in full.steps if s.q_block == 0][-1]
+    np.testing.assert_allclose(last.row_max, scores[:2].max(axis=1))
+    np.testing.assert_allclose(
+        last.row_sum, np.exp(scores[:2] - scores[:2].max(axis=1, keepdims=True)).sum(axis=1))
+
+
+def test_fully_masked_rows_give_zeros_never_nan(rng):
+    q, k, v = _qkv(rng, (2, 6, 4), (2, 7, 4), (2, 7, 3))
+    mask = rng.random((6, 7)) < 0.5
+    mask[[1, 4]] = False
+    out, stats = px.tiled_attention(q, k, v, attn_mask=mask, block_q=2, block_k=2,
+                                    return_stats=True)
+    assert not np.isnan(out).any()
+    np.testing.assert_array_equal(out[:, [1, 4]], 0.0)
+    np.testing.assert_allclose(out, px.scaled_dot_product_attention(q, k, v, attn_mask=mask),
+                               rtol=0, atol=1e-12)
+    all_hidden = np.zeros((6, 7), dtype=bool)
+    out, stats = px.tiled_attention(q, k, v, attn_mask=all_hidden, block_q=4, block_k=4,
+                                    return_stats=True)
+    np.testing.assert_array_equal(out, 0.0)
+    assert stats.n_computed == 0  # every tile was hidden by the mask, so none was computed
+
+
+def test_float32_stays_float32_and_matches_to_1e5(rng):
+    q, k, v = _qkv(rng, (1, 4, 300, 64), (1, 2, 300, 64), (1, 2, 300, 64), np.float32)
+    for kw in ({"is_causal": True}, {"attn_mask": rng.random((300, 300)) < 0.7}):
+        out = px.tiled_attention(q, k, v, enable_gqa=True, block_q=64, block_k=96, **kw)
+        ref = px.scaled_dot_product_attention(q, k, v, enable_gqa=True, **kw)
+        assert out.dtype == np.float32
+        np.testing.assert_allclose(out, ref, rtol=0, atol=1e-5)
+    mask32 = np.where(rng.random((300, 300)) < 0.5, np.float32(0), np.float32(-np.inf))
+    assert px.tiled_attention(q[:, :2], k, v, attn_mask=mask32).dtype == np.float32
+
+
+def test_matches_torch_sdpa():
+    torch = pytest.importorskip("torch", reason="torch is not installed: reference check skipped")
+    rng = np.random.default_rng(7)
+    q, k, v = _qkv(rng, (2, 8, 37, 16), (2, 4, 37, 16), (2, 4, 37, 16))
+    tq, tk, tv = map(torch.from_numpy, (q, k, v))
+    ref = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=True,
+                                                           enable_gqa=True).numpy()
+    out = px.tiled_attention(q, k, v, is_causal=True, enable_gqa=True, block_q=8, block_k=16)
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12)
+    mask = rng.random((37, 37)) < 0.5
+    mask[3] = False  # a fully masked row: torch >= 2.5 gives zeros there too
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        tq, tk, tv, attn_mask=torch.from_numpy(mask), enable_gqa=True).numpy()
+    out = px.tiled_attention(q, k, v, attn_mask=mask, enable_gqa=True, block_q=8, block_k=16)
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12)
+
+
+# ---------------------------------------------------------------- bad input
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"query": np.ones((3, 4), dtype=int)}, r"query must be a floating-point array"),
+    ({"key": np.ones((5, 3))}, r"key has shape \(5, 3\), expected \(\.\.\., S, E\) with E = 4"),
+    ({"value": np.ones((6, 2))}, r"value has shape \(6, 2\), expected \(\.\.\., S, Ev\) with S = 5"),
+    ({"value": np.ones((5, 2), dtype=np.float32)}, r"must share one dtype"),
+    ({"query": np.ones((0, 4))}, r"query has a 0-length sequence axis"),
+    ({"query": np.ones((2, 3, 4)), "key": np.ones((4, 5, 4)), "value": np.ones((4, 5, 2))},
+     r"leading \(batch/head\) dimensions do not broadcast"),
+    ({"attn_mask": np.ones((3, 4), dtype=bool)}, r"attn_mask has shape \(3, 4\), expected"),
+    ({"attn_mask": np.ones((3, 5), dtype=int)}, r"attn_mask must be boolean .* got dtype int"),
+    ({"attn_mask": np.ones((3, 5), dtype=bool), "is_causal": True}, r"not both"),
+    ({"block_q": 0}, r"block_q must be an integer >= 1, got 0"),
+    ({"block_k": 2.5}, r"block_k must be an integer >= 1, got 2.5"),
+    ({"block_k": True}, r"block_k must be an integer >= 1, got True"),
+])
+def test_bad_input_raises_like_sdpa(kwargs, match):
+    args = {"query": np.ones((3, 4)), "key": np.ones((5, 4)), "value": np.ones((5, 2))}
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        px.tiled_attention(**args)
+    sdpa_args = {a: b for a, b in args.items() if not a.startswith("block_")}
+    if sdpa_args != args:
+        return
+    with pytest.raises(ValueError, match=match):  # the very same error as SDPA
+        px.scaled_dot_product_attention(**sdpa_args)
+
+
+def test_bad_gqa_heads_raise_like_sdpa():
+    q, k, v = np.ones((1, 6, 3, 4)), np.ones((1, 4, 5, 4)), np.ones((1, 4, 5, 2))
+    with pytest.raises(ValueError, match=r"multiple of key/value heads: query has Hq = 6"):
+        px.tiled_attention(q, k, v, enable_gqa=True)
+    with pytest.raises(ValueError, match=r"value has 2 heads .* expected Hkv = 3"):
+        px.tiled_attention(q, np.ones((1, 3, 5, 4)), np.ones((1, 2, 5, 2)), enable_gqa=True)
+    with pytest.raises(ValueError, match=r"enable_gqa needs a head axis"):
+        px.tiled_attention(np.ones((3, 4)), np.ones((5, 4)), np.ones((5, 2)), enable_gqa=True)
+
+
+@pytest.mark.parametrize("x, block, match", [
+    (np.ones(3, dtype=int), 2, r"x must be a floating-point array"),
+    (np.ones((2, 0)), 2, r"x has a 0-length last axis: got shape \(2, 0\)"),
+    (np.ones(3), 0, r"block_size must be an integer >= 1, got 0"),
+])
+def test_online_softmax_bad_input(x, block, match):
+    with pytest.raises(ValueError, match=match):
+        px.online_softmax(x, block)
