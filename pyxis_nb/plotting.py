@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import matplotlib.pyplot as plt
+from matplotlib.patches import Rectangle
 import numpy as np
 
 from ._checks import as_float_array
@@ -38,6 +39,7 @@ def plot_attention(
     annotate: bool = True,
     colorbar: bool = True,
     vmax: float = 1.0,
+    mask=None,
 ):
     """Draw one (L, S) matrix of attention weights as a labelled heatmap.
 
@@ -58,6 +60,10 @@ def plot_attention(
     colorbar : bool, default True
     vmax : float, default 1.0
         Top of the colour scale; weights lie in [0, 1].
+    mask : ndarray of bool, shape (L, S), optional
+        True = may attend. Forbidden cells are drawn hatched grey with no
+        number, so a key the mask hides cannot be mistaken for one that merely
+        got a tiny weight.
 
     Returns
     -------
@@ -66,7 +72,8 @@ def plot_attention(
     Raises
     ------
     ValueError
-        If ``weights`` is not a 2-D float array or the labels do not match it.
+        If ``weights`` is not a 2-D float array, or the labels or the mask do
+        not match it.
     """
     w = as_float_array("weights", weights)
     if w.ndim != 2:
@@ -76,6 +83,12 @@ def plot_attention(
     if key_tokens is None and tokens is not None and L != S:
         raise ValueError(f"weights has shape {w.shape}: pass key_tokens (length {S}) for the columns")
     cols = _labels("key_tokens", key_tokens if key_tokens is not None else tokens, S)
+    allowed = np.ones((L, S), dtype=bool) if mask is None else np.asarray(mask)
+    if allowed.dtype != bool or allowed.shape != (L, S):
+        raise ValueError(
+            f"mask has shape {allowed.shape} and dtype {allowed.dtype}, expected a boolean "
+            f"(L, S) = ({L}, {S}) array (True = may attend)"
+        )
     if ax is None:
         fig, ax = plt.subplots(figsize=(0.55 * S + 2.4, 0.5 * L + 1.6), facecolor="white")
     im = ax.imshow(w, cmap=CMAP, vmin=0.0, vmax=vmax)
@@ -86,12 +99,14 @@ def plot_attention(
     ax.set_ylabel("query: the token that looks")
     if title:
         ax.set_title(title)
+    for i, j in zip(*np.nonzero(~allowed)):
+        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="#d9d9d9",
+                               edgecolor="#9a9a9a", hatch="///", linewidth=0))
     if annotate:
-        for i in range(L):
-            for j in range(S):
-                # dark text on the light (high) end of viridis, white on the dark end
-                colour = "black" if w[i, j] > 0.6 * vmax else "white"
-                ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", color=colour, fontsize=8)
+        for i, j in zip(*np.nonzero(allowed)):
+            # dark text on the light (high) end of viridis, white on the dark end
+            colour = "black" if w[i, j] > 0.6 * vmax else "white"
+            ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", color=colour, fontsize=8)
     if colorbar:
         ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="attention weight")
     return ax

@@ -33,6 +33,7 @@ __all__ = [
     "describe_attention",
     "figure_png",
     "png_figure_html",
+    "view_grid",
     "view_switcher",
 ]
 
@@ -41,6 +42,14 @@ _CONTROLS = {
     "dropdown": widgets.Dropdown,
     "slider": widgets.SelectionSlider,
 }
+
+
+def _style(control: str) -> dict:
+    """Labels at their natural width; toggle buttons as wide as their text."""
+    style = {"description_width": "initial"}
+    if control == "toggle":
+        style["button_width"] = "auto"
+    return style
 
 
 def figure_png(fig, dpi: int = 100) -> bytes:
@@ -124,14 +133,75 @@ def view_switcher(
     if not views:
         raise ValueError("views is empty: expected at least one view")
     names = list(views)
-    ctrl = _CONTROLS[control](options=names, description=description,
-                              style={"description_width": "initial"})
+    ctrl = _CONTROLS[control](options=names, description=description, style=_style(control))
     stack = widgets.Stack([_as_view_widget(n, v) for n, v in views.items()], selected_index=0)
     widgets.jslink((ctrl, "index"), (stack, "selected_index"))
     # CSS classes let the website test find each control and the views it drives
     ctrl.add_class("pyxis-view-control")
     stack.add_class("pyxis-view-stack")
     root = LinkedViews([ctrl, stack], summary=f"view_switcher({control}: {names})")
+    root.add_class("pyxis-switcher")
+    return root
+
+
+def view_grid(
+    views: Mapping[str, Mapping[str, object]],
+    *,
+    controls: tuple[str, str] = ("toggle", "dropdown"),
+    descriptions: tuple[str, str] = ("", ""),
+) -> LinkedViews:
+    """Two linked controls over a grid of pre-rendered views, e.g. mask x head.
+
+    Parameters
+    ----------
+    views : mapping of str to mapping of str to Figure, PNG bytes, HTML str or widget
+        ``views[outer][inner]``; every inner mapping has the same keys, in the
+        same order. The first control picks ``outer``, the second ``inner``; the
+        second keeps its choice when the first changes.
+    controls : pair of {"toggle", "dropdown", "slider"}
+    descriptions : pair of str
+        Labels shown before each control.
+
+    Returns
+    -------
+    LinkedViews
+        All links live in the browser, so it works on the static website.
+
+    Raises
+    ------
+    ValueError
+        If ``views`` is empty, an inner mapping is empty, or the inner keys differ.
+    """
+    if not views:
+        raise ValueError("views is empty: expected at least one outer view")
+    outer_names = list(views)
+    inner_names = list(views[outer_names[0]])
+    for name in outer_names:
+        if list(views[name]) != inner_names or not inner_names:
+            raise ValueError(
+                f"views[{name!r}] has inner views {list(views[name])}, expected the same "
+                f"non-empty keys in the same order as views[{outer_names[0]!r}]: {inner_names}"
+            )
+    for control in controls:
+        if control not in _CONTROLS:
+            raise ValueError(f"controls must be in {sorted(_CONTROLS)}, got {controls!r}")
+    first = _CONTROLS[controls[0]](options=outer_names, description=descriptions[0],
+                                   style=_style(controls[0]))
+    second = _CONTROLS[controls[1]](options=inner_names, description=descriptions[1],
+                                    style=_style(controls[1]))
+    inner_stacks = []
+    for name in outer_names:
+        stack = widgets.Stack([_as_view_widget(f"{name} / {n}", v) for n, v in views[name].items()],
+                              selected_index=0)
+        widgets.jslink((second, "index"), (stack, "selected_index"))
+        inner_stacks.append(stack)
+    outer = widgets.Stack(inner_stacks, selected_index=0)
+    widgets.jslink((first, "index"), (outer, "selected_index"))
+    first.add_class("pyxis-view-control")
+    second.add_class("pyxis-inner-control")
+    outer.add_class("pyxis-view-stack")
+    root = LinkedViews([first, second, outer],
+                       summary=f"view_grid({controls[0]}: {outer_names}, {controls[1]}: {inner_names})")
     root.add_class("pyxis-switcher")
     return root
 
@@ -219,6 +289,7 @@ def attention_explorer(
     key_tokens: Sequence[str] | None = None,
     title: str | None = None,
     query_index: int | None = None,
+    masks: Mapping[str, np.ndarray] | None = None,
 ) -> AttentionExplorer:
     """An interactive attention heatmap with a view toggle and a query-token choice.
 
@@ -235,6 +306,9 @@ def attention_explorer(
     query_index : int, optional
         The query token selected at first; defaults to the last token.
         Negative counts from the end.
+    masks : mapping of str to ndarray of bool, shape (L, S), optional
+        The mask behind some views (True = may attend); their forbidden cells
+        are drawn hatched instead of showing 0.00.
 
     Returns
     -------
@@ -255,6 +329,10 @@ def attention_explorer(
     if not views:
         raise ValueError("views is empty: expected at least one (L, S) weights matrix")
     names = list(views)
+    masks = dict(masks or {})
+    unknown = sorted(set(masks) - set(names))
+    if unknown:
+        raise ValueError(f"masks has views {unknown} that are not in views {names}")
     L = len(tokens)
     query_index = L - 1 if query_index is None else _query_index(query_index, L)
 
@@ -264,7 +342,7 @@ def attention_explorer(
         S = len(key_tokens) if key_tokens is not None else L
         if w.shape != (L, S):
             raise ValueError(f"views[{name!r}] has shape {w.shape}, expected (L, S) = ({L}, {S})")
-        ax = plot_attention(w, tokens, key_tokens=key_tokens,
+        ax = plot_attention(w, tokens, key_tokens=key_tokens, mask=masks.get(name),
                             title=f"{title}: {name}" if title else name)
         png = figure_png(ax.figure)
         alt = (f"Heatmap of attention weights, {name}: rows are the query tokens "
@@ -277,7 +355,7 @@ def attention_explorer(
         ]
         sentences.append(widgets.Stack(lines, selected_index=query_index))
 
-    toggle = widgets.ToggleButtons(options=names)
+    toggle = widgets.ToggleButtons(options=names, style=_style("toggle"))
     query = widgets.Dropdown(options=[(f"{i}: {t}", i) for i, t in enumerate(tokens)],
                              index=query_index, description="query token:",
                              style={"description_width": "initial"})

@@ -128,3 +128,25 @@ def test_grid_custom_titles_and_annotation():
 def test_grid_bad_input(weights, kwargs, match):
     with pytest.raises(ValueError, match=match):
         px.plot_attention_grid(weights, **kwargs)
+
+
+def test_masked_cells_are_hatched_and_unnumbered():
+    w = np.array([[1.0, 0.0, 0.0], [0.4, 0.6, 0.0], [0.2, 0.3, 0.5]])
+    mask = px.causal_mask(3)
+    ax = px.plot_attention(w, ["a", "b", "c"], mask=mask)
+    hatched = [p for p in ax.patches if p.get_hatch()]
+    # one hatched square per forbidden cell, placed on that cell
+    assert sorted((round(p.get_x() + 0.5), round(p.get_y() + 0.5)) for p in hatched) == [
+        (1, 0), (2, 0), (2, 1)]
+    texts = [t.get_text() for t in ax.texts]
+    assert len(texts) == int(mask.sum()) == 6
+    assert "0.00" not in texts
+
+
+@pytest.mark.parametrize("mask, match", [
+    (np.ones((2, 3), dtype=bool), r"mask has shape \(2, 3\).*\(L, S\) = \(3, 3\)"),
+    (np.ones((3, 3)), r"mask .* dtype float64"),
+])
+def test_plot_attention_bad_mask(mask, match):
+    with pytest.raises(ValueError, match=match):
+        px.plot_attention(np.full((3, 3), 1 / 3), mask=mask)

@@ -211,6 +211,11 @@ def test_view_controls_switch_views(browser, base_url, path):
                     assert name == label, f"{path}, control {r}: option {label!r} shows {name!r}"
                 shown[k] = html
             assert len(set(shown.values())) == n, f"{path}, control {r}: views do not change"
+            inner = root.locator(".pyxis-inner-control")
+            if inner.count():  # a view_grid: the second control picks within the first
+                m = option_count(inner.first)
+                inner_shown = {choose(inner.first, k): shown_view(stack)[1] for k in range(m)}
+                assert len(set(inner_shown.values())) == m, f"{path}, grid {r}: inner views"
         assert watch.errors == [], watch.errors
     finally:
         watch.close()

@@ -220,3 +220,37 @@ def test_explorer_query_index_and_key_tokens():
 def test_explorer_bad_input(tokens, views, kwargs, match):
     with pytest.raises(ValueError, match=match):
         px.attention_explorer(tokens, views, **kwargs)
+
+
+def test_explorer_masks_hatch_only_their_view():
+    ex = px.attention_explorer(TOKENS, {"causal mask": W_CAUSAL, "no mask": W_FULL},
+                               masks={"causal mask": px.causal_mask(3)})
+    assert isinstance(ex, px.AttentionExplorer)
+    with pytest.raises(ValueError, match=r"masks has views \['window'\]"):
+        px.attention_explorer(TOKENS, {"no mask": W_FULL}, masks={"window": px.causal_mask(3)})
+
+
+def test_view_grid_links_both_controls():
+    views = {m: {f"head {h}": small_figure(f"{m}{h}") for h in range(3)} for m in ("causal", "none")}
+    grid = px.view_grid(views, controls=("toggle", "dropdown"))
+    first, second, outer = grid.children
+    assert isinstance(first, widgets.ToggleButtons) and first.options == ("causal", "none")
+    assert isinstance(second, widgets.Dropdown) and second.options == ("head 0", "head 1", "head 2")
+    assert len(links(first, outer)) == 1
+    assert len(outer.children) == 2
+    for inner in outer.children:
+        assert len(inner.children) == 3
+        assert len(links(second, inner)) == 1
+    assert repr(grid) == ("view_grid(toggle: ['causal', 'none'], "
+                          "dropdown: ['head 0', 'head 1', 'head 2'])")
+
+
+@pytest.mark.parametrize("views, kwargs, match", [
+    ({}, {}, "views is empty"),
+    ({"a": {"x": b"p"}, "b": {"y": b"p"}}, {}, r"views\['b'\] has inner views \['y'\]"),
+    ({"a": {}}, {}, "non-empty"),
+    ({"a": {"x": b"p"}}, {"controls": ("toggle", "knob")}, "controls must be in"),
+])
+def test_view_grid_bad_input(views, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        px.view_grid(views, **kwargs)
