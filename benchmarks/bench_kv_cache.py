@@ -8,15 +8,28 @@ measured in this run, best of several repeats, on whatever machine runs it.
 
 Targets: the cache is at least 100x faster at T = 2048, and the cached step
 grows at most about linearly: time(4096) / time(1024) <= 4.5.
+
+BLAS runs on one thread unless the environment says otherwise (set before numpy
+loads): on a shared machine, multi-threaded BLAS calls of a few milliseconds
+spend more time waiting for worker threads than computing, which made the
+recomputation timings jump by 10x from one context length to the next.
 """
 
 from __future__ import annotations
 
-import time
+import os
+import sys
 
-import numpy as np
+if "numpy" not in sys.modules:  # too late to change once numpy (and BLAS) are loaded
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                 "VECLIB_MAXIMUM_THREADS"):
+        os.environ.setdefault(_var, "1")
 
-import pyxis_nb as px
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import pyxis_nb as px  # noqa: E402
 
 CONTEXTS = (512, 1024, 2048, 4096)
 # One layer of a small GQA model, float32: large enough that attention over the
@@ -61,6 +74,8 @@ def main() -> bool:
     model = px.TinyDecoder(**MODEL)
     ids = np.random.default_rng(0).integers(0, MODEL["vocab_size"], max(CONTEXTS))
     print(f"model: {model}")
+    print(f"BLAS threads: OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}, "
+          f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
     print(f"{'T':>6} {'cached ms/token':>16} {'recompute ms/token':>19} {'ratio':>8} "
           f"{'FLOP ratio':>11}")
     cached, full = {}, {}
