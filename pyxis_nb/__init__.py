@@ -20,6 +20,7 @@ available at the top level. One concept per module:
 ``norms``          ``rms_norm``, Qwen3's q_norm / k_norm
 ``rope``           rotary position embeddings, both layouts, ``apply_rotary_pos_emb``
 ``tiled``          online softmax and exact attention in tiles (FlashAttention's idea)
+``generation``     a tiny model that generates with and without a KV cache
 =================  ==========================================================
 """
 
@@ -29,6 +30,7 @@ from .attention import *  # noqa: F401,F403
 from .batching import *  # noqa: F401,F403
 from .engine import *  # noqa: F401,F403
 from .experiments import *  # noqa: F401,F403
+from .generation import *  # noqa: F401,F403
 from .head import *  # noqa: F401,F403
 from .kv_cache import *  # noqa: F401,F403
 from .masks import *  # noqa: F401,F403
@@ -45,7 +47,7 @@ from .widgets import *  # noqa: F401,F403
 # the modules above, in the order the book introduces them; each defines __all__
 _MODULES = ["softmax", "masks", "attention", "head", "plotting", "widgets",
             "experiments", "positions", "engine", "batching", "multihead", "memory",
-            "kv_cache", "norms", "rope", "tiled"]
+            "kv_cache", "norms", "rope", "tiled", "generation"]
 
 __all__ = sorted(
     name for module in _MODULES for name in _sys.modules[f"{__name__}.{module}"].__all__

@@ -140,6 +140,33 @@ class KVCache:
         """Forget every position (the storage stays allocated)."""
         self._lengths = [0] * self.num_layers
 
+    def crop(self, max_length: int) -> None:
+        """Keep only the first ``max_length`` positions of every layer.
+
+        Layers holding fewer keep what they have. Cropping then appending again
+        is how a benchmark repeats one decode step at a fixed context length, and
+        how speculative decoding drops rejected tokens.
+
+        Parameters
+        ----------
+        max_length : int
+            >= 0.
+
+        Raises
+        ------
+        ValueError
+            If ``max_length`` is not an integer >= 0.
+
+        See Also
+        --------
+        transformers.DynamicCache.crop : the same call in Hugging Face (which also
+            takes a negative length, counted from the end).
+        """
+        if (isinstance(max_length, bool) or not isinstance(max_length, (int, np.integer))
+                or max_length < 0):
+            raise ValueError(f"max_length must be an integer >= 0, got {max_length!r}")
+        self._lengths = [min(n, int(max_length)) for n in self._lengths]
+
     @property
     def nbytes(self) -> int:
         """Bytes allocated for keys and values of all layers (at ``max_seq_len``)."""

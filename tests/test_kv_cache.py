@@ -101,3 +101,59 @@ def test_bad_layer_index_and_construction():
         px.KVCache(1, 1, 1, 1, max_seq_len=0)
     with pytest.raises(ValueError, match="dtype must be a float dtype"):
         px.KVCache(1, 1, 1, 1, max_seq_len=4, dtype=np.int32)
+
+
+def test_key_and_value_dtypes_are_checked_separately():
+    cache = px.KVCache(1, 2, 3, 4, max_seq_len=8, dtype=np.float32)
+    k, v = kv(dtype=np.float32)
+    with pytest.raises(ValueError, match="value has dtype float64, expected float32 \\(the cache's dtype\\)"):
+        cache.update(0, k, v.astype(np.float64))
+    with pytest.raises(ValueError, match="key has dtype float64, expected float32"):
+        cache.update(0, k.astype(np.float64), v)
+    assert cache.get_seq_length() == 0
+
+
+def test_overflow_message_names_both_lengths():
+    cache = px.KVCache(1, 2, 3, 4, max_seq_len=4)
+    cache.update(0, *kv(t=3))
+    with pytest.raises(ValueError, match=r"cannot append 2 positions to layer 0: it holds 3 and "
+                                         r"max_seq_len is 4 \(3 \+ 2 = 5 > 4\)"):
+        cache.update(0, *kv(t=2))
+    cache.update(0, *kv(t=1))  # exactly full is fine
+    with pytest.raises(ValueError, match="it holds 4 and max_seq_len is 4"):
+        cache.update(0, *kv(t=1))
+
+
+@given(chunks=st.lists(st.integers(1, 3), min_size=1, max_size=4), keep=st.integers(0, 12))
+def test_crop_keeps_a_prefix_and_appends_after_it(chunks, keep):
+    cache = px.KVCache(2, 2, 3, 4, max_seq_len=sum(chunks) + 2)
+    for i, t in enumerate(chunks):
+        cache.update(0, *kv(t=t, seed=i))
+    held = sum(chunks)
+    before = cache.key_cache[0][:, :, :held].copy()
+    cache.crop(keep)
+    kept = min(keep, held)
+    assert cache.get_seq_length(0) == kept and cache.get_seq_length(1) == 0
+    k, v = kv(t=2, seed=99)
+    keys, _ = cache.update(0, k, v)
+    np.testing.assert_array_equal(keys[:, :, :kept], before[:, :, :kept])
+    np.testing.assert_array_equal(keys[:, :, kept:], k)
+
+
+def test_crop_refuses_bad_lengths():
+    cache = px.KVCache(1, 1, 1, 1, max_seq_len=4)
+    for bad in (-1, 1.5, True, None):
+        with pytest.raises(ValueError, match="max_length must be an integer >= 0"):
+            cache.crop(bad)
+
+
+def test_cache_bytes_by_hand():
+    # Qwen3-1.7B in bf16: 2 (K and V) x 28 layers x 8 KV heads x 128 x 2 bytes per token
+    assert px.kv_cache_bytes(28, 8, 128, seq_len=1) == 2 * 28 * 8 * 128 * 2 == 114_688
+    assert px.kv_cache_bytes(28, 16, 128, seq_len=1) == 229_376  # MHA: twice as much
+    assert px.kv_cache_bytes(28, 1, 128, seq_len=1) == 14_336  # MQA: an eighth
+    assert px.kv_cache_bytes(28, 8, 128, seq_len=32_768) == 3_758_096_384  # 3.5 GiB
+    assert px.kv_cache_bytes(28, 8, 128, seq_len=1000, dtype_bytes=4, batch=3) == 2 * 28 * 8 * 128 * 4 * 1000 * 3
+    # the numpy cache allocates exactly what the formula says (float32: 4 bytes)
+    cache = px.KVCache(3, 2, 2, 16, max_seq_len=7, dtype=np.float32)
+    assert cache.nbytes == px.kv_cache_bytes(3, 2, 16, seq_len=7, dtype_bytes=4, batch=2) == 2 * 3 * 2 * 16 * 4 * 7 * 2

@@ -158,9 +158,10 @@ def test_head_dim_need_not_equal_hidden_over_heads():
 def test_state_dict_roundtrip_with_prefix_and_extra_keys():
     layer, x = layer_and_input(4, 2)
     prefix = "model.layers.0.self_attn."
-    sd = layer.state_dict(prefix) | {prefix + "q_norm.weight": np.ones(3)}
+    sd = layer.state_dict(prefix) | {"model.layers.1.self_attn.q_norm.weight": np.ones(3)}
     again = px.MultiHeadAttention.from_state_dict(
         sd, hidden_size=5, num_attention_heads=4, num_key_value_heads=2, head_dim=3, prefix=prefix)
+    assert again.q_norm is None and again.rope_theta is None
     np.testing.assert_array_equal(again(x), layer(x))
 
 
@@ -327,3 +328,165 @@ def test_repeat_kv_and_layer_match_torch():
         o = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
         ref = F.linear(o.transpose(1, 2).reshape(2, 7, H * 6), w["o_proj"]).numpy()
         np.testing.assert_allclose(layer(x, is_causal=causal), ref, atol=1e-12)
+
+
+# ---------------------------------------------------------------- Qwen3: q_norm / k_norm and RoPE
+
+def qwen3_layer(H, Hkv, D=4, C=6, seed=0, dtype=np.float64, qk_norm=True, rope_theta=100.0):
+    return px.MultiHeadAttention.random(C, H, Hkv, D, seed=seed, dtype=dtype, qk_norm=qk_norm,
+                                        rope_theta=rope_theta)
+
+
+@given(heads=heads_st, T=st.integers(2, 9), extras=st.sampled_from([(True, 100.0), (True, None), (False, 1e4)]),
+       data=st.data(), seed=st.integers(0, 50))
+def test_qwen3_cached_chunks_then_decode_equal_full_forward(heads, T, extras, data, seed):
+    """With norms and/or RoPE: chunked prefill + one-token decode == one uncached pass."""
+    layer = qwen3_layer(*heads, seed=seed, qk_norm=extras[0], rope_theta=extras[1])
+    x = np.random.default_rng(seed + 1).standard_normal((2, T, 6))
+    full, full_w = layer(x, return_weights=True)
+    prompt = data.draw(st.integers(1, T), label="prompt length")
+    chunk = data.draw(st.integers(1, prompt), label="prefill chunk")
+    bounds = list(range(0, prompt, chunk)) + list(range(prompt, T + 1))
+    cache = px.KVCache(1, 2, layer.num_key_value_heads, layer.head_dim, max_seq_len=T)
+    for a, b in zip(bounds, bounds[1:]):
+        out, w = layer(x[:, a:b], return_weights=True, past_key_value=cache,
+                       position_ids=np.arange(a, b))
+        np.testing.assert_allclose(out, full[:, a:b], atol=1e-12)
+        np.testing.assert_allclose(w, full_w[:, :, a:b, :b], atol=1e-12)
+    assert cache.get_seq_length() == T
+
+
+@given(heads=heads_st, T=st.integers(1, 6), causal=st.booleans(), seed=st.integers(0, 50))
+def test_qwen3_per_head_loop_equals_vectorised_layer(heads, T, causal, seed):
+    layer = qwen3_layer(*heads, seed=seed)
+    x = np.random.default_rng(seed).standard_normal((2, T, 6))
+    np.testing.assert_allclose(layer(x, is_causal=causal), layer.forward_per_head(x, is_causal=causal),
+                               atol=1e-12)
+
+
+@given(T=st.integers(1, 6), shift=st.integers(1, 500), seed=st.integers(0, 20))
+def test_rope_layer_depends_on_relative_positions_only(T, shift, seed):
+    layer = qwen3_layer(4, 2, seed=seed)
+    x = np.random.default_rng(seed).standard_normal((1, T, 6))
+    np.testing.assert_allclose(layer(x, position_ids=np.arange(T) + shift), layer(x), atol=1e-10)
+
+
+def test_rope_and_norms_change_the_output_and_keep_defaults():
+    plain, x = layer_and_input(4, 2, D=4, C=6)
+    assert plain.q_norm is None and plain.k_norm is None and plain.rope_theta is None
+    weights = plain.state_dict()
+    ones = {"q_norm": np.ones(4), "k_norm": np.ones(4)}
+    normed = px.MultiHeadAttention(6, 4, 2, 4, **{k[:-7]: v for k, v in weights.items()}, **ones)
+    rotated = px.MultiHeadAttention(6, 4, 2, 4, **{k[:-7]: v for k, v in weights.items()},
+                                    rope_theta=10_000.0)
+    assert not np.allclose(normed(x), plain(x)) and not np.allclose(rotated(x), plain(x))
+    # position 0 is not rotated: a single token gives the same output with or without RoPE
+    np.testing.assert_allclose(rotated(x[:, :1]), plain(x[:, :1]), atol=1e-14)
+    # the norm makes each head's query and key vectors unit-RMS (times the weight of 1)
+    q, k, _ = normed.project(x)
+    np.testing.assert_allclose(np.sqrt(np.mean(q ** 2, axis=-1)), 1.0, atol=1e-4)  # eps: not exactly 1
+    np.testing.assert_allclose(np.sqrt(np.mean(k ** 2, axis=-1)), 1.0, atol=1e-4)
+
+
+def test_qwen3_state_dict_roundtrip_and_real_shapes():
+    layer = qwen3_layer(4, 2)
+    sd = layer.state_dict("p.")
+    assert sorted(sd) == ["p.k_norm.weight", "p.k_proj.weight", "p.o_proj.weight",
+                          "p.q_norm.weight", "p.q_proj.weight", "p.v_proj.weight"]
+    again = px.MultiHeadAttention.from_state_dict(sd, hidden_size=6, num_attention_heads=4,
+                                                  num_key_value_heads=2, head_dim=4, prefix="p.",
+                                                  rope_theta=100.0)
+    x = np.random.default_rng(0).standard_normal((1, 3, 6))
+    np.testing.assert_array_equal(again(x), layer(x))
+    small = px.ModelConfig(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                           num_hidden_layers=1, rope_theta=1e6, rms_norm_eps=1e-6,
+                           intermediate_size=0, vocab_size=8, max_position_embeddings=64)
+    q3 = px.MultiHeadAttention.qwen3(small, seed=1)
+    assert q3.dtype == np.float32 and q3.q_norm.shape == (16,) and q3.rope_theta == 1e6
+    assert q3(np.ones((1, 2, 32), np.float32)).dtype == np.float32
+
+
+def test_qwen3_1_7b_layer_shapes():
+    layer = px.MultiHeadAttention.qwen3()  # the real configuration, random float32 weights
+    assert {n: w.shape for n, w in layer.state_dict().items()} == {
+        "q_proj.weight": (2048, 2048), "k_proj.weight": (1024, 2048), "v_proj.weight": (1024, 2048),
+        "o_proj.weight": (2048, 2048), "q_norm.weight": (128,), "k_norm.weight": (128,)}
+    assert layer.rope_theta == 1_000_000.0 and layer.rms_norm_eps == 1e-6
+    assert layer.num_key_value_groups == 2
+
+
+def test_bad_norms_and_rope():
+    w = layer_and_input(4, 2, D=4, C=6)[0].state_dict()
+    w = {k[:-7]: v for k, v in w.items()}  # "q_proj.weight" -> "q_proj"
+    with pytest.raises(ValueError, match="give both q_norm and k_norm or neither, got only q_norm"):
+        px.MultiHeadAttention(6, 4, 2, 4, **w, q_norm=np.ones(4))
+    with pytest.raises(ValueError, match=r"k_norm.weight has shape \(3,\), expected \(4,\)"):
+        px.MultiHeadAttention(6, 4, 2, 4, **w, q_norm=np.ones(4), k_norm=np.ones(3))
+    with pytest.raises(ValueError, match="q_norm.weight has dtype float32, expected float64"):
+        px.MultiHeadAttention(6, 4, 2, 4, **w, q_norm=np.ones(4, np.float32), k_norm=np.ones(4))
+    with pytest.raises(ValueError, match="q_norm.weight must be a float array, got dtype int64"):
+        px.MultiHeadAttention(6, 4, 2, 4, **w, q_norm=np.ones(4, np.int64), k_norm=np.ones(4))
+    with pytest.raises(ValueError, match="rms_norm_eps must be a number >= 0, got -1"):
+        px.MultiHeadAttention(6, 4, 2, 4, **w, rms_norm_eps=-1)
+    for bad in (1.0, 0.5, np.inf, "1e6", True):
+        with pytest.raises(ValueError, match="rope_theta must be a finite number > 1"):
+            px.MultiHeadAttention(6, 4, 2, 4, **w, rope_theta=bad)
+    with pytest.raises(ValueError, match="head_dim must be even, got 3"):
+        px.MultiHeadAttention.random(5, 4, 2, 3, rope_theta=1e4)
+    sd = {f"{k}.weight": v for k, v in w.items()} | {"k_norm.weight": np.ones(4)}
+    with pytest.raises(ValueError, match="state_dict has k_norm.weight but not q_norm.weight"):
+        px.MultiHeadAttention.from_state_dict(sd, hidden_size=6, num_attention_heads=4,
+                                              num_key_value_heads=2, head_dim=4)
+
+
+def test_qwen3_layer_matches_hugging_face_forward_in_torch():
+    """Qwen3Attention.forward re-implemented with torch ops, in Hugging Face's order."""
+    torch = pytest.importorskip("torch", reason="torch is not installed: reference check skipped")
+    F = torch.nn.functional
+
+    def hf_rmsnorm(x, weight, eps):  # Qwen3RMSNorm.forward
+        dtype = x.dtype
+        x = x.to(torch.float32)
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+        return weight * x.to(dtype)
+
+    def hf_rotate_half(x):
+        return torch.cat((-x[..., x.shape[-1] // 2:], x[..., : x.shape[-1] // 2]), dim=-1)
+
+    def hf_cos_sin(position_ids, D, theta):  # Qwen3RotaryEmbedding, in float32
+        inv_freq = 1.0 / (theta ** (torch.arange(0, D, 2, dtype=torch.int64).float() / D))
+        freqs = (inv_freq[None, :, None] @ position_ids[:, None, :].float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos(), emb.sin()
+
+    def hf_attention(layer, x, position_ids):
+        w = {n: torch.from_numpy(a) for n, a in layer.state_dict().items()}
+        B, T, _ = x.shape
+        hidden_shape = (B, T, -1, layer.head_dim)
+        q = hf_rmsnorm(F.linear(x, w["q_proj.weight"]).view(hidden_shape), w["q_norm.weight"],
+                       layer.rms_norm_eps).transpose(1, 2)
+        k = hf_rmsnorm(F.linear(x, w["k_proj.weight"]).view(hidden_shape), w["k_norm.weight"],
+                       layer.rms_norm_eps).transpose(1, 2)
+        v = F.linear(x, w["v_proj.weight"]).view(hidden_shape).transpose(1, 2)
+        cos, sin = hf_cos_sin(position_ids, layer.head_dim, layer.rope_theta)
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+        q, k = q * cos + hf_rotate_half(q) * sin, k * cos + hf_rotate_half(k) * sin
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=layer.scaling,
+                                           enable_gqa=True)
+        return F.linear(o.transpose(1, 2).reshape(B, T, -1), w["o_proj.weight"])
+
+    cfg = px.ModelConfig(hidden_size=64, num_attention_heads=8, num_key_value_heads=2, head_dim=16,
+                         num_hidden_layers=1, rope_theta=1e6, rms_norm_eps=1e-6,
+                         intermediate_size=0, vocab_size=8, max_position_embeddings=64)
+    rng = np.random.default_rng(3)
+    for seed, start in [(0, 0), (1, 37)]:
+        layer = px.MultiHeadAttention.qwen3(cfg, seed=seed)  # float32, as the checkpoint
+        x = rng.standard_normal((2, 7, 64)).astype(np.float32)
+        pos = np.arange(start, start + 7)
+        ref = hf_attention(layer, torch.from_numpy(x), torch.from_numpy(np.stack([pos, pos]))).numpy()
+        np.testing.assert_allclose(layer(x, position_ids=pos), ref, rtol=1e-4, atol=2e-5)
+        if start == 0:  # prefill 4, then decode 3 tokens through the cache: same numbers
+            cache = px.KVCache(1, 2, 2, 16, max_seq_len=7, dtype=np.float32)
+            outs = [layer(x[:, :4], past_key_value=cache)]
+            outs += [layer(x[:, t:t + 1], past_key_value=cache) for t in range(4, 7)]
+            np.testing.assert_allclose(np.concatenate(outs, axis=1), ref, rtol=1e-4, atol=2e-5)

@@ -1,0 +1,110 @@
+"""Tests of pyxis_nb.generation: TinyDecoder with and without a cache, and the FLOP count."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import pyxis_nb as px
+
+heads_st = st.sampled_from([(2, 2), (4, 2), (4, 1), (6, 3)])  # (H, Hkv): MHA, GQA, MQA
+
+
+@given(heads=heads_st, layers=st.integers(1, 2), prompt=st.lists(st.integers(0, 31), min_size=1, max_size=7),
+       n_new=st.integers(1, 6), data=st.data(), seed=st.integers(0, 30))
+def test_generate_with_cache_equals_without(heads, layers, prompt, n_new, data, seed):
+    model = px.TinyDecoder(vocab_size=32, hidden_size=12, num_hidden_layers=layers,
+                           num_attention_heads=heads[0], num_key_value_heads=heads[1], head_dim=4,
+                           seed=seed)
+    chunk = data.draw(st.none() | st.integers(1, len(prompt) + 1), label="prefill_chunk")
+    ids_full, logits_full = model.generate(prompt, n_new, use_cache=False)
+    ids_cached, logits_cached = model.generate(prompt, n_new, prefill_chunk=chunk)
+    np.testing.assert_array_equal(ids_cached, ids_full)
+    np.testing.assert_allclose(logits_cached, logits_full, atol=1e-12)
+    assert ids_full.shape == (len(prompt) + n_new,) and logits_full.shape == (n_new, 32)
+    assert ids_full[:len(prompt)].tolist() == prompt
+    assert np.all(ids_full[len(prompt):] == np.argmax(logits_full, axis=-1))
+
+
+@given(T=st.integers(2, 10), cuts=st.sets(st.integers(1, 9), max_size=4), seed=st.integers(0, 30))
+def test_forward_in_chunks_through_the_cache_equals_one_pass(T, cuts, seed):
+    model = px.TinyDecoder(seed=seed)
+    ids = np.random.default_rng(seed).integers(0, 64, (2, T))
+    full = model(ids)  # (2, T, V)
+    cache = model.new_cache(max_seq_len=T, batch_size=2)
+    bounds = [0, *sorted(c for c in cuts if c < T), T]
+    for a, b in zip(bounds, bounds[1:]):
+        np.testing.assert_allclose(model(ids[:, a:b], past_key_values=cache), full[:, a:b], atol=1e-12)
+    assert all(cache.get_seq_length(i) == T for i in range(2))
+
+
+def test_float32_and_logits_to_keep():
+    model = px.TinyDecoder(dtype=np.float32, seed=2)
+    ids, logits = model.generate([3, 1, 4, 1, 5], 8)
+    ids2, logits2 = model.generate([3, 1, 4, 1, 5], 8, use_cache=False)
+    assert logits.dtype == np.float32
+    np.testing.assert_array_equal(ids, ids2)
+    np.testing.assert_allclose(logits, logits2, atol=1e-5)
+    all_logits = model(np.array([[3, 1, 4]]))
+    assert all_logits.shape == (1, 3, 64)
+    np.testing.assert_allclose(model(np.array([3, 1, 4]), logits_to_keep=1), all_logits[:, -1:], atol=1e-6)
+    assert "TinyDecoder(vocab_size=64" in repr(model)
+    assert model.config.intermediate_size == 0 and model.config.num_hidden_layers == 2
+
+
+def test_generate_is_deterministic_and_seeded():
+    a = px.TinyDecoder(seed=0).generate([1, 2, 3], 10)[0]
+    b = px.TinyDecoder(seed=0).generate([1, 2, 3], 10)[0]
+    c = px.TinyDecoder(seed=1).generate([1, 2, 3], 10)[0]
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+
+
+def test_decode_step_flops_by_hand():
+    cfg = px.ModelConfig(hidden_size=4, num_attention_heads=2, num_key_value_heads=1, head_dim=2,
+                         num_hidden_layers=1, rope_theta=1e4, rms_norm_eps=1e-6,
+                         intermediate_size=0, vocab_size=10, max_position_embeddings=16)
+    # per token: q, k, v = 2*4*(2*2 + 2*1*2) = 64; o = 2*(2*2)*4 = 32 -> 96; lm_head 2*4*10 = 80
+    assert px.decode_step_flops(cfg, 3) == 96 + 4 * 2 * 2 * 3 + 80 == 224
+    assert px.decode_step_flops(cfg, 3, use_cache=False) == 3 * 96 + 4 * 2 * 2 * 9 + 80 == 512
+    assert px.decode_step_flops(cfg, 1) == px.decode_step_flops(cfg, 1, use_cache=False)
+    # Qwen3-1.7B with its MLP: 28 layers, intermediate 6144, vocab 151,936
+    per_token = 2 * 2048 * (2048 + 2 * 1024) + 2 * 2048 * 2048 + 6 * 2048 * 6144
+    assert px.decode_step_flops(px.QWEN3_1_7B, 1000) == 28 * (per_token + 4 * 2048 * 1000) + 2 * 2048 * 151_936
+
+
+@given(T=st.integers(1, 5000))
+def test_flops_linear_with_cache_quadratic_without(T):
+    cfg = px.TinyDecoder().config
+    f = lambda t, c: px.decode_step_flops(cfg, t, use_cache=c)  # noqa: E731
+    attn = 4 * cfg.num_attention_heads * cfg.head_dim * cfg.num_hidden_layers
+    assert f(T + 1, True) - f(T, True) == attn  # constant first difference: linear
+    assert f(T + 2, False) - 2 * f(T + 1, False) + f(T, False) == 2 * attn  # constant second difference
+    assert f(T, False) >= f(T, True)
+
+
+def test_bad_input():
+    model = px.TinyDecoder(max_position_embeddings=10)
+    with pytest.raises(ValueError, match=r"prompt_ids must be a non-empty 1-D sequence of token ids, got shape \(0,\)"):
+        model.generate([], 3)
+    with pytest.raises(ValueError, match=r"got shape \(1, 2\)"):
+        model.generate([[1, 2]], 3)
+    with pytest.raises(ValueError, match="max_new_tokens must be an integer >= 1, got 0"):
+        model.generate([1], 0)
+    with pytest.raises(ValueError, match=r"prompt \(4\) \+ max_new_tokens \(7\) = 11 exceeds max_position_embeddings = 10"):
+        model.generate([1, 2, 3, 4], 7)
+    with pytest.raises(ValueError, match="prefill_chunk needs use_cache=True"):
+        model.generate([1, 2], 3, use_cache=False, prefill_chunk=1)
+    with pytest.raises(ValueError, match="prefill_chunk must be an integer >= 1, got 0"):
+        model.generate([1, 2], 3, prefill_chunk=0)
+    with pytest.raises(ValueError, match=r"input_ids must lie in 0 \.\. 63, got 0 \.\. 64"):
+        model(np.array([0, 64]))
+    with pytest.raises(ValueError, match=r"input_ids must be integers of shape \(B, T\) or \(T,\)"):
+        model(np.array([0.0, 1.0]))
+    with pytest.raises(ValueError, match="logits_to_keep must be an integer >= 0"):
+        model(np.array([1]), logits_to_keep=-1)
+    with pytest.raises(ValueError, match="context_len must be an integer >= 1, got 0"):
+        px.decode_step_flops(model.config, 0)
+    cache = model.new_cache(max_seq_len=2)
+    with pytest.raises(ValueError, match="cannot append 3 positions to layer 0: it holds 0 and max_seq_len is 2"):
+        model(np.array([1, 2, 3]), past_key_values=cache)
