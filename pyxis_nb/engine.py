@@ -11,7 +11,8 @@ same numbers (the causal chapter measures it).
 Shape legend:
     ... leading batch/head dims, broadcast between the three inputs
     L   query positions (the *last* L of the S positions, as with a KV cache)
-    S   key/value positions          E   query/key size     Ev   value size
+    S   key/value positions
+    d_head  query/key size (one head's vectors)      d_v  value size (d_head in the book)
 """
 
 from __future__ import annotations
@@ -36,18 +37,18 @@ def engine_causal_attention(query, key, value, *, scale: float | None = None,
 
     Parameters
     ----------
-    query : ndarray, shape (..., L, E)
-    key : ndarray, shape (..., S, E)
-    value : ndarray, shape (..., S, Ev)
+    query : ndarray, shape (..., L, d_head)
+    key : ndarray, shape (..., S, d_head)
+    value : ndarray, shape (..., S, d_v)
         Floating arrays of one dtype, with ``L <= S``; float32 stays float32.
     scale : float, optional
-        Multiplies the scores; defaults to ``1 / sqrt(E)``.
+        Multiplies the scores; defaults to ``1 / sqrt(d_head)``.
     return_weights : bool, default False
         Also return the (..., L, S) weights (zeros right of each query's position).
 
     Returns
     -------
-    output : ndarray, shape (..., L, Ev)
+    output : ndarray, shape (..., L, d_v)
     weights : ndarray, shape (..., L, S), only with ``return_weights=True``
 
     Raises
@@ -63,7 +64,7 @@ def engine_causal_attention(query, key, value, *, scale: float | None = None,
     transformers.cache_utils.DynamicCache : how Hugging Face keeps the keys of past positions.
     """
     q, k, v, _ = _check_qkv(query, key, value, enable_gqa=False)
-    L, E, S = q.shape[-2], q.shape[-1], k.shape[-2]
+    L, d_head, S = q.shape[-2], q.shape[-1], k.shape[-2]
     if L > S:
         raise ValueError(
             f"query has L = {L} positions (shape {q.shape}) but key only S = {S} "
@@ -71,17 +72,17 @@ def engine_causal_attention(query, key, value, *, scale: float | None = None,
         )
     batch = broadcast_shapes({"query": q.shape[:-2], "key": k.shape[:-2],
                               "value": v.shape[:-2]})
-    scale = q.dtype.type(1.0 / np.sqrt(E) if scale is None else scale)
+    scale = q.dtype.type(1.0 / np.sqrt(d_head) if scale is None else scale)
 
     out = np.zeros(batch + (L, v.shape[-1]), dtype=q.dtype)
     weights = np.zeros(batch + (L, S), dtype=q.dtype)
     for i in range(L):
         pos = S - L + i  # absolute position of this query
         row = np.full(batch + (S,), -np.inf, dtype=q.dtype)  # (..., S): the future stays -inf
-        # (..., pos+1, E) x (..., E, 1) -> (..., pos+1, 1): only keys 0..pos are scored
+        # (..., pos+1, d_head) x (..., d_head, 1) -> (..., pos+1, 1): only keys 0..pos are scored
         row[..., : pos + 1] = (k[..., : pos + 1, :] @ q[..., i, :, None])[..., 0] * scale
         w = softmax(row, axis=-1)  # (..., S), exact zeros right of pos
-        # (..., 1, pos+1) x (..., pos+1, Ev) -> (..., 1, Ev): only the values that can count
+        # (..., 1, pos+1) x (..., pos+1, d_v) -> (..., 1, d_v): only the values that can count
         out[..., i, :] = (w[..., None, : pos + 1] @ v[..., : pos + 1, :])[..., 0, :]
         weights[..., i, :] = w
     return (out, weights) if return_weights else out
