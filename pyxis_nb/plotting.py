@@ -3,6 +3,11 @@
 Convention: rows are the token that looks (the query), columns the token looked
 at (the key). Figures have an opaque white background so that they stay
 readable when the website is in dark mode.
+
+Shape legend:
+    H       query heads (num_attention_heads)
+    H_kv    key/value heads (num_key_value_heads)
+    L, S    query positions, key positions
 """
 
 from __future__ import annotations
@@ -13,9 +18,10 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
 import numpy as np
 
-from ._checks import as_float_array
+from ._checks import as_float_array, check_positive_int
+from .multihead import kv_head_for
 
-__all__ = ["plot_attention", "plot_attention_grid"]
+__all__ = ["plot_attention", "plot_attention_grid", "plot_gqa_mapping"]
 
 CMAP = "viridis"
 
@@ -167,3 +173,68 @@ def plot_attention_grid(
     if suptitle:
         fig.suptitle(suptitle)
     return fig
+
+
+def plot_gqa_mapping(num_attention_heads: int, num_key_value_heads: int, ax=None):
+    """Draw which key/value head each query head reads (MHA, GQA or MQA).
+
+    Query heads are circles on the top row, key/value heads squares on the
+    bottom row, each centred under the group of query heads it serves; a line
+    joins every query head to its key/value head, one colour per group.
+
+    Parameters
+    ----------
+    num_attention_heads : int
+        ``H``, the number of query heads.
+    num_key_value_heads : int
+        ``H_kv``, the number of key/value heads; must divide ``H``.
+        ``H_kv == H`` is MHA, ``H_kv == 1`` is MQA, anything between is GQA.
+    ax : matplotlib Axes, optional
+        Where to draw; a new (7, 2) inch figure is made if omitted.
+
+    Returns
+    -------
+    matplotlib Axes
+        Titled with the variant and both head counts.
+
+    Raises
+    ------
+    ValueError
+        If a head count is not a positive integer or ``H_kv`` does not divide ``H``.
+
+    See Also
+    --------
+    pyxis_nb.kv_head_for : the mapping drawn, ``h * H_kv // H``.
+    transformers.models.qwen3.modeling_qwen3.repeat_kv : lays the key/value
+        heads out in the same order.
+    """
+    H = check_positive_int("num_attention_heads", num_attention_heads)
+    H_kv = check_positive_int("num_key_value_heads", num_key_value_heads)
+    if H % H_kv:
+        raise ValueError(
+            f"num_key_value_heads = {H_kv} does not divide num_attention_heads = {H}: "
+            f"expected H % H_kv == 0"
+        )
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 2), facecolor="white", layout="constrained")
+    n_rep = H // H_kv
+    colours = plt.cm.tab10(np.arange(H_kv) % 10)
+    centres = np.arange(H_kv) * n_rep + (n_rep - 1) / 2  # each K/V head under its group
+    for h in range(H):
+        g = kv_head_for(h, H, H_kv)
+        ax.plot([h, centres[g]], [1, 0], color=colours[g], lw=1.5, zorder=1)
+        ax.scatter(h, 1, s=90, color=colours[g], edgecolor="black", zorder=3)
+    ax.scatter(centres, np.zeros(H_kv), s=160, marker="s", c=colours, edgecolor="black", zorder=3)
+    if H_kv <= 8:  # number the K/V heads while the labels still fit
+        for g, x in enumerate(centres):
+            ax.annotate(str(g), (x, -0.32), ha="center", va="top", fontsize=10)
+    variant = "MHA" if H_kv == H else "MQA" if H_kv == 1 else "GQA"
+    ax.set_title(f"{variant}: {H} query heads, {H_kv} K/V head{'s' if H_kv > 1 else ''}",
+                 fontsize=11)
+    ax.set_yticks([0, 1], ["K/V head", "query head"], fontsize=10)
+    ax.set_xticks(range(H), [str(h) for h in range(H)], fontsize=9)
+    ax.set_xlim(-0.7, H - 0.3)
+    ax.set_ylim(-0.75, 1.3)
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    return ax

@@ -150,3 +150,46 @@ def test_masked_cells_are_hatched_and_unnumbered():
 def test_plot_attention_bad_mask(mask, match):
     with pytest.raises(ValueError, match=match):
         px.plot_attention(np.full((3, 3), 1 / 3), mask=mask)
+
+
+@pytest.mark.parametrize("H, H_kv, variant", [(16, 16, "MHA"), (16, 8, "GQA"), (16, 1, "MQA")])
+def test_gqa_mapping_joins_each_query_head_to_its_kv_head(H, H_kv, variant):
+    ax = px.plot_gqa_mapping(H, H_kv)
+    assert ax.get_title().startswith(f"{variant}: {H} query heads, {H_kv} K/V head")
+    lines = ax.get_lines()
+    assert len(lines) == H  # one line per query head
+    n_rep = H // H_kv
+    for h, line in enumerate(lines):
+        x, y = line.get_data()
+        g = px.kv_head_for(h, H, H_kv)
+        # from the query head (h, 1) down to the centre of its group's K/V head
+        assert (x[0], y[0]) == (h, 1) and y[1] == 0
+        assert x[1] == g * n_rep + (n_rep - 1) / 2
+    # lines of one group share a colour, different groups differ
+    colours = [tuple(line.get_color()) for line in lines]
+    assert len(set(colours)) == min(H_kv, 10)
+    kv_markers = ax.collections[-1].get_offsets()
+    assert len(kv_markers) == H_kv
+
+
+def test_gqa_mapping_qwen3_hand_values():
+    ax = px.plot_gqa_mapping(16, 8)
+    ends = [line.get_data()[0][1] for line in ax.get_lines()]
+    assert ends[:4] == [0.5, 0.5, 2.5, 2.5] and ends[-1] == 14.5
+    assert [t.get_text() for t in ax.texts] == [str(g) for g in range(8)]
+
+
+def test_gqa_mapping_draws_into_given_axes():
+    fig, axes = plt.subplots(2, 1)
+    assert px.plot_gqa_mapping(4, 2, ax=axes[1]) is axes[1]
+    assert not axes[0].get_lines()
+
+
+@pytest.mark.parametrize("args, match", [
+    ((16, 3), r"num_key_value_heads = 3 does not divide num_attention_heads = 16"),
+    ((0, 1), r"num_attention_heads"),
+    ((8, 2.5), r"num_key_value_heads"),
+])
+def test_gqa_mapping_bad_input(args, match):
+    with pytest.raises(ValueError, match=match):
+        px.plot_gqa_mapping(*args)
