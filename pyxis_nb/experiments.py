@@ -1,8 +1,9 @@
 """Small measurements behind the book's claims about the ``1 / sqrt(d)`` scale.
 
-Shape legend: ``T`` tokens, ``d`` the size of each token, query and key
-vector (the experiments use one square head, ``d_model = d_head = d``),
-``N`` the length of a softmax row, ``n`` the number of random (q, k) pairs.
+Shape legend: ``T`` tokens (also the length of one softmax row), ``d`` the
+size of each token, query and key vector: the book's ``d_head`` (the
+experiments use one square head, ``d_model = d_head = d``), ``n`` the number
+of random (q, k) pairs.
 
 Every function is deterministic: the randomness comes from
 ``np.random.default_rng(seed)``, so the book prints the same numbers on every
@@ -177,12 +178,12 @@ def softmax_jacobian(x) -> np.ndarray:
 
     Parameters
     ----------
-    x : ndarray, shape (N,), floating
-        One row of finite scores.
+    x : ndarray, shape (T,), floating
+        One row of finite scores, one per key.
 
     Returns
     -------
-    ndarray, shape (N, N), same dtype as ``x``
+    ndarray, shape (T, T), same dtype as ``x``
         Symmetric; each row and column sums to 0.
 
     Raises
@@ -196,8 +197,8 @@ def softmax_jacobian(x) -> np.ndarray:
     """
     x = as_float_array("x", x)
     if x.ndim != 1 or x.shape[0] == 0:
-        raise ValueError(f"x has shape {x.shape}, expected one non-empty row (N,)")
+        raise ValueError(f"x has shape {x.shape}, expected one non-empty row (T,)")
     if not np.all(np.isfinite(x)):
         raise ValueError(f"x must be finite, got {x.tolist()}")
-    p = softmax(x)  # (N,)
-    return np.diag(p) - np.outer(p, p)  # (N, N) - (N, 1) x (1, N) -> (N, N)
+    p = softmax(x)  # (T,)
+    return np.diag(p) - np.outer(p, p)  # (T, T) - (T, 1) x (1, T) -> (T, T)

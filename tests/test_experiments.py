@@ -178,8 +178,8 @@ def test_dot_product_std_errors(kwargs, match):
 
 
 @pytest.mark.parametrize("x, match", [
-    (np.zeros((2, 3)), r"x has shape \(2, 3\), expected one non-empty row \(N,\)"),
-    (np.zeros(0), r"x has shape \(0,\), expected one non-empty row \(N,\)"),
+    (np.zeros((2, 3)), r"x has shape \(2, 3\), expected one non-empty row \(T,\)"),
+    (np.zeros(0), r"x has shape \(0,\), expected one non-empty row \(T,\)"),
     (np.array([0.0, np.inf]), r"x must be finite"),
     (np.array([1, 2]), r"x must be a floating-point array .* got dtype int64 with shape \(2,\)"),
 ])
