@@ -7,9 +7,9 @@ Shape legend:
     T       positions fed to one forward call (the whole sequence without a
             cache; a prompt chunk, or 1 when decoding, with one)
     S       positions the new queries attend over (cache + T)
-    C       hidden_size
+    C       hidden_size (``d_model`` in the book)
     V       vocab_size
-    L       num_hidden_layers
+    L       num_hidden_layers (not the book's ``L``, which counts new query positions)
 
 The model is Qwen3's skeleton without the MLPs: embed the ids; in each layer
 add ``attention(rms_norm(h))`` to the residual stream ``h``; a final
@@ -244,17 +244,19 @@ def decode_step_flops(config, context_len: int, *, use_cache: bool = True) -> in
 
     Counts the matrix products only (2 FLOPs per multiply-add; norms, RoPE and
     the softmax are lower order). The new token is the last of ``T =
-    context_len`` positions. Per layer and per token the projections cost
-    ``2 C (H D + 2 Hkv D) + 2 H D C`` and the MLP ``6 C I`` (gate, up, down).
-    Then:
+    context_len`` positions. With ``d_model`` = hidden_size, ``d_head`` =
+    head_dim, ``H`` / ``H_kv`` query / key-value heads and ``d_ff`` =
+    intermediate_size, per layer and per token the projections cost
+    ``2 d_model (H d_head + 2 H_kv d_head) + 2 H d_head d_model`` and the MLP
+    ``6 d_model d_ff`` (gate, up, down). Then:
 
     * with the cache: the projections of 1 token, and 1 query against ``T``
-      keys, ``4 H D T`` (scores and weighted sum);
+      keys, ``4 H d_head T`` (scores and weighted sum);
     * without: the projections of all ``T`` tokens, and the full ``(T, T)``
-      score matrix as the matrix form computes it, ``4 H D T^2`` (the mask
-      discards half of it).
+      score matrix as the matrix form computes it, ``4 H d_head T^2`` (the
+      mask discards half of it).
 
-    Both add the ``lm_head`` for the last position only, ``2 C V``.
+    Both add the ``lm_head`` for the last position only, ``2 d_model V``.
 
     Parameters
     ----------
@@ -284,6 +286,7 @@ def decode_step_flops(config, context_len: int, *, use_cache: bool = True) -> in
     1722
     """
     T = check_positive_int("context_len", context_len)
+    # C = d_model, Hkv = H_kv, D = d_head; intermediate_size = d_ff
     C, H, Hkv, D = (config.hidden_size, config.num_attention_heads,
                     config.num_key_value_heads, config.head_dim)
     per_token = 2 * C * (H * D + 2 * Hkv * D) + 2 * H * D * C + 6 * C * config.intermediate_size

@@ -2,12 +2,13 @@
 
 Shape legend:
     B       batch
-    Hkv     num_key_value_heads (the cache stores key/value heads, not query heads:
-            this is where GQA saves memory)
-    t       positions appended by one ``update`` (a prompt chunk, or 1 when decoding)
+    Hkv     num_key_value_heads, ``H_kv`` in the book (the cache stores key/value
+            heads, not query heads: this is where GQA saves memory)
+    t       positions appended by one ``update`` (a prompt chunk, or 1 when
+            decoding); the book's ``L``, the new tokens
     S       positions held so far by a layer
     S_max   ``max_seq_len``, the positions allocated up front
-    D       head_dim
+    D       head_dim, ``d_head`` in the book
 
 Each layer owns two arrays of shape (B, Hkv, S_max, D), allocated once; an
 ``update`` writes ``t`` new positions after the ``S`` already there and returns
