@@ -105,7 +105,10 @@ def online_softmax_update(state: OnlineSoftmaxState, scores, value=None) -> Onli
     p = np.exp(scores, out=scores)  # (..., R, C), every entry in [0, 1]
     state.row_sum *= alpha
     state.row_sum += p.sum(axis=-1, keepdims=True)
-    if state.acc is not None:
+    if state.acc is not None and np.isneginf(m).all():
+        # nothing seen yet, so acc is all zeros: overwrite it instead of rescaling it
+        np.matmul(p, value, out=state.acc)  # (..., R, C) x (..., C, Ev) -> (..., R, Ev)
+    elif state.acc is not None:
         state.acc *= alpha
         state.acc += p @ value  # (..., R, C) x (..., C, Ev) -> (..., R, Ev)
     m[...] = m_new
@@ -325,7 +328,8 @@ def tiled_attention(
             bias = _group_heads(bias, hq, n_rep, kv=False)
     work = broadcast_shapes({"query": q.shape[:-2], "key": k.shape[:-2], "value": v.shape[:-2]})
     q = np.broadcast_to(q, work + (L, E))  # views: every tile then has the full batch
-    k_t = np.broadcast_to(np.swapaxes(k, -1, -2), work + (E, S))  # (..., E, S), a view
+    # K transposed as a view: BLAS reads it as is (a transposed copy would cost more)
+    k_t = np.broadcast_to(np.swapaxes(k, -1, -2), work + (E, S))  # (..., E, S)
     v = np.broadcast_to(v, work + (S, Ev))
     if bias is not None:
         bias = bias.reshape((1,) * (len(work) + 2 - bias.ndim) + bias.shape)
@@ -333,16 +337,19 @@ def tiled_attention(
     n_qb, n_kb = -(-L // block_q), -(-S // block_k)
     stats = TileStats(block_q, block_k, np.zeros((n_qb, n_kb), dtype=bool)) if return_stats else None
     out = np.empty(work + (L, Ev), dtype=q.dtype)
+    scratch = np.empty(work + (block_q * min(block_k, S),), dtype=q.dtype)  # one tile, reused
     for qi, i0 in enumerate(range(0, L, block_q)):
         i1 = min(i0 + block_q, L)
         state = OnlineSoftmaxState.empty(work + (i1 - i0,), q.dtype, Ev)
         for ki, j0 in enumerate(range(0, S, block_k)):
-            j1 = min(j0 + block_k, S)
+            # causal: no query of this block sees a key at or after i1, so stop there
+            j1 = min(j0 + block_k, S, i1) if is_causal else min(j0 + block_k, S)
             b = None if bias is None else _tile(bias, i0, i1, j0, j1)
-            skip = (is_causal and j0 > i1 - 1) or (b is not None and np.isneginf(b).all())
+            skip = j0 >= j1 or (b is not None and np.isneginf(b).all())
             if not skip:
-                s = q[..., i0:i1, :] @ k_t[..., j0:j1]  # (..., R, E) x (..., E, C) -> (..., R, C)
-                if is_causal and j1 - 1 > i0:  # the tile straddles the diagonal
+                s = scratch[..., :(i1 - i0) * (j1 - j0)].reshape(work + (i1 - i0, j1 - j0))  # (..., R, C)
+                np.matmul(q[..., i0:i1, :], k_t[..., j0:j1], out=s)  # (..., R, E) x (..., E, C) -> (..., R, C)
+                if is_causal and j1 - 1 > i0:  # a diagonal tile: mask the keys after each query
                     above = np.arange(j0, j1)[None, :] > np.arange(i0, i1)[:, None]  # (R, C)
                     np.copyto(s, s.dtype.type(-np.inf), where=above)
                 elif b is not None:

@@ -146,7 +146,9 @@ def test_stats_count_flops_and_record_the_running_max(rng):
                                    return_stats=True)
     assert full.flops == 2 * L * S * (E + Ev)  # the same FLOPs as the untiled product
     assert full.n_skipped == 0 and causal.n_skipped == 1
-    assert causal.flops == 2 * 2 * 3 * (E + Ev) * causal.n_computed
+    # causal tiles stop at the block's last query: rows 0-1 see 2 columns of key block 0
+    # (not 3); rows 2-3 see 3 + 1 columns; rows 4-5 see 3 + 3: 12 columns of 2 rows
+    assert causal.flops == 2 * 2 * (2 + 3 + 1 + 3 + 3) * (E + Ev) == 336
     scores = (q @ k.T) / np.sqrt(E)
     last = [s for s in full.steps if s.q_block == 0][-1]
     np.testing.assert_allclose(last.row_max, scores[:2].max(axis=1))
