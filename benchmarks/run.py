@@ -1,10 +1,12 @@
-"""Run every benchmark in this folder: ``make bench``.
+"""Run every benchmark in this folder: ``make bench`` (or ``make bench BENCH=bench_tiled``).
 
-Each ``bench_*.py`` module has a ``main()`` that measures in this one run and
-prints its ratios. Targets live here, never in timed unit tests.
+Each ``bench_*.py`` has a ``main()`` that measures in one run and prints its
+ratios; it returns False when a target is missed. Each runs in its own Python
+process, so one benchmark's thread settings (BLAS, torch) never leak into the
+next. Targets live here, never in timed unit tests.
 """
 
-import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 
@@ -15,10 +17,15 @@ for path in sorted(here.glob("bench_*.py")):
     if only and path.stem not in only:
         continue
     print(f"\n=== {path.stem} ===", flush=True)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    if module.main() is False:
+    code = (
+        "import importlib.util, sys\n"
+        f"spec = importlib.util.spec_from_file_location({path.stem!r}, {str(path)!r})\n"
+        "module = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(module)\n"
+        "sys.exit(1 if module.main() is False else 0)\n"
+    )
+    if subprocess.run([sys.executable, "-c", code]).returncode != 0:
         failed.append(path.stem)
 if failed:
     sys.exit(f"targets missed: {', '.join(failed)}")
+print("\nall benchmark targets met")
