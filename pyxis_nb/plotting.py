@@ -18,8 +18,8 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
 import numpy as np
 
-from ._checks import as_float_array, check_positive_int
-from .multihead import kv_head_for
+from ._checks import as_float_array
+from .multihead import _check_heads, kv_head_for
 
 __all__ = ["plot_attention", "plot_attention_grid", "plot_gqa_mapping"]
 
@@ -208,13 +208,7 @@ def plot_gqa_mapping(num_attention_heads: int, num_key_value_heads: int, ax=None
     transformers.models.qwen3.modeling_qwen3.repeat_kv : lays the key/value
         heads out in the same order.
     """
-    H = check_positive_int("num_attention_heads", num_attention_heads)
-    H_kv = check_positive_int("num_key_value_heads", num_key_value_heads)
-    if H % H_kv:
-        raise ValueError(
-            f"num_key_value_heads = {H_kv} does not divide num_attention_heads = {H}: "
-            f"expected H % H_kv == 0"
-        )
+    H, H_kv = _check_heads(num_attention_heads, num_key_value_heads)
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 2), facecolor="white", layout="constrained")
     n_rep = H // H_kv

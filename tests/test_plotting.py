@@ -186,7 +186,7 @@ def test_gqa_mapping_draws_into_given_axes():
 
 
 @pytest.mark.parametrize("args, match", [
-    ((16, 3), r"num_key_value_heads = 3 does not divide num_attention_heads = 16"),
+    ((16, 3), r"num_attention_heads = 16 is not a multiple of num_key_value_heads = 3"),
     ((0, 1), r"num_attention_heads"),
     ((8, 2.5), r"num_key_value_heads"),
 ])
