@@ -59,7 +59,7 @@ execute: venv
 	$(PY) tools/execute_notebooks.py $(or $(NB),$(NOTEBOOKS))
 
 lab: venv
-	$(PY) -m pip install -q -r requirements-lab.txt
+	$(PY) -m pip install -q -r requirements-lab.txt -c constraints.txt
 	$(VENV)/bin/jupyter lab book/
 
 bench: venv

@@ -21,6 +21,7 @@ from typing import Mapping, Sequence
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
+from matplotlib.patches import Rectangle
 import numpy as np
 
 from ._checks import as_float_array, check_positive_int
@@ -342,13 +343,21 @@ def attention_explorer(
         S = len(key_tokens) if key_tokens is not None else L
         if w.shape != (L, S):
             raise ValueError(f"views[{name!r}] has shape {w.shape}, expected (L, S) = ({L}, {S})")
-        ax = plot_attention(w, tokens, key_tokens=key_tokens, mask=masks.get(name),
-                            title=f"{title}: {name}" if title else name)
-        png = figure_png(ax.figure)
-        alt = (f"Heatmap of attention weights, {name}: rows are the query tokens "
-               f"{', '.join(tokens)}; columns the keys.")
-        heatmaps.append(widgets.HTML(png_figure_html(
-            png, alt=alt, view=name, data={"weights": np.round(w, 4).tolist()})))
+        # one heatmap per query token, its row outlined, so the dropdown shows
+        # in the picture too which row the sentence below talks about
+        frames = []
+        for i in range(L):
+            ax = plot_attention(w, tokens, key_tokens=key_tokens, mask=masks.get(name),
+                                title=f"{title}: {name}" if title else name)
+            ax.add_patch(Rectangle((-0.5, i - 0.5), S, 1, fill=False, edgecolor="#e8173a",
+                                   linewidth=2.5, clip_on=False))
+            alt = (f"Heatmap of attention weights, {name}: rows are the query tokens "
+                   f"{', '.join(tokens)}; columns the keys; the row of {tokens[i]!r} "
+                   f"is outlined.")
+            frames.append(widgets.HTML(png_figure_html(
+                figure_png(ax.figure), alt=alt, view=name,
+                data={"weights": np.round(w, 4).tolist(), "query": i})))
+        heatmaps.append(widgets.Stack(frames, selected_index=query_index))
         lines = [
             widgets.HTML(f"<p class='pyxis-describe'>{html.escape(describe_attention(w[i], tokens, i, key_tokens=key_tokens))}</p>")
             for i in range(L)
@@ -363,7 +372,7 @@ def attention_explorer(
     text_stack = widgets.Stack(sentences, selected_index=0)
     widgets.jslink((toggle, "index"), (heat_stack, "selected_index"))
     widgets.jslink((toggle, "index"), (text_stack, "selected_index"))
-    for inner in sentences:
+    for inner in sentences + heatmaps:
         widgets.jslink((query, "index"), (inner, "selected_index"))
     toggle.add_class("pyxis-view-control")
     query.add_class("pyxis-query-control")

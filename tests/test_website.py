@@ -259,6 +259,12 @@ def test_explorer_mask_toggle(browser, base_url, path):
                 text = sentences.inner_text().strip()
                 assert text.startswith(f"'{token}' attends"), text
                 texts.add(text)
+                # the heatmap shown is the one with this query's row outlined
+                shown = stack.evaluate(
+                    """el => Array.from(el.querySelectorAll('.pyxis-view'))
+                          .filter(v => v.getClientRects().length > 0)
+                          .map(v => v.getAttribute('data-query'))""")
+                assert shown == [str(i)], f"query {i} shows heatmap frames {shown}"
             assert len(texts) == option_count(query), "each query token must get its own sentence"
         assert watch.errors == [], watch.errors
     finally:

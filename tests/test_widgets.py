@@ -168,14 +168,23 @@ def test_explorer_layout_and_repr(explorer):
     assert repr(explorer) == "AttentionExplorer(tokens=['The', 'cat', 'sat'], views=['causal mask', 'no mask'])"
 
 
-def test_explorer_one_prerendered_heatmap_per_view(explorer):
+def test_explorer_one_prerendered_heatmap_per_view_and_query(explorer):
     heat_stack = explorer.children[3]
     assert len(heat_stack.children) == 2
-    for child, name, w in zip(heat_stack.children, ["causal mask", "no mask"], [W_CAUSAL, W_FULL]):
-        assert attribute(child.value, "view") == name
-        assert json.loads(attribute(child.value, "weights")) == np.round(w, 4).tolist()
-        assert "data:image/png;base64," in child.value
-        assert name in re.search(r'alt="([^"]*)"', child.value).group(1)
+    for inner, name, w in zip(heat_stack.children, ["causal mask", "no mask"], [W_CAUSAL, W_FULL]):
+        # one frame per query token, each with that token's row outlined
+        assert isinstance(inner, widgets.Stack) and inner.selected_index == 2
+        assert len(inner.children) == len(TOKENS)
+        pngs = set()
+        for i, frame in enumerate(inner.children):
+            assert attribute(frame.value, "view") == name
+            assert json.loads(attribute(frame.value, "query")) == i
+            assert json.loads(attribute(frame.value, "weights")) == np.round(w, 4).tolist()
+            assert "data:image/png;base64," in frame.value
+            alt = re.search(r'alt="([^"]*)"', frame.value).group(1)
+            assert name in alt and html.escape(repr(TOKENS[i])) in alt
+            pngs.add(re.search(r"base64,([^\"]*)", frame.value).group(1))
+        assert len(pngs) == len(TOKENS), "each frame outlines a different row"
 
 
 def test_explorer_sentences_per_view_and_query(explorer):
@@ -194,7 +203,7 @@ def test_explorer_jslinks(explorer):
     toggle, query, text_stack, heat_stack = explorer.children
     assert len(links(toggle, heat_stack)) == 1
     assert len(links(toggle, text_stack)) == 1
-    for inner in text_stack.children:
+    for inner in text_stack.children + heat_stack.children:
         assert len(links(query, inner)) == 1
 
 
