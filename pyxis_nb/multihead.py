@@ -34,7 +34,8 @@ from .attention import scaled_dot_product_attention
 from .masks import causal_mask
 from .memory import QWEN3_1_7B
 from .norms import rms_norm
-from .rope import apply_rope, apply_rotary_pos_emb, rotary_cos_sin
+from .rope import (_check_head_dim, _check_theta, apply_rope, apply_rotary_pos_emb,
+                   rotary_cos_sin)
 
 __all__ = [
     "split_heads",
@@ -216,13 +217,10 @@ def _check_weight(name: str, weight, shape: tuple) -> np.ndarray:
 
 
 def _check_rope(rope_theta, head_dim: int) -> float:
-    if (isinstance(rope_theta, bool) or not np.isscalar(rope_theta)
-            or not np.isreal(rope_theta) or not np.isfinite(rope_theta) or rope_theta <= 1):
-        raise ValueError(f"rope_theta must be a finite number > 1 (Qwen3: 1_000_000.0) or None, "
-                         f"got {rope_theta!r}")
-    if head_dim % 2:
-        raise ValueError(f"RoPE rotates pairs of coordinates: head_dim must be even, got {head_dim}")
-    return float(rope_theta)
+    """rope_theta as a float; RoPE also needs an even head_dim."""
+    theta = _check_theta(rope_theta, "rope_theta")
+    _check_head_dim("head_dim", head_dim)
+    return theta
 
 
 class MultiHeadAttention:

@@ -46,14 +46,15 @@ def _check_head_dim(name: str, head_dim) -> int:
     head_dim = check_positive_int(name, head_dim)
     if head_dim % 2:
         raise ValueError(
-            f"{name} must be even (RoPE rotates pairs of coordinates), got {head_dim}"
+            f"{name} must be even, got {head_dim} (RoPE rotates pairs of coordinates)"
         )
     return head_dim
 
 
-def _check_theta(theta) -> float:
-    if isinstance(theta, bool) or not np.isscalar(theta) or not np.isfinite(theta) or theta <= 1:
-        raise ValueError(f"theta must be a finite number > 1 (Qwen3: 1_000_000.0), got {theta!r}")
+def _check_theta(theta, name: str = "theta") -> float:
+    if (isinstance(theta, bool) or not np.isscalar(theta) or not np.isreal(theta)
+            or not np.isfinite(theta) or theta <= 1):
+        raise ValueError(f"{name} must be a finite number > 1 (Qwen3: 1_000_000.0), got {theta!r}")
     return float(theta)
 
 
