@@ -21,6 +21,7 @@ available at the top level. One concept per module:
 ``rope``           rotary position embeddings, both layouts, ``apply_rotary_pos_emb``
 ``tiled``          online softmax and exact attention in tiles (FlashAttention's idea)
 ``generation``     a tiny model that generates with and without a KV cache
+``source``         ``show_source``: the package's own code as a chapter listing
 =================  ==========================================================
 """
 
@@ -41,13 +42,14 @@ from .plotting import *  # noqa: F401,F403
 from .positions import *  # noqa: F401,F403
 from .rope import *  # noqa: F401,F403
 from .softmax import *  # noqa: F401,F403
+from .source import *  # noqa: F401,F403
 from .tiled import *  # noqa: F401,F403
 from .widgets import *  # noqa: F401,F403
 
 # the modules above, in the order the book introduces them; each defines __all__
 _MODULES = ["softmax", "masks", "attention", "head", "plotting", "widgets",
             "experiments", "positions", "engine", "batching", "multihead", "memory",
-            "kv_cache", "norms", "rope", "tiled", "generation"]
+            "kv_cache", "norms", "rope", "tiled", "generation", "source"]
 
 __all__ = sorted(
     name for module in _MODULES for name in _sys.modules[f"{__name__}.{module}"].__all__

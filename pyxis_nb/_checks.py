@@ -1,8 +1,9 @@
-"""Input checks shared by every public function.
+"""Input checks shared by every public function: check at the door, once.
 
-Every check raises ``ValueError`` whose message names the argument, the shape
-(or dtype) it received and what was expected, so that a reader who passes the
-wrong thing learns what to fix instead of getting a silent broadcast or a NaN.
+Each helper raises ``ValueError`` (``TypeError`` for a flag that is not a
+bool) whose message names the argument, what it got and what it wanted.
+Public functions call one or two of these at the top; internal calls between
+modules use the unchecked cores, so no array is checked twice.
 """
 
 from __future__ import annotations
@@ -10,17 +11,23 @@ from __future__ import annotations
 import numpy as np
 
 
-def as_float_array(name: str, x, *, min_ndim: int = 1) -> np.ndarray:
-    """Return ``x`` as a floating ndarray, or raise a ValueError naming ``name``."""
+def as_float_array(name: str, x, *, min_ndim: int = 1, ndim: int | None = None
+                   ) -> np.ndarray:
+    """``x`` as a floating ndarray of ``ndim`` (or >= ``min_ndim``) axes."""
     arr = np.asarray(x)
     if not np.issubdtype(arr.dtype, np.floating):
         raise ValueError(
             f"{name} must be a floating-point array (float32 or float64), "
             f"got dtype {arr.dtype} with shape {arr.shape}"
         )
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(
+            f"{name} must have {ndim} dimensions, got shape {arr.shape}"
+        )
     if arr.ndim < min_ndim:
         raise ValueError(
-            f"{name} must have at least {min_ndim} dimensions, got shape {arr.shape}"
+            f"{name} must have at least {min_ndim} dimensions, "
+            f"got shape {arr.shape}"
         )
     return arr
 
@@ -35,8 +42,20 @@ def check_nonempty(name: str, arr: np.ndarray, axes: dict[int, str]) -> None:
             )
 
 
+def check_int(name: str, value, *, low: int | None = None,
+              high: int | None = None) -> int:
+    """``value`` as an int in ``low .. high`` (inclusive); bools refused."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if (low is not None and value < low) or (high is not None and value > high):
+        lo = "" if low is None else f"{low} <= "
+        hi = "" if high is None else f" <= {high}"
+        raise ValueError(f"{name} must be an integer {lo}{name}{hi}, got {value}")
+    return int(value)
+
+
 def check_positive_int(name: str, value) -> int:
-    """Return ``value`` as an int, or raise if it is not an integer >= 1."""
+    """``value`` as an int >= 1."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     if value < 1:
@@ -44,8 +63,61 @@ def check_positive_int(name: str, value) -> int:
     return int(value)
 
 
+def check_bool(name: str, value) -> bool:
+    """A flag must be a real bool: ``"False"`` or ``0`` would read as a choice."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(
+            f"{name} must be True or False, got {type(value).__name__} {value!r}"
+        )
+    return bool(value)
+
+
+def check_choice(name: str, value, choices: tuple) -> str:
+    """``value`` if it is one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    return value
+
+
+def check_theta(name: str, value) -> float:
+    """RoPE's base: a finite real number > 1 (Qwen3: 1_000_000.0)."""
+    if (isinstance(value, bool) or not np.isscalar(value)
+            or not np.isreal(value) or not np.isfinite(value) or value <= 1):
+        raise ValueError(
+            f"{name} must be a finite number > 1 (Qwen3: 1_000_000.0), "
+            f"got {value!r}"
+        )
+    return float(value)
+
+
+def check_even(name: str, value) -> int:
+    """An even integer >= 2 (RoPE rotates pairs of coordinates)."""
+    value = check_positive_int(name, value)
+    if value % 2:
+        raise ValueError(
+            f"{name} must be even, got {value} "
+            "(RoPE rotates pairs of coordinates)"
+        )
+    return value
+
+
+def check_same_dtype(**arrays: np.ndarray) -> np.dtype:
+    """The common float dtype of ``arrays``; raise naming both if they differ.
+
+    torch raises on mixed dtypes rather than casting; so does this.
+    """
+    (first, a), *rest = arrays.items()
+    for name, b in rest:
+        if b.dtype != a.dtype:
+            raise ValueError(
+                f"{name} has dtype {b.dtype} but {first} has dtype {a.dtype}: "
+                "cast one of them (mixed dtypes are not cast silently)"
+            )
+    return a.dtype
+
+
 def broadcast_shapes(names_and_shapes: dict[str, tuple]) -> tuple:
-    """``np.broadcast_shapes`` with an error message that names every argument."""
+    """``np.broadcast_shapes`` with an error message naming every argument."""
     try:
         return np.broadcast_shapes(*names_and_shapes.values())
     except ValueError:
