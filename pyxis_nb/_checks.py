@@ -1,5 +1,13 @@
 """Input checks shared by every public function: check at the door, once.
 
+Shape legend:
+    ...      leading batch/head dimensions
+    T        query positions
+    S        key/value positions
+    d_head   size of one head's query, key and value vectors
+    H        query heads
+    H_kv     key/value heads
+
 Each helper raises ``ValueError`` (``TypeError`` for a flag that is not a
 bool) whose message names the argument, what it got and what it wanted.
 Public functions call one or two of these at the top; internal calls between
@@ -11,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 
-def as_float_array(name: str, x, *, min_ndim: int = 1, ndim: int | None = None
+def as_float_array(name: str, x, *, min_ndim: int = 1,
+                   ndim: int | None = None, finite: bool = False
                    ) -> np.ndarray:
     """``x`` as a floating ndarray of ``ndim`` (or >= ``min_ndim``) axes."""
     arr = np.asarray(x)
@@ -29,6 +38,8 @@ def as_float_array(name: str, x, *, min_ndim: int = 1, ndim: int | None = None
             f"{name} must have at least {min_ndim} dimensions, "
             f"got shape {arr.shape}"
         )
+    if finite and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite, got {arr.tolist()}")
     return arr
 
 
@@ -90,14 +101,12 @@ def check_theta(name: str, value) -> float:
     return float(value)
 
 
-def check_even(name: str, value) -> int:
+def check_even(name: str, value,
+               why: str = "RoPE rotates pairs of coordinates") -> int:
     """An even integer >= 2 (RoPE rotates pairs of coordinates)."""
     value = check_positive_int(name, value)
     if value % 2:
-        raise ValueError(
-            f"{name} must be even, got {value} "
-            "(RoPE rotates pairs of coordinates)"
-        )
+        raise ValueError(f"{name} must be even, got {value} ({why})")
     return value
 
 
@@ -125,3 +134,323 @@ def broadcast_shapes(names_and_shapes: dict[str, tuple]) -> tuple:
         raise ValueError(
             f"leading (batch/head) dimensions do not broadcast: {listed}"
         ) from None
+
+
+def check_number(name: str, value, *, above=None, at_least=None) -> float:
+    """A real number ``> above`` (or ``>= at_least``); bools refused."""
+    ok = (not isinstance(value, bool) and np.isscalar(value)
+          and np.isreal(value) and not np.isnan(value))
+    bound = f"> {above}" if above is not None else f">= {at_least}"
+    if ok and above is not None:
+        ok = value > above
+    if ok and at_least is not None:
+        ok = value >= at_least
+    if not ok:
+        raise ValueError(f"{name} must be a number {bound}, got {value!r}")
+    return float(value)
+
+
+def check_float_dtype(name: str, dtype) -> np.dtype:
+    """``dtype`` as a numpy floating dtype."""
+    dtype = np.dtype(dtype)
+    if not np.issubdtype(dtype, np.floating):
+        raise ValueError(
+            f"{name} must be a floating dtype (float32 or float64), got {dtype}"
+        )
+    return dtype
+
+
+def check_int_array(name: str, x, *, ndim: int | None = None,
+                    low: int | None = None, high: int | None = None,
+                    want: str = "(..., T)") -> np.ndarray:
+    """Non-empty integer array (token ids, lengths), values in ``low .. high``."""
+    arr = np.asarray(x)
+    if (not np.issubdtype(arr.dtype, np.integer) or arr.ndim < 1
+            or (ndim is not None and arr.ndim != ndim) or arr.shape[-1] == 0):
+        raise ValueError(
+            f"{name} must be a non-empty integer array of shape {want}, "
+            f"got shape {arr.shape} and dtype {arr.dtype}"
+        )
+    if ((low is not None and arr.min() < low)
+            or (high is not None and arr.max() > high)):
+        raise ValueError(
+            f"{name} must lie in {low} .. {high}, "
+            f"got {arr.min()} .. {arr.max()}"
+        )
+    return arr
+
+
+def check_last_axis(name: str, x: np.ndarray, size: int, want: str,
+                    axis: str) -> None:
+    """Raise unless the last axis of ``x`` (``axis`` in ``want``) is ``size``."""
+    if x.shape[-1] != size:
+        raise ValueError(
+            f"{name} has shape {x.shape}, expected {want} with "
+            f"{axis} = {size}"
+        )
+
+
+def check_heads(num_attention_heads, num_key_value_heads) -> tuple[int, int]:
+    """``(H, H_kv)`` as ints, ``H_kv`` dividing ``H``."""
+    H = check_positive_int("num_attention_heads", num_attention_heads)
+    H_kv = check_positive_int("num_key_value_heads", num_key_value_heads)
+    if H % H_kv:
+        raise ValueError(
+            f"num_attention_heads = {H} is not a multiple of "
+            f"num_key_value_heads = {H_kv}: each key/value head must serve "
+            "the same number of query heads"
+        )
+    return H, H_kv
+
+
+def check_qkv(query, key, value, enable_gqa: bool = False):
+    """Query (..., T, d_head), key (..., S, d_head), value (..., S, d_head).
+
+    Returns the three arrays and ``n_rep = H // H_kv`` (1 without GQA).
+    """
+    q = as_float_array("query", query, min_ndim=2)
+    k = as_float_array("key", key, min_ndim=2)
+    v = as_float_array("value", value, min_ndim=2)
+    for name, arr in (("query", q), ("key", k), ("value", v)):
+        check_nonempty(name, arr, {-2: "sequence", -1: "feature"})
+    if k.dtype != q.dtype or v.dtype != q.dtype:
+        raise ValueError(
+            f"query, key and value must share one dtype, got query {q.dtype}, "
+            f"key {k.dtype}, value {v.dtype}"
+        )
+    if k.shape[-1] != q.shape[-1]:
+        raise ValueError(
+            f"key has shape {k.shape}, expected (..., S, d_head) with "
+            f"d_head = {q.shape[-1]} to match query {q.shape}"
+        )
+    if v.shape[-2] != k.shape[-2]:
+        raise ValueError(
+            f"value has shape {v.shape}, expected (..., S, d_head) with "
+            f"S = {k.shape[-2]} to match key {k.shape}"
+        )
+    n_rep = _check_gqa(q, k, v) if enable_gqa else 1
+    _lead_shape(q, k, v, n_rep)
+    return q, k, v, n_rep
+
+
+def _lead_shape(q, k, v, n_rep: int) -> tuple:
+    """The broadcast leading dims, key/value heads repeated ``n_rep`` times."""
+    def lead(x):
+        if n_rep == 1:
+            return x.shape[:-2]
+        return x.shape[:-3] + (x.shape[-3] * n_rep,)
+    return broadcast_shapes({"query": q.shape[:-2], "key": lead(k),
+                             "value": lead(v)})
+
+
+def _check_gqa(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> int:
+    """``n_rep = H // H_kv`` for query (..., H, T, d_head), key (..., H_kv, ...)."""
+    if q.ndim < 3 or k.ndim < 3 or v.ndim < 3:
+        raise ValueError(
+            "enable_gqa needs a head axis: query (..., H, T, d_head), key "
+            "(..., H_kv, S, d_head), value (..., H_kv, S, d_head); got query "
+            f"{q.shape}, key {k.shape}, value {v.shape}"
+        )
+    H, H_kv = q.shape[-3], k.shape[-3]
+    if v.shape[-3] != H_kv:
+        raise ValueError(
+            f"value has {v.shape[-3]} heads (shape {v.shape}), expected "
+            f"H_kv = {H_kv} heads to match key {k.shape}"
+        )
+    if H % H_kv:
+        raise ValueError(
+            "with enable_gqa, query heads must be a multiple of key/value "
+            f"heads: query has H = {H} (shape {q.shape}), key has "
+            f"H_kv = {H_kv} (shape {k.shape})"
+        )
+    return H // H_kv
+
+
+def check_attn_mask(attn_mask, is_causal, q: np.ndarray, k: np.ndarray,
+                    v: np.ndarray, n_rep: int = 1):
+    """A boolean or float mask broadcastable to the (..., T, S) scores."""
+    if attn_mask is None:
+        return None
+    if is_causal:
+        raise ValueError(
+            "pass either attn_mask or is_causal=True, not both (as torch): got "
+            f"attn_mask of shape {np.shape(attn_mask)} with is_causal=True"
+        )
+    m = np.asarray(attn_mask)
+    if m.dtype != bool and not np.issubdtype(m.dtype, np.floating):
+        raise ValueError(
+            "attn_mask must be boolean (True = may attend) or floating (added "
+            f"to the scores), got dtype {m.dtype} with shape {m.shape}"
+        )
+    want = _lead_shape(q, k, v, n_rep) + (q.shape[-2], k.shape[-2])
+    try:
+        fits = np.broadcast_shapes(m.shape, want) == want
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"attn_mask has shape {m.shape}, expected a shape that broadcasts "
+            f"to (..., T, S) = {want} without enlarging it"
+        )
+    return m
+
+
+def check_fits(name: str, shape: tuple, other: str, other_shape: tuple
+               ) -> None:
+    """Raise unless ``other_shape`` broadcasts to ``shape`` as it is."""
+    try:
+        fits = np.broadcast_shapes(shape, other_shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"{other} has shape {other_shape}, which does not broadcast to "
+            f"{name} of shape {shape}"
+        )
+
+
+def check_pairs(name: str, x, axis: str = "d_head",
+                why: str = "RoPE rotates pairs of coordinates") -> np.ndarray:
+    """A float array (..., T, ``axis``), T >= 1, the last axis even >= 2."""
+    x = as_float_array(name, x, min_ndim=2)
+    if x.shape[-2] == 0 or x.shape[-1] == 0 or x.shape[-1] % 2:
+        raise ValueError(
+            f"{name} has shape {x.shape}, expected (..., T, {axis}) with "
+            f"T >= 1 and an even {axis} >= 2 ({why})"
+        )
+    return x
+
+
+def check_positions(name: str, positions, x: np.ndarray | None = None
+                    ) -> np.ndarray:
+    """Positions as float64 (integers or reals; not bool, not complex).
+
+    With ``x`` of shape (..., T, d_head): positions (T,) or broadcastable
+    to ``x.shape[:-1]``; without: (B, T) or (T,).
+    """
+    pos = np.asarray(positions)
+    if pos.dtype == bool or not (np.issubdtype(pos.dtype, np.integer)
+                                 or np.issubdtype(pos.dtype, np.floating)):
+        raise ValueError(
+            f"{name} must hold integer (or real) positions, got dtype "
+            f"{pos.dtype} with shape {pos.shape}"
+        )
+    if x is None and pos.ndim not in (1, 2):
+        raise ValueError(
+            f"{name} has shape {pos.shape}, expected (B, T) or (T,)"
+        )
+    if x is not None and (pos.ndim == 0 or pos.shape[-1] != x.shape[-2]):
+        raise ValueError(
+            f"{name} has shape {pos.shape}, expected (T,) = "
+            f"({x.shape[-2]},) to match x of shape {x.shape} (..., T, d_head)"
+        )
+    if x is not None:
+        check_fits("x.shape[:-1]", x.shape[:-1], name, pos.shape)
+    return pos.astype(np.float64)
+
+
+def check_even_last(name: str, x) -> np.ndarray:
+    """A float array (..., d_head) with an even last axis."""
+    x = as_float_array(name, x)
+    if x.shape[-1] % 2:
+        raise ValueError(
+            f"{name} has shape {x.shape}, expected (..., d_head) with d_head "
+            "even"
+        )
+    return x
+
+
+def check_rotary(q, k, cos, sin, unsqueeze_dim: int):
+    """q, k float; cos, sin of one shape, unsqueezed, fitting q and k."""
+    q, k = as_float_array("q", q), as_float_array("k", k)
+    tables = []
+    for name, t in (("cos", cos), ("sin", sin)):
+        t = as_float_array(name, t)
+        if not -t.ndim - 1 <= unsqueeze_dim <= t.ndim:
+            raise ValueError(
+                f"unsqueeze_dim = {unsqueeze_dim} is out of range for {name} "
+                f"of shape {t.shape}"
+            )
+        tables.append(np.expand_dims(t, unsqueeze_dim))
+    cos, sin = tables
+    if cos.shape != sin.shape:
+        raise ValueError(
+            f"cos and sin must have one shape, got cos {cos.shape}, "
+            f"sin {sin.shape}"
+        )
+    for name, x in (("q", q), ("k", k)):
+        check_fits(name, x.shape, "cos (after unsqueeze)", cos.shape)
+    return q, k, cos, sin
+
+
+def check_proj_rows(weight, num_heads) -> tuple[np.ndarray, int]:
+    """A q/k projection (num_heads * d_head, d_model) or bias; its d_head."""
+    w = as_float_array("weight", weight)
+    if w.ndim not in (1, 2):
+        raise ValueError(
+            f"weight has shape {w.shape}, expected (num_heads * d_head, "
+            "d_model) or (num_heads * d_head,)"
+        )
+    num_heads = check_positive_int("num_heads", num_heads)
+    if w.shape[0] % num_heads:
+        raise ValueError(
+            f"weight has shape {w.shape}: its {w.shape[0]} rows do not split "
+            f"into num_heads = {num_heads} heads, expected "
+            "(num_heads * d_head, ...)"
+        )
+    d_head = check_even("d_head (weight rows / num_heads)",
+                        w.shape[0] // num_heads)
+    return w, d_head
+
+
+def check_sizes(T, S=None) -> tuple[int, int]:
+    """Query and key position counts ``(T, S)``, ``S`` defaulting to ``T``."""
+    T = check_positive_int("T", T)
+    return T, check_positive_int("S", T if S is None else S)
+
+
+def check_causal_qkv(query, key, value):
+    """:func:`check_qkv` and ``T <= S``; also returns the leading shape."""
+    q, k, v, _ = check_qkv(query, key, value)
+    T, S = q.shape[-2], k.shape[-2]
+    if T > S:
+        raise ValueError(
+            f"query has T = {T} positions (shape {q.shape}) but key only "
+            f"S = {S} (shape {k.shape}): expected T <= S, the queries being "
+            "the last T positions"
+        )
+    return q, k, v, _lead_shape(q, k, v, 1)
+
+
+def check_tokens(name: str, x, d_model: int) -> np.ndarray:
+    """Token vectors: a float array (..., T, d_model) with T >= 1."""
+    x = as_float_array(name, x, min_ndim=2)
+    check_nonempty(name, x, {-2: "token"})
+    check_last_axis(name, x, d_model, "(..., T, d_model)", "d_model")
+    return x
+
+
+def check_attention(query, key, value, attn_mask=None, is_causal=False,
+                    enable_gqa=False):
+    """:func:`check_qkv` and :func:`check_attn_mask` in one call.
+
+    Returns ``q, k, v, attn_mask, n_rep``.
+    """
+    q, k, v, n_rep = check_qkv(query, key, value, enable_gqa)
+    return q, k, v, check_attn_mask(attn_mask, is_causal, q, k, v,
+                                    n_rep), n_rep
+
+
+def check_positive_ints(**values) -> tuple[int, ...]:
+    """Several :func:`check_positive_int` at once, by keyword."""
+    return tuple(check_positive_int(n, v) for n, v in values.items())
+
+
+def check_sequences(name: str, sequences) -> list[np.ndarray]:
+    """A non-empty list of non-empty 1-D integer token-id lists."""
+    seqs = [np.asarray(s) for s in sequences]
+    if not seqs:
+        raise ValueError(f"{name} is empty: expected at least one token list")
+    for b, s in enumerate(seqs):
+        check_int_array(f"{name}[{b}]", s, ndim=1, want="(T,)")
+    return seqs

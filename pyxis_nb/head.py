@@ -1,8 +1,13 @@
 """One attention head: three projection matrices and the attention they feed.
 
-Shape legend: ``T`` tokens, ``d_model`` embedding size, ``d_head`` head size.
-Tokens are rows, so projections are ``x @ W`` with ``W`` of shape
-(d_model, d_head). (PyTorch's ``Linear`` stores the transpose, (out, in); the
+Shape legend:
+    ...       leading batch dimensions
+    T         tokens (query and key positions are the same tokens)
+    d_model   size of one token's vector
+    d_head    size of one head's query, key and value vectors
+
+Tokens are rows, so a projection is ``x @ W`` with ``W`` of shape
+(d_model, d_head). (torch's ``Linear`` stores the transpose, (out, in); the
 multi-head layer uses that layout, as the real checkpoints do.)
 """
 
@@ -10,26 +15,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array, check_nonempty, check_positive_int
-from .attention import scaled_dot_product_attention
-
+from ._checks import check_positive_int, check_tokens
+from .attention import sdpa_core
 
 __all__ = ["Head"]
+
 
 class Head:
     """A single attention head with projections ``Wq``, ``Wk``, ``Wv``.
 
     Parameters
     ----------
-    d_model : int
-        Size of each input token vector.
-    d_head : int
-        Size of each query/key/value vector.
+    d_model, d_head : int
+        Token size and head size.
     seed : int, default 0
-        Seed of the generator that fills the weights. The entries are drawn
-        from a normal distribution with standard deviation ``1 / sqrt(d_model)``,
-        so that a projected vector has entries of about unit variance when the
-        inputs do.
+        The weights are normal with std ``1 / sqrt(d_model)``, so projected
+        entries have about unit variance when the inputs do.
     dtype : numpy dtype, default float64
 
     Attributes
@@ -38,23 +39,25 @@ class Head:
 
     See Also
     --------
-    Head.identity : a head whose projections are identity matrices.
+    torch.nn.Linear : one projection, stored transposed (d_head, d_model).
     """
 
-    def __init__(self, d_model: int, d_head: int, seed: int = 0, dtype=np.float64):
+    def __init__(self, d_model: int, d_head: int, seed: int = 0,
+                 dtype=np.float64):
         d_model = check_positive_int("d_model", d_model)
         d_head = check_positive_int("d_head", d_head)
         rng = np.random.default_rng(seed)
         std = 1.0 / np.sqrt(d_model)
         self.Wq, self.Wk, self.Wv = (
-            (rng.standard_normal((d_model, d_head)) * std).astype(dtype) for _ in range(3)
-        )
+            (rng.standard_normal((d_model, d_head)) * std).astype(dtype)
+            for _ in range(3))
 
     @classmethod
-    def identity(cls, d: int, dtype=np.float64) -> "Head":
-        """A head with ``Wq = Wk = Wv = I`` (d, d): Q, K and V are the inputs themselves."""
-        head = cls(d, d, dtype=dtype)
-        head.Wq, head.Wk, head.Wv = (np.eye(d, dtype=dtype) for _ in range(3))
+    def identity(cls, d_model: int, dtype=np.float64) -> "Head":
+        """A head with ``Wq = Wk = Wv = I``: Q, K and V are the inputs."""
+        head = cls(d_model, d_model, dtype=dtype)
+        head.Wq, head.Wk, head.Wv = (np.eye(d_model, dtype=dtype)
+                                     for _ in range(3))
         return head
 
     @property
@@ -65,62 +68,49 @@ class Head:
     def d_head(self) -> int:
         return self.Wq.shape[1]
 
-    def _check_x(self, x) -> np.ndarray:
-        x = as_float_array("x", x, min_ndim=2)
-        check_nonempty("x", x, {-2: "token"})
-        if x.shape[-1] != self.d_model:
-            raise ValueError(
-                f"x has shape {x.shape}, expected (..., T, d_model) with "
-                f"d_model = {self.d_model}"
-            )
-        return x
-
     def qkv(self, x):
-        """Project tokens: returns ``(Q, K, V)``, each of shape (..., T, d_head)."""
-        x = self._check_x(x)
-        W = (w.astype(x.dtype, copy=False) for w in (self.Wq, self.Wk, self.Wv))
-        return tuple(x @ w for w in W)  # (..., T, d_model) x (d_model, d_head) -> (..., T, d_head)
+        """Project tokens (..., T, d_model) to Q, K, V, each (..., T, d_head)."""
+        x = check_tokens("x", x, self.d_model)
+        # (..., T, d_model) @ (d_model, d_head) -> (..., T, d_head)
+        return tuple(x @ W.astype(x.dtype, copy=False)
+                     for W in (self.Wq, self.Wk, self.Wv))
 
     def scores(self, x, scaled: bool = True) -> np.ndarray:
-        """Scores before the softmax, ``Q K^T`` (divided by ``sqrt(d_head)`` if ``scaled``).
-
-        Returns
-        -------
-        ndarray, shape (..., T, T)
-            Row ``i`` holds how strongly token ``i`` matches every token.
-        """
+        """Scores ``Q K^T`` (over ``sqrt(d_head)`` if ``scaled``), (..., T, T)."""
         q, k, _ = self.qkv(x)
-        s = q @ np.swapaxes(k, -1, -2)  # (..., T, d_head) x (..., d_head, T) -> (..., T, T)
-        # np.sqrt gives a float64 scalar, which would promote float32 scores: cast it
+        s = q @ np.swapaxes(k, -1, -2)  # (..., T, d_head) @ (..., d_head, T)
+        # np.sqrt gives a float64 scalar, which would promote float32 scores
         return s / s.dtype.type(np.sqrt(self.d_head)) if scaled else s
 
-    def weights(self, x, causal: bool = False, scaled: bool = True) -> np.ndarray:
+    def weights(self, x, is_causal: bool = False,
+                scaled: bool = True) -> np.ndarray:
         """Attention weights, shape (..., T, T); each row sums to 1."""
-        return self.forward(x, causal=causal, scaled=scaled, return_weights=True)[1]
+        return self.forward(x, is_causal=is_causal, scaled=scaled,
+                            return_weights=True)[1]
 
-    def forward(self, x, causal: bool = False, scaled: bool = True, return_weights: bool = False):
+    def forward(self, x, is_causal: bool = False, scaled: bool = True,
+                return_weights: bool = False):
         """Attend: ``softmax(Q K^T / sqrt(d_head) + mask) V``.
 
         Parameters
         ----------
         x : ndarray, shape (..., T, d_model)
-        causal : bool
-            If True, token ``i`` sees only tokens ``0..i``.
+        is_causal : bool
+            Token ``i`` sees only tokens ``0..i``.
         scaled : bool
-            If False, skip the ``1 / sqrt(d_head)`` factor (for the scaling chapter).
+            If False, skip ``1 / sqrt(d_head)`` (for the scaling chapter).
         return_weights : bool
             Also return the (..., T, T) weights.
 
         Returns
         -------
         out : ndarray, shape (..., T, d_head)
-        weights : ndarray, shape (..., T, T), only with ``return_weights=True``
+        weights : ndarray, shape (..., T, T), only with ``return_weights``
         """
         q, k, v = self.qkv(x)
-        return scaled_dot_product_attention(
-            q, k, v, is_causal=causal, scale=None if scaled else 1.0,
-            return_weights=return_weights,
-        )
+        out, weights = sdpa_core(q, k, v, is_causal=is_causal,
+                                 scale=None if scaled else 1.0)
+        return (out, weights) if return_weights else out
 
     __call__ = forward
 

@@ -34,8 +34,8 @@ from .attention import scaled_dot_product_attention
 from .masks import causal_mask
 from .memory import QWEN3_1_7B
 from .norms import rms_norm
-from .rope import (_check_head_dim, _check_theta, apply_rope, apply_rotary_pos_emb,
-                   rotary_cos_sin)
+from ._checks import check_even as _check_head_dim, check_theta
+from .rope import apply_rope, apply_rotary_pos_emb, rotary_cos_sin
 
 __all__ = [
     "split_heads",
@@ -218,7 +218,7 @@ def _check_weight(name: str, weight, shape: tuple) -> np.ndarray:
 
 def _check_rope(rope_theta, head_dim: int) -> float:
     """rope_theta as a float; RoPE also needs an even head_dim."""
-    theta = _check_theta(rope_theta, "rope_theta")
+    theta = check_theta("rope_theta", rope_theta)
     _check_head_dim("head_dim", head_dim)
     return theta
 

@@ -1,65 +1,51 @@
-"""RMSNorm, the normalisation Qwen3 applies to every query and key head before RoPE.
+"""RMSNorm: Qwen3 normalises every query and key head with it before RoPE.
 
 Shape legend:
-    ... any leading dimensions (batch, heads, positions)
-    D   the normalised axis (head_dim for ``q_norm`` / ``k_norm``, hidden_size
-        for the layer norms around attention and MLP)
+    ...       any leading dimensions (batch, heads, positions)
+    d_head    the normalised axis of ``q_norm`` / ``k_norm``
+    d_model   the normalised axis of the norms around attention and MLP
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array
+from ._checks import as_float_array, check_last_axis, check_number
 
 __all__ = ["rms_norm"]
 
 
 def rms_norm(x, weight, eps: float = 1e-6):
-    r"""Divide ``x`` by its root mean square over the last axis, then scale by ``weight``.
+    r"""``weight * x / sqrt(mean(x**2) + eps)`` over the last axis.
 
-    .. math:: y = w \odot \frac{x}{\sqrt{\operatorname{mean}(x^2) + \varepsilon}}
-
-    Unlike LayerNorm there is no mean subtraction and no bias. Qwen3 uses it as
-    ``q_norm`` and ``k_norm`` with D = head_dim = 128: every head's query and
-    key vector is normalised on its own, before the rotary embedding.
+    Unlike LayerNorm: no mean subtraction, no bias.
 
     Parameters
     ----------
-    x : ndarray, shape (..., D)
-        Float input; float32 stays float32. float16 is computed in float32 and
-        cast back, as Hugging Face does.
-    weight : ndarray, shape (D,)
-        The learned per-element gain (``q_norm.weight``); ones leave only the
-        normalisation.
+    x : ndarray, shape (..., d_head) or (..., d_model), floating
+        float16 is computed in float32 and cast back, as in Hugging Face.
+    weight : ndarray, shape (x.shape[-1],)
+        The learned gain (``q_norm.weight``).
     eps : float, default 1e-6
-        Added to the mean square (Qwen3's ``rms_norm_eps``).
+        Qwen3's ``rms_norm_eps``, >= 0.
 
     Returns
     -------
     ndarray, shape and dtype of ``x``
 
-    Raises
-    ------
-    ValueError
-        Non-float input, ``weight`` not of shape (D,), or ``eps`` < 0.
-
     See Also
     --------
     transformers.models.qwen3.modeling_qwen3.Qwen3RMSNorm
-    torch.nn.RMSNorm
     """
-    x = as_float_array("x", x)
-    w = as_float_array("weight", weight)
-    if w.shape != (x.shape[-1],):
-        raise ValueError(
-            f"weight has shape {w.shape}, expected (D,) = ({x.shape[-1]},) to match x "
-            f"of shape {x.shape}"
-        )
-    if not np.isscalar(eps) or not eps >= 0:
-        raise ValueError(f"eps must be a number >= 0, got {eps!r}")
-    work = np.dtype(np.float32) if x.dtype.itemsize < 4 else x.dtype  # float16 -> float32
+    x, w = as_float_array("x", x), as_float_array("weight", weight, ndim=1)
+    check_last_axis("weight", w, x.shape[-1], "(x.shape[-1],)", "x.shape[-1]")
+    return rms_norm_core(x, w, check_number("eps", eps, at_least=0))
+
+
+def rms_norm_core(x: np.ndarray, weight: np.ndarray, eps: float = 1e-6):
+    """Unchecked core of :func:`rms_norm`."""
+    work = np.float32 if x.dtype.itemsize < 4 else x.dtype  # float16 -> 32
     h = x.astype(work, copy=False)
-    variance = np.mean(h * h, axis=-1, keepdims=True)  # (..., D) -> (..., 1)
-    h = h / np.sqrt(variance + work.type(eps))  # (..., D) / (..., 1) -> (..., D)
-    return w.astype(x.dtype) * h.astype(x.dtype)
+    ms = np.mean(h * h, axis=-1, keepdims=True)  # mean over the last axis
+    h = h / np.sqrt(ms + np.dtype(work).type(eps))  # / (..., 1)
+    return weight.astype(x.dtype) * h.astype(x.dtype)

@@ -18,8 +18,7 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
 import numpy as np
 
-from ._checks import as_float_array
-from .multihead import _check_heads, kv_head_for
+from ._checks import as_float_array, check_heads
 
 __all__ = ["plot_attention", "plot_attention_grid", "plot_gqa_mapping"]
 
@@ -208,14 +207,14 @@ def plot_gqa_mapping(num_attention_heads: int, num_key_value_heads: int, ax=None
     transformers.models.qwen3.modeling_qwen3.repeat_kv : lays the key/value
         heads out in the same order.
     """
-    H, H_kv = _check_heads(num_attention_heads, num_key_value_heads)
+    H, H_kv = check_heads(num_attention_heads, num_key_value_heads)
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 2), facecolor="white", layout="constrained")
     n_rep = H // H_kv
     colours = plt.cm.tab10(np.arange(H_kv) % 10)
     centres = np.arange(H_kv) * n_rep + (n_rep - 1) / 2  # each K/V head under its group
     for h in range(H):
-        g = kv_head_for(h, H, H_kv)
+        g = h * H_kv // H  # kv_head_for(h, H, H_kv)
         ax.plot([h, centres[g]], [1, 0], color=colours[g], lw=1.5, zorder=1)
         ax.scatter(h, 1, s=90, color=colours[g], edgecolor="black", zorder=3)
     ax.scatter(centres, np.zeros(H_kv), s=160, marker="s", c=colours, edgecolor="black", zorder=3)

@@ -1,53 +1,46 @@
-"""A numerically stable softmax that is defined for fully masked rows."""
+"""A numerically stable softmax that is defined for fully masked rows.
+
+Shape legend:
+    ...   any leading dimensions
+    S     the axis that sums to one (key positions, for attention scores)
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array
-
+from ._checks import as_float_array, check_nonempty
 
 __all__ = ["softmax"]
 
+
 def softmax(x, axis: int = -1) -> np.ndarray:
-    """Softmax along ``axis``, stable for large scores and safe for all ``-inf`` rows.
+    """Softmax along ``axis``; a row of only ``-inf`` gives zeros, not NaN.
 
     Parameters
     ----------
-    x : ndarray, shape (..., N), floating
-        Scores. ``-inf`` marks an entry that must get zero weight.
+    x : ndarray, shape (..., S), floating
+        Scores; ``-inf`` marks an entry that gets zero weight.
     axis : int, default -1
-        The axis that sums to one.
 
     Returns
     -------
-    ndarray, same shape and dtype as ``x``
-        Non-negative weights. Along ``axis`` they sum to 1, except where every
-        entry of ``x`` is ``-inf``: there the result is all zeros (no NaN, no
-        warning), which is what torch's SDPA does for a fully masked row.
-
-    Raises
-    ------
-    ValueError
-        If ``x`` is not a floating-point array, or has no elements along ``axis``.
-
-    Notes
-    -----
-    Subtracting the row maximum before ``exp`` leaves the result unchanged
-    (the factor ``exp(-max)`` cancels) but keeps every exponent <= 0, so scores
-    of magnitude 1e4 neither overflow nor underflow to 0/0.
+    ndarray, shape and dtype of ``x``
+        Sums to 1 along ``axis``, except fully masked rows (all zeros).
 
     See Also
     --------
-    torch.softmax : the same function without the fully-masked-row rule.
+    torch.softmax : the same, but NaN for a fully masked row.
     """
     x = as_float_array("x", x)
-    if x.shape[axis] == 0:
-        raise ValueError(f"x has a 0-length softmax axis {axis}: got shape {x.shape}")
+    check_nonempty("x", x, {axis: "softmax"})
+    return softmax_core(x, axis)
+
+
+def softmax_core(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """:func:`softmax` without the input checks (for internal callers)."""
     m = np.max(x, axis=axis, keepdims=True)
-    # a row of only -inf has max -inf; shift by 0 instead so exp gives exact zeros
-    m = np.where(np.isneginf(m), np.zeros_like(m), m)
-    e = np.exp(x - m)
-    total = np.sum(e, axis=axis, keepdims=True)
-    # total is 0 only for fully masked rows, whose e is all zeros: 0 / 1 = 0
-    return e / np.where(total == 0, np.ones_like(total), total)
+    m = np.where(np.isneginf(m), 0, m)  # all -inf row: shift by 0, not NaN
+    e = np.exp(x - m)  # every exponent <= 0: no overflow
+    total = e.sum(axis=axis, keepdims=True)
+    return e / np.where(total == 0, 1, total)  # masked row: 0 / 1 = 0

@@ -20,18 +20,6 @@ def test_pad_lengths_fit_padding_mask():
     np.testing.assert_array_equal(mask, ids != 0)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(sequences=[]), "sequences is empty"),
-    (dict(sequences=[[1], []]), r"sequences\[1\] must be a non-empty 1-D list"),
-    (dict(sequences=[[1.5]]), r"sequences\[0\] must be a non-empty 1-D list of integer"),
-    (dict(sequences=[[1, 2, 3]], length=2), "length=2 is shorter than the longest sequence"),
-    (dict(sequences=[[1]], side="middle"), "side must be 'right' or 'left'"),
-])
-def test_pad_bad_input(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        px.pad_sequences(**kwargs)
-
-
 def test_tinylm_shapes_and_causality():
     model = px.TinyLM(11, seed=3)
     ids = np.array([[1, 2, 3, 4], [4, 3, 2, 1]])
@@ -40,14 +28,14 @@ def test_tinylm_shapes_and_causality():
     edited = ids.copy()
     edited[:, -1] = 10
     np.testing.assert_array_equal(model(edited)[:, :-1], logits[:, :-1])
-    assert not np.array_equal(model(edited, causal=False)[:, :-1], model(ids, causal=False)[:, :-1])
+    assert not np.array_equal(model(edited, is_causal=False)[:, :-1], model(ids, is_causal=False)[:, :-1])
 
 
 def test_tinylm_padding_mask_keeps_real_positions():
     model = px.TinyLM(11, seed=3)
     ids, lengths = px.pad_sequences([[1, 2, 3, 4], [5, 6]])
-    batch = model(ids, attn_mask=px.padding_mask(lengths, ids.shape[1]), causal=False)
-    alone = model(np.array([5, 6]), causal=False)
+    batch = model(ids, attn_mask=px.padding_mask(lengths, ids.shape[1]), is_causal=False)
+    alone = model(np.array([5, 6]), is_causal=False)
     np.testing.assert_allclose(batch[1, :2], alone, rtol=1e-12, atol=1e-13)
 
 
@@ -58,17 +46,3 @@ def test_greedy_equals_teacher_forcing():
     np.testing.assert_array_equal(ids[3:], step_logits.argmax(-1))
     teacher = model(ids)  # (8, 13): every position at once
     np.testing.assert_allclose(teacher[2:-1], step_logits, rtol=1e-12, atol=1e-13)
-
-
-def test_tinylm_bad_input():
-    model = px.TinyLM(5)
-    with pytest.raises(ValueError, match=r"ids must lie in 0 .. 4, got 0 .. 5"):
-        model(np.array([0, 5]))
-    with pytest.raises(ValueError, match=r"ids must be an integer array of shape \(\.\.\., T\)"):
-        model(np.array([0.0, 1.0]))
-    with pytest.raises(ValueError, match="d_model must be even"):
-        px.TinyLM(5, d_model=7)
-    with pytest.raises(ValueError, match="prompt must be a non-empty 1-D list"):
-        px.greedy_generate(model, [], 2)
-    with pytest.raises(ValueError, match="max_new_tokens must be an integer >= 1"):
-        px.greedy_generate(model, [1], 0)

@@ -47,20 +47,6 @@ def test_causal_mask_rule_from_positions(L, S):
     assert np.array_equal(px.causal_mask(L, S, align="top_left"), j <= i)
 
 
-@pytest.mark.parametrize("args, kwargs, match", [
-    ((0,), {}, r"L must be an integer >= 1, got 0"),
-    ((-1, 3), {}, r"L must be an integer >= 1, got -1"),
-    ((2.0,), {}, r"L must be an integer >= 1, got 2\.0"),
-    ((True,), {}, r"L must be an integer >= 1, got True"),
-    ((3, 0), {}, r"S must be an integer >= 1, got 0"),
-    ((3, "4"), {}, r"S must be an integer >= 1, got '4'"),
-    ((2, 3), {"align": "top-left"}, r"align must be one of .*'top-left'"),
-])
-def test_causal_bad_input(args, kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        px.causal_mask(*args, **kwargs)
-
-
 def test_causal_accepts_numpy_integers():
     assert px.causal_mask(np.int64(3), np.int32(3)).shape == (3, 3)
 
@@ -85,16 +71,6 @@ def test_sliding_window_alignment_when_fewer_queries():
     assert np.array_equal(br, np.array([[0, 0, 0, 1, 1, 1], [0, 0, 0, 0, 1, 1]], dtype=bool))
     tl = px.sliding_window_mask(2, 6, window=2, align="top_left")  # at 0, 1
     assert np.array_equal(tl, np.array([[1, 1, 0, 0, 0, 0], [1, 1, 1, 0, 0, 0]], dtype=bool))
-
-
-@pytest.mark.parametrize("kwargs, match", [
-    ({"window": 0}, r"window must be an integer >= 1, got 0"),
-    ({"window": 2.5}, r"window must be an integer >= 1, got 2\.5"),
-    ({"window": 2, "align": "left"}, r"align must be one of"),
-])
-def test_sliding_window_bad_input(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        px.sliding_window_mask(4, **kwargs)
 
 
 def test_padding_right():
@@ -123,17 +99,3 @@ def test_padding_counts_real_tokens(lengths, side):
     # the reverse of a right-padded row is the left-padded row
     assert np.array_equal(px.padding_mask(lengths, S, side="left"),
                           px.padding_mask(lengths, S, side="right")[..., ::-1])
-
-
-@pytest.mark.parametrize("lengths, S, kwargs, match", [
-    ([[1, 2]], 3, {}, r"lengths must be a non-empty 1-D integer array of shape \(B,\), got shape \(1, 2\)"),
-    ([], 3, {}, r"lengths must be .* got shape \(0,\)"),
-    ([1.0, 2.0], 3, {}, r"lengths must be .*dtype float64"),
-    ([0, 2], 3, {}, r"lengths must lie in 1 \.\. S=3, got \[0, 2\]"),
-    ([4, 2], 3, {}, r"lengths must lie in 1 \.\. S=3, got \[4, 2\]"),
-    ([1, 2], 0, {}, r"S must be an integer >= 1, got 0"),
-    ([1, 2], 3, {"side": "top"}, r"side must be 'right' or 'left', got 'top'"),
-])
-def test_padding_bad_input(lengths, S, kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        px.padding_mask(lengths, S, **kwargs)

@@ -30,8 +30,8 @@ def test_causality_future_edits_never_change_the_past(B, T, d_model, d_head, see
     x = rng.standard_normal((B, T, d_model)).astype(dtype)
     edited = x.copy()
     edited[:, cut:] += (100 * rng.standard_normal((B, T - cut, d_model))).astype(dtype)
-    before = head(x, causal=True)
-    after = head(edited, causal=True)
+    before = head(x, is_causal=True)
+    after = head(edited, is_causal=True)
     assert np.array_equal(before[:, :cut], after[:, :cut])  # bit for bit
     # the engine way has the same property
     q, k, v = head.qkv(x)
@@ -82,17 +82,17 @@ def test_padding_invariance(lengths, extra, side, causal, seed, dtype):
     assert np.array_equal(out[real], out2[real])  # bit for bit at every real position
 
 
-@given(L=st.integers(1, 8), extra=st.integers(0, 4), window=st.integers(1, 6), causal=st.booleans(),
+@given(T=st.integers(1, 8), extra=st.integers(0, 4), window=st.integers(1, 6), causal=st.booleans(),
        seed=seeds)
-def test_sliding_window_never_attends_beyond_w(L, extra, window, causal, seed):
-    S = L + extra
+def test_sliding_window_never_attends_beyond_w(T, extra, window, causal, seed):
+    S = T + extra
     rng = np.random.default_rng(seed)
-    q, k, v = rng.standard_normal((L, 5)), rng.standard_normal((S, 5)), rng.standard_normal((S, 3))
-    mask = px.sliding_window_mask(L, S, window=window)
+    q, k, v = rng.standard_normal((T, 5)), rng.standard_normal((S, 5)), rng.standard_normal((S, 3))
+    mask = px.sliding_window_mask(T, S, window=window)
     if causal:
-        mask = mask & px.causal_mask(L, S)
+        mask = mask & px.causal_mask(T, S)
     _, w = px.scaled_dot_product_attention(q, k, v, attn_mask=mask, return_weights=True)
-    q_pos = np.arange(L)[:, None] + S - L  # (L, 1) bottom-right alignment
+    q_pos = np.arange(T)[:, None] + S - T  # (T, 1) bottom-right alignment
     k_pos = np.arange(S)[None, :]  # (1, S)
     outside = np.abs(q_pos - k_pos) >= window
     if causal:
@@ -101,19 +101,19 @@ def test_sliding_window_never_attends_beyond_w(L, extra, window, causal, seed):
     np.testing.assert_allclose(w.sum(-1), 1.0, rtol=1e-12)  # every row keeps at least itself
 
 
-@given(batch=st.lists(st.integers(1, 3), max_size=2), L=st.integers(1, 7), extra=st.integers(0, 4),
-       E=st.integers(1, 8), Ev=st.integers(1, 6), seed=seeds, dtype=dtypes)
-def test_engine_equals_matrix_way(batch, L, extra, E, Ev, seed, dtype):
-    S = L + extra
+@given(batch=st.lists(st.integers(1, 3), max_size=2), T=st.integers(1, 7), extra=st.integers(0, 4),
+       d_head=st.integers(1, 8), d_v=st.integers(1, 6), seed=seeds, dtype=dtypes)
+def test_engine_equals_matrix_way(batch, T, extra, d_head, d_v, seed, dtype):
+    S = T + extra
     rng = np.random.default_rng(seed)
-    q = rng.standard_normal((*batch, L, E)).astype(dtype)
-    k = rng.standard_normal((*batch, S, E)).astype(dtype)
-    v = rng.standard_normal((*batch, S, Ev)).astype(dtype)
+    q = rng.standard_normal((*batch, T, d_head)).astype(dtype)
+    k = rng.standard_normal((*batch, S, d_head)).astype(dtype)
+    v = rng.standard_normal((*batch, S, d_v)).astype(dtype)
     out_e, w_e = px.engine_causal_attention(q, k, v, return_weights=True)
-    out_m, w_m = px.scaled_dot_product_attention(q, k, v, attn_mask=px.causal_mask(L, S),
+    out_m, w_m = px.scaled_dot_product_attention(q, k, v, attn_mask=px.causal_mask(T, S),
                                                  return_weights=True)
     tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-13)
     assert out_e.dtype == dtype
     np.testing.assert_allclose(out_e, out_m, **tol)
     np.testing.assert_allclose(w_e, w_m, **tol)
-    assert np.all(w_e[..., px.causal_mask(L, S) == 0] == 0.0)
+    assert np.all(w_e[..., px.causal_mask(T, S) == 0] == 0.0)

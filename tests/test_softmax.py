@@ -60,17 +60,6 @@ def test_dtype_is_preserved(dtype):
     assert px.softmax(np.zeros((2, 3), dtype=dtype)).dtype == dtype
 
 
-@pytest.mark.parametrize("bad", [np.array([1, 2, 3]), np.array([True, False]), [1, 2]])
-def test_non_float_input_raises(bad):
-    with pytest.raises(ValueError, match=r"x must be a floating-point array.*dtype"):
-        px.softmax(bad)
-
-
-def test_zero_length_axis_raises():
-    with pytest.raises(ValueError, match=r"x has a 0-length softmax axis.*\(2, 0\)"):
-        px.softmax(np.zeros((2, 0)))
-
-
 finite = st.floats(-50.0, 50.0, allow_nan=False)
 
 
