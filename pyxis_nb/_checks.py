@@ -454,3 +454,11 @@ def check_sequences(name: str, sequences) -> list[np.ndarray]:
     for b, s in enumerate(seqs):
         check_int_array(f"{name}[{b}]", s, ndim=1, want="(T,)")
     return seqs
+
+
+def check_rope_args(x, positions, layout, layouts: tuple):
+    """:func:`check_pairs` for ``x``, its positions and the layout name."""
+    x = check_pairs("x", x)
+    pos = check_positions("positions", positions, x)
+    check_choice("layout", layout, layouts)
+    return x, pos

@@ -28,6 +28,7 @@ from ._checks import check_int, check_int_array, check_positive_int
 from ._checks import check_sequences
 from .attention import sdpa_core
 from .head import Head
+from .masks import real_tokens
 from .positions import sinusoidal_positions
 
 __all__ = ["pad_sequences", "TinyLM", "greedy_generate"]
@@ -42,10 +43,8 @@ def pad_sequences(sequences: Sequence[Sequence[int]], *, pad_id: int = 0,
     sequences : sequence of B non-empty sequences of int
     pad_id : int, default 0
     side : {"right", "left"}
-        Right: real tokens first (training). Left: every sequence ends at
-        the same column (batched generation).
-    length : int, optional
-        ``T``; defaults to the longest sequence.
+        Where the padding goes (left for batched generation).
+    length : int, default the longest sequence
 
     Returns
     -------
@@ -60,12 +59,10 @@ def pad_sequences(sequences: Sequence[Sequence[int]], *, pad_id: int = 0,
     check_choice("side", side, ("right", "left"))
     seqs = check_sequences("sequences", sequences)
     lengths = np.array([len(s) for s in seqs], dtype=np.int64)  # (B,)
-    T = check_int("length", lengths.max() if length is None else length,
-                  low=int(lengths.max()))
+    T = int(lengths.max()) if length is None else length
+    T = check_int("length", T, low=int(lengths.max()))
     ids = np.full((len(seqs), T), pad_id, dtype=np.int64)  # (B, T)
-    for b, s in enumerate(seqs):
-        start = 0 if side == "right" else T - len(s)
-        ids[b, start:start + len(s)] = s
+    ids[real_tokens(lengths, T, side)] = np.concatenate(seqs)  # row by row
     return ids, lengths
 
 
@@ -154,8 +151,7 @@ def greedy_generate(model: TinyLM, prompt: Sequence[int],
     ----------
     model : TinyLM
     prompt : sequence of int, length P >= 1
-    max_new_tokens : int
-        ``N >= 1``.
+    max_new_tokens : int, N >= 1
 
     Returns
     -------
@@ -167,8 +163,8 @@ def greedy_generate(model: TinyLM, prompt: Sequence[int],
     --------
     transformers.GenerationMixin.generate : ``do_sample=False`` is greedy.
     """
-    ids = check_int_array("prompt", prompt, ndim=1, want="(P,)").astype(np.int64)
-    step_logits = []
+    ids = check_int_array("prompt", prompt, ndim=1, want="(P,)")
+    ids, step_logits = ids.astype(np.int64), []
     for _ in range(check_positive_int("max_new_tokens", max_new_tokens)):
         logits = model(ids)[-1]  # (T, V) -> (V,): the newest position
         step_logits.append(logits)

@@ -88,9 +88,8 @@ def padding_mask(lengths, S: int, *, side: str = "right") -> np.ndarray:
     Parameters
     ----------
     lengths : array_like of int, shape (B,)
-        Real tokens per sequence, each in ``1 .. S``.
+        Real tokens per sequence, each in ``1 .. S`` (the padded length).
     S : int
-        Padded length.
     side : {"right", "left"}
         Where the padding sits (left for batched generation).
 
@@ -107,12 +106,15 @@ def padding_mask(lengths, S: int, *, side: str = "right") -> np.ndarray:
     lengths = check_int_array("lengths", lengths, ndim=1, low=1, high=S,
                               want="(B,)")
     check_choice("side", side, ("right", "left"))
-    pos = np.arange(S)[None, :]  # (1, S)
+    return real_tokens(lengths, S, side)[:, None, None, :]  # (B, 1, 1, S)
+
+
+def real_tokens(lengths: np.ndarray, S: int, side: str) -> np.ndarray:
+    """Unchecked core of :func:`padding_mask`: (B, S), True on real tokens."""
+    pos = np.arange(S)  # (S,)
     if side == "right":
-        real = pos < lengths[:, None]  # (B, S)
-    else:
-        real = pos >= S - lengths[:, None]  # (B, S)
-    return real[:, None, None, :]  # (B, 1, 1, S)
+        return pos < lengths[:, None]  # (B, 1) -> (B, S)
+    return pos >= S - lengths[:, None]  # (B, 1) -> (B, S)
 
 
 def mask_to_bias(attn_mask: np.ndarray, dtype) -> np.ndarray:

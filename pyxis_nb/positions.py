@@ -30,34 +30,30 @@ def sinusoidal_positions(T: int, d_model: int, *, theta: float = 10000.0,
 
     Parameters
     ----------
-    T : int
-        Positions.
-    d_model : int
-        Encoding size, even.
+    T, d_model : int
+        Positions and encoding size (even).
     theta : float, default 10000.0
-        The frequency base (the paper's 10000; RoPE's ``theta``).
+        The frequency base (RoPE's ``theta``).
     offset : int, default 0
-        Position of the first row, e.g. the tokens already in a KV cache.
+        Position of the first row (the tokens already in a KV cache).
     dtype : numpy float dtype, default float64
 
     Returns
     -------
     ndarray, shape (T, d_model)
-        Row ``t`` encodes position ``offset + t``: sines in even columns,
-        cosines in odd ones.
+        Row ``t`` encodes ``offset + t``: sin in even, cos in odd columns.
 
     See Also
     --------
     transformers.models.distilbert.modeling_distilbert : whose
         ``create_sinusoidal_embeddings`` builds the same table.
     """
-    T = check_positive_int("T", T)
+    T, offset = check_positive_int("T", T), check_int("offset", offset, low=0)
     d_model = check_even("d_model", d_model, "sin/cos pairs")
-    theta, offset = check_theta("theta", theta), check_int("offset", offset,
-                                                           low=0)
-    pos = np.arange(offset, offset + T, dtype=np.float64)[:, None]  # (T, 1)
+    theta = check_theta("theta", theta)
     inv_freq = theta ** (-np.arange(0, d_model, 2) / d_model)  # (d_model/2,)
-    angles = pos * inv_freq  # (T, 1) * (d_model/2,) -> (T, d_model/2)
+    # (T, 1) * (d_model/2,) -> (T, d_model/2): position times frequency
+    angles = np.arange(offset, offset + T)[:, None] * inv_freq
     pe = np.empty((T, d_model), dtype=dtype)
     pe[:, 0::2], pe[:, 1::2] = np.sin(angles), np.cos(angles)
     return pe

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_choice, check_even, check_even_last
-from ._checks import check_float_dtype, check_pairs, check_positions
-from ._checks import check_proj_rows, check_rotary, check_theta
+from ._checks import check_even, check_even_last, check_float_dtype
+from ._checks import check_positions, check_proj_rows, check_rope_args
+from ._checks import check_rotary, check_theta
 
 __all__ = [
     "ROPE_LAYOUTS",
@@ -160,10 +160,8 @@ def apply_rope(x, positions, *, theta: float = 1_000_000.0,
 
     Parameters
     ----------
-    x : ndarray, shape (..., T, d_head)
-        Queries or keys, d_head even.
-    positions : array_like of int, shape (T,) or broadcastable to
-        ``x.shape[:-1]``, e.g. (B, 1, T) for (B, H, T, d_head)
+    x : ndarray, shape (..., T, d_head), d_head even
+    positions : array_like of int, shape (T,) or e.g. (B, 1, T)
     theta : float, default 1_000_000.0
     layout : {"half", "interleaved"}, default "half"
 
@@ -175,16 +173,14 @@ def apply_rope(x, positions, *, theta: float = 1_000_000.0,
     --------
     apply_rotary_pos_emb : Hugging Face's form of the half layout.
     """
-    x = check_pairs("x", x)
-    pos = check_positions("positions", positions, x)
-    d_head = x.shape[-1]
+    x, pos = check_rope_args(x, positions, layout, ROPE_LAYOUTS)
     # (..., T, 1) * (d_head/2,) -> (..., T, d_head/2)
-    angles = pos[..., None] * rope_frequencies(d_head, theta)
+    angles = pos[..., None] * rope_frequencies(x.shape[-1], theta)
     cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)
-    if check_choice("layout", layout, ROPE_LAYOUTS) == "half":
-        halves = np.split(x, 2, axis=-1)  # (..., T, d_head/2) each
-        return np.concatenate(rotate_pairs(*halves, cos, sin), axis=-1)
-    out = np.empty_like(x)
+    if layout == "half":  # pairs (i, i + d_head/2)
+        x1, x2 = np.split(x, 2, axis=-1)  # (..., T, d_head/2) each
+        return np.concatenate(rotate_pairs(x1, x2, cos, sin), axis=-1)
+    out = np.empty_like(x)  # pairs (2i, 2i + 1)
     out[..., 0::2], out[..., 1::2] = rotate_pairs(x[..., 0::2], x[..., 1::2],
                                                   cos, sin)
     return out

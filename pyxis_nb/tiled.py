@@ -90,8 +90,7 @@ def online_softmax_update(state: OnlineSoftmaxState, scores,
         Updated in place and returned.
     scores : ndarray, shape (..., block_q, block_k)
         ``-inf`` where masked; overwritten with ``exp(scores - m')``.
-    value : ndarray, shape (..., block_k, d_head), optional
-        Needed when ``state.acc`` is not None.
+    value : ndarray, shape (..., block_k, d_head), needed if ``state.acc``
 
     Returns
     -------
@@ -180,18 +179,28 @@ class TileStats:
     flops: int = 0
     steps: list = field(default_factory=list)
 
-    @classmethod
-    def empty(cls, T: int, S: int, block_q: int, block_k: int) -> "TileStats":
-        """No tile visited yet."""
-        shape = (-(-T // block_q), -(-S // block_k))  # ceil divisions
-        return cls(block_q, block_k, np.zeros(shape, dtype=bool))
+    record: bool = True
 
-    def add(self, i0: int, j0: int, state: OnlineSoftmaxState, flops: int):
-        """Record the tile at row ``i0``, column ``j0`` (skipped: 0 flops)."""
+    @classmethod
+    def empty(cls, T: int, S: int, block_q: int, block_k: int,
+              record: bool = True) -> "TileStats":
+        """No tile visited yet; with ``record=False`` :meth:`add` does
+        nothing (large inputs would keep too many steps)."""
+        shape = (-(-T // block_q), -(-S // block_k))  # ceil divisions
+        return cls(block_q, block_k, np.zeros(shape, dtype=bool),
+                   record=record)
+
+    def add(self, i0: int, j0: int, state: OnlineSoftmaxState, macs: int):
+        """Record the tile at row ``i0``, column ``j0`` (skipped: 0 macs).
+
+        ``macs`` multiply-adds of the two matmuls are ``2 * macs`` FLOPs.
+        """
+        if not self.record:
+            return
         qi, ki = i0 // self.block_q, j0 // self.block_k
-        self.computed[qi, ki] = flops > 0
-        self.flops += flops
-        self.steps.append(TileStep(qi, ki, flops > 0,
+        self.computed[qi, ki] = macs > 0
+        self.flops += 2 * macs
+        self.steps.append(TileStep(qi, ki, macs > 0,
                                    state.row_max[..., 0].copy(),
                                    state.row_sum[..., 0].copy()))
 
@@ -219,7 +228,6 @@ def tiled_attention(query, key, value, *, attn_mask=None,
     block_q, block_k : int, default 256 and 512
         Query rows and key columns per tile (``benchmarks/bench_tiled.py``).
     return_stats : bool, default False
-        Also return a :class:`TileStats`.
 
     Returns
     -------
@@ -228,34 +236,35 @@ def tiled_attention(query, key, value, *, attn_mask=None,
 
     See Also
     --------
-    torch.nn.functional.scaled_dot_product_attention : its CPU kernel too
-        works in tiles with an online softmax (FlashAttention, 2022).
+    torch.nn.functional.scaled_dot_product_attention : also tiles on CPU.
     """
     q, k, v, attn_mask, n_rep = check_attention(
         query, key, value, attn_mask, is_causal, enable_gqa)
     block_q, block_k = check_positive_ints(block_q=block_q, block_k=block_k)
     q, k_t, v, bias, lead = _tile_layout(q, k, v, attn_mask, scale, n_rep)
     (T, d_head), (S, d_v) = q.shape[-2:], v.shape[-2:]
-    stats = TileStats.empty(T, S, block_q, block_k) if return_stats else None
+    stats = TileStats.empty(T, S, block_q, block_k, record=return_stats)
     out = np.empty(q.shape[:-1] + (d_v,), dtype=q.dtype)
     for i0, i1 in _spans(T, block_q):  # one tile of queries at a time
         state = OnlineSoftmaxState.empty(q[..., i0:i1, 0].shape, q.dtype, d_v)
         for j0 in range(0, S, block_k):  # causal: keys >= i1 are skipped
             j1 = min(j0 + block_k, S, i1 if is_causal else S)
-            b = None if bias is None else _tile(bias, i0, i1, j0, j1)
-            skip = j0 >= j1 or (b is not None and np.isneginf(b).all())
+            b = 0 if bias is None else _tile(bias, i0, i1, j0, j1)
+            skip = j0 >= j1 or np.isneginf(b).all()  # all hidden: skip it
             if not skip:  # (..., block_q, d_head) @ (..., d_head, block_k)
-                s = q[..., i0:i1, :] @ k_t[..., j0:j1]
-                if is_causal and j1 - 1 > i0:  # a diagonal tile: hide
-                    s[..., np.arange(j0, j1) > np.arange(i0, i1)[:, None]] = (
-                        -np.inf)  # the keys after each query
-                s = s if b is None else s + b
+                s = q[..., i0:i1, :] @ k_t[..., j0:j1] + b
+                if is_causal and j1 - 1 > i0:  # diagonal: hide the future
+                    s[..., _future(i0, i1, j0, j1)] = -np.inf
                 online_softmax_update(state, s, v[..., j0:j1, :])
-            if stats is not None:
-                stats.add(i0, j0, state, 0 if skip else 2 * s.size * (d_head + d_v))
+            stats.add(i0, j0, state, 0 if skip else s.size * (d_head + d_v))
         out[..., i0:i1, :] = state.output()
     out = out.reshape(lead + (T, d_v))  # GQA: (H_kv, n_rep) -> H
     return (out, stats) if return_stats else out
+
+
+def _future(i0: int, i1: int, j0: int, j1: int) -> np.ndarray:
+    """(block_q, block_k) bool: key ``j0 + c`` is after query ``i0 + r``."""
+    return np.arange(j0, j1) > np.arange(i0, i1)[:, None]
 
 
 def _spans(n: int, block: int):
