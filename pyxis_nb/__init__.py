@@ -83,7 +83,7 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str):
-    """Load ``plotting`` / ``widgets`` when one of their names is first used."""
+    """Load ``plotting`` / ``widgets`` when one of their names is used."""
     module = _LAZY_NAMES.get(name, name if name in _LAZY else None)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -58,10 +58,12 @@ def check_int(name: str, value, *, low: int | None = None,
     """``value`` as an int in ``low .. high`` (inclusive); bools refused."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ValueError(f"{name} must be an integer, got {value!r}")
-    if (low is not None and value < low) or (high is not None and value > high):
+    if ((low is not None and value < low)
+            or (high is not None and value > high)):
         lo = "" if low is None else f"{low} <= "
         hi = "" if high is None else f" <= {high}"
-        raise ValueError(f"{name} must be an integer {lo}{name}{hi}, got {value}")
+        raise ValueError(
+            f"{name} must be an integer {lo}{name}{hi}, got {value}")
     return int(value)
 
 
@@ -75,10 +77,11 @@ def check_positive_int(name: str, value) -> int:
 
 
 def check_bool(name: str, value) -> bool:
-    """A flag must be a real bool: ``"False"`` or ``0`` would read as a choice."""
+    """A flag must be a real bool: ``"False"`` or ``0`` would read as one."""
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(
-            f"{name} must be True or False, got {type(value).__name__} {value!r}"
+            f"{name} must be True or False, got {type(value).__name__} "
+            f"{value!r}"
         )
     return bool(value)
 
@@ -155,7 +158,8 @@ def check_float_dtype(name: str, dtype) -> np.dtype:
     dtype = np.dtype(dtype)
     if not np.issubdtype(dtype, np.floating):
         raise ValueError(
-            f"{name} must be a floating dtype (float32 or float64), got {dtype}"
+            f"{name} must be a floating dtype (float32 or float64), "
+            f"got {dtype}"
         )
     return dtype
 
@@ -163,7 +167,7 @@ def check_float_dtype(name: str, dtype) -> np.dtype:
 def check_int_array(name: str, x, *, ndim: int | None = None,
                     low: int | None = None, high: int | None = None,
                     want: str = "(..., T)") -> np.ndarray:
-    """Non-empty integer array (token ids, lengths), values in ``low .. high``."""
+    """Non-empty integer array (token ids, lengths) in ``low .. high``."""
     arr = np.asarray(x)
     if (not np.issubdtype(arr.dtype, np.integer) or arr.ndim < 1
             or (ndim is not None and arr.ndim != ndim) or arr.shape[-1] == 0):
@@ -182,7 +186,7 @@ def check_int_array(name: str, x, *, ndim: int | None = None,
 
 def check_last_axis(name: str, x: np.ndarray, size: int, want: str,
                     axis: str) -> None:
-    """Raise unless the last axis of ``x`` (``axis`` in ``want``) is ``size``."""
+    """Raise unless the last axis of ``x`` (``axis`` in ``want``) is size."""
     if x.shape[-1] != size:
         raise ValueError(
             f"{name} has shape {x.shape}, expected {want} with "
@@ -244,7 +248,7 @@ def _lead_shape(q, k, v, n_rep: int) -> tuple:
 
 
 def _check_gqa(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> int:
-    """``n_rep = H // H_kv`` for query (..., H, T, d_head), key (..., H_kv, ...)."""
+    """``n_rep = H // H_kv`` for query (..., H, T, d_head) and its key."""
     if q.ndim < 3 or k.ndim < 3 or v.ndim < 3:
         raise ValueError(
             "enable_gqa needs a head axis: query (..., H, T, d_head), key "
@@ -273,8 +277,8 @@ def check_attn_mask(attn_mask, is_causal, q: np.ndarray, k: np.ndarray,
         return None
     if is_causal:
         raise ValueError(
-            "pass either attn_mask or is_causal=True, not both (as torch): got "
-            f"attn_mask of shape {np.shape(attn_mask)} with is_causal=True"
+            "pass either attn_mask or is_causal=True, not both (as torch): "
+            f"got attn_mask of shape {np.shape(attn_mask)} with is_causal=True"
         )
     m = np.asarray(attn_mask)
     if m.dtype != bool and not np.issubdtype(m.dtype, np.floating):
@@ -462,3 +466,9 @@ def check_rope_args(x, positions, layout, layouts: tuple):
     pos = check_positions("positions", positions, x)
     check_choice("layout", layout, layouts)
     return x, pos
+
+
+def check_frequencies(name: str, size, theta,
+                      why: str = "RoPE rotates pairs of coordinates"):
+    """An even size and a base ``theta`` > 1: a sin/cos frequency table."""
+    return check_even(name, size, why), check_theta("theta", theta)

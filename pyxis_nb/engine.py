@@ -1,4 +1,4 @@
-"""Causal attention the way an inference engine computes it: one query at a time.
+"""Causal attention as an inference engine computes it: one query at a time.
 
 A library builds the whole (T, S) score matrix and hides the future with a
 mask. An engine decoding one token at a time never builds that matrix: the

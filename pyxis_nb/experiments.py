@@ -17,7 +17,7 @@ from typing import Iterable
 import numpy as np
 
 from ._checks import as_float_array, check_nonempty, check_number
-from ._checks import check_int, check_positive_int
+from ._checks import check_int, check_positive_int, check_positive_ints
 from .head import Head
 from .softmax import softmax_core
 
@@ -50,7 +50,7 @@ def random_attention_weights(d_head: int, *, T: int = 6, seed: int = 0,
     -------
     ndarray, shape (T, T), float64
     """
-    d_head, T = check_positive_int("d_head", d_head), check_positive_int("T", T)
+    d_head, T = check_positive_ints(d_head=d_head, T=T)
     head = Head(d_head, d_head, seed=seed)
     if weight_std is not None:  # rescale the same draws to std weight_std
         factor = check_number("weight_std", weight_std, above=0) * d_head**0.5

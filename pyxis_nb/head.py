@@ -69,14 +69,14 @@ class Head:
         return self.Wq.shape[1]
 
     def qkv(self, x):
-        """Project tokens (..., T, d_model) to Q, K, V, each (..., T, d_head)."""
+        """Tokens (..., T, d_model) to Q, K, V: each (..., T, d_head)."""
         x = check_tokens("x", x, self.d_model)
         # (..., T, d_model) @ (d_model, d_head) -> (..., T, d_head)
         return tuple(x @ W.astype(x.dtype, copy=False)
                      for W in (self.Wq, self.Wk, self.Wv))
 
     def scores(self, x, scaled: bool = True) -> np.ndarray:
-        """Scores ``Q K^T`` (over ``sqrt(d_head)`` if ``scaled``), (..., T, T)."""
+        """``Q K^T``, over ``sqrt(d_head)`` if ``scaled``: (..., T, T)."""
         q, k, _ = self.qkv(x)
         s = q @ np.swapaxes(k, -1, -2)  # (..., T, d_head) @ (..., d_head, T)
         # np.sqrt gives a float64 scalar, which would promote float32 scores

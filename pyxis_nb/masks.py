@@ -48,7 +48,7 @@ def causal_mask(T: int, S: int | None = None, *,
     """
     T, S = check_sizes(T, S)
     check_choice("align", align, ALIGNMENTS)
-    offset = S - T if align == "bottom_right" else 0  # query i sits at i + offset
+    offset = S - T if align == "bottom_right" else 0  # query i at i + offset
     return np.tril(np.ones((T, S), dtype=bool), k=offset)  # (T, S)
 
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_even, check_int, check_positive_int
-from ._checks import check_pairs, check_theta
+from ._checks import check_frequencies, check_int, check_pairs
+from ._checks import check_positive_int
 
 __all__ = ["sinusoidal_positions", "add_positions"]
 
@@ -45,12 +45,10 @@ def sinusoidal_positions(T: int, d_model: int, *, theta: float = 10000.0,
 
     See Also
     --------
-    transformers.models.distilbert.modeling_distilbert : whose
-        ``create_sinusoidal_embeddings`` builds the same table.
+    create_sinusoidal_embeddings : Hugging Face's (DistilBERT) same table.
     """
     T, offset = check_positive_int("T", T), check_int("offset", offset, low=0)
-    d_model = check_even("d_model", d_model, "sin/cos pairs")
-    theta = check_theta("theta", theta)
+    d_model, theta = check_frequencies("d_model", d_model, theta, "sin/cos")
     inv_freq = theta ** (-np.arange(0, d_model, 2) / d_model)  # (d_model/2,)
     # (T, 1) * (d_model/2,) -> (T, d_model/2): position times frequency
     angles = np.arange(offset, offset + T)[:, None] * inv_freq

@@ -26,7 +26,7 @@ import numpy as np
 
 from ._checks import check_even, check_even_last, check_float_dtype
 from ._checks import check_positions, check_proj_rows, check_rope_args
-from ._checks import check_rotary, check_theta
+from ._checks import check_frequencies, check_rotary
 
 __all__ = [
     "ROPE_LAYOUTS",
@@ -61,14 +61,13 @@ def rope_frequencies(d_head: int, theta: float = 1_000_000.0) -> np.ndarray:
     --------
     transformers.modeling_rope_utils._compute_default_rope_parameters
     """
-    d_head = check_even("d_head", d_head)
-    theta = check_theta("theta", theta)
+    d_head, theta = check_frequencies("d_head", d_head, theta)
     return theta ** (-np.arange(0, d_head, 2) / d_head)  # (d_head/2,)
 
 
 def rotary_cos_sin(position_ids, d_head: int, *, theta: float = 1_000_000.0,
                    dtype=np.float32):
-    """``cos`` and ``sin`` tables as Hugging Face's rotary embedding makes them.
+    """The ``cos`` and ``sin`` tables of Hugging Face's rotary embedding.
 
     Both halves of the last axis repeat the same ``d_head / 2`` angles, as
     :func:`apply_rotary_pos_emb` expects. The angles are computed in
@@ -231,7 +230,8 @@ def permute_qk_proj(weight, num_heads: int, *,
 
     Parameters
     ----------
-    weight : ndarray, shape (num_heads * d_head, d_model) or (num_heads * d_head,)
+    weight : ndarray, shape (num_heads * d_head, ...)
+        A projection (num_heads * d_head, d_model) or its 1-D bias.
     num_heads : int
         Heads stacked in the rows (H for ``q_proj``, H_kv for ``k_proj``).
     inverse : bool, default False

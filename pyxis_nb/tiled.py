@@ -304,7 +304,7 @@ def _tile_layout(q, k, v, attn_mask, scale, n_rep: int):
 
 
 def _group(x: np.ndarray, n_rep: int) -> np.ndarray:
-    """(..., H, T, S) -> (..., H_kv, n_rep, T, S); one head: (..., 1, 1, ...)."""
+    """(..., H, T, S) -> (..., H_kv, n_rep, T, S), or a 1-head axis kept."""
     if x.shape[-3] == 1:
         return np.expand_dims(x, -3)
     return x.reshape(x.shape[:-3] + (-1, n_rep) + x.shape[-2:])
