@@ -1,13 +1,15 @@
-"""Heatmaps of attention weights: one helper that every chapter uses.
+"""Heatmaps of attention weights, and the chapters' figures.
 
-Convention: rows are the token that looks (the query), columns the token looked
-at (the key). Figures have an opaque white background so that they stay
-readable when the website is in dark mode.
+Convention: rows are the token that looks (the query), columns the token
+looked at (the key). Figures have an opaque white background so that they
+stay readable when the website is in dark mode. Importing this module
+imports matplotlib; ``import pyxis_nb`` loads it on first use.
 
 Shape legend:
-    H       query heads (num_attention_heads)
-    H_kv    key/value heads (num_key_value_heads)
-    L, S    query positions, key positions
+    H        query heads
+    H_kv     key/value heads
+    T        query positions
+    S        key positions
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
 import numpy as np
 
-from ._checks import as_float_array, check_heads
+from ._checks import as_float_array, check_heads, check_int
+from .rope import rope_frequencies
 
-__all__ = ["plot_attention", "plot_attention_grid", "plot_gqa_mapping"]
+__all__ = ["plot_attention", "plot_attention_grid", "plot_gqa_mapping",
+           "plot_decode_step", "plot_tile_step", "plot_rope_rotation"]
 
 CMAP = "viridis"
 
@@ -30,31 +34,25 @@ def _labels(name: str, labels, n: int) -> list[str]:
         return [str(i) for i in range(n)]
     labels = [str(t) for t in labels]
     if len(labels) != n:
-        raise ValueError(f"{name} has {len(labels)} labels, expected {n} to match the weights")
+        raise ValueError(
+            f"{name} has {len(labels)} labels, expected {n} to match the "
+            "weights")
     return labels
 
 
-def plot_attention(
-    weights,
-    tokens: Sequence[str] | None = None,
-    *,
-    key_tokens: Sequence[str] | None = None,
-    ax=None,
-    title: str | None = None,
-    annotate: bool = True,
-    colorbar: bool = True,
-    vmax: float = 1.0,
-    mask=None,
-):
-    """Draw one (L, S) matrix of attention weights as a labelled heatmap.
+def plot_attention(weights, tokens: Sequence[str] | None = None, *,
+                   key_tokens: Sequence[str] | None = None, ax=None,
+                   title: str | None = None, annotate: bool = True,
+                   colorbar: bool = True, vmax: float = 1.0, mask=None):
+    """Draw one (T, S) matrix of attention weights as a labelled heatmap.
 
     Parameters
     ----------
-    weights : ndarray, shape (L, S)
+    weights : ndarray, shape (T, S)
         Row ``i`` is where query ``i`` puts its attention; values in [0, vmax].
-    tokens : sequence of str, length L, optional
-        Query labels (rows); also used for the columns when ``key_tokens`` is
-        not given and ``L == S``.
+    tokens : sequence of str, length T, optional
+        Query labels (rows); also the columns when ``key_tokens`` is not
+        given and ``T == S``.
     key_tokens : sequence of str, length S, optional
         Key labels (columns).
     ax : matplotlib Axes, optional
@@ -65,7 +63,7 @@ def plot_attention(
     colorbar : bool, default True
     vmax : float, default 1.0
         Top of the colour scale; weights lie in [0, 1].
-    mask : ndarray of bool, shape (L, S), optional
+    mask : ndarray of bool, shape (T, S), optional
         True = may attend. Forbidden cells are drawn hatched grey with no
         number, so a key the mask hides cannot be mistaken for one that merely
         got a tiny weight.
@@ -80,58 +78,57 @@ def plot_attention(
         If ``weights`` is not a 2-D float array, or the labels or the mask do
         not match it.
     """
-    w = as_float_array("weights", weights)
-    if w.ndim != 2:
-        raise ValueError(f"weights has shape {w.shape}, expected (L, S)")
-    L, S = w.shape
-    rows = _labels("tokens", tokens, L)
-    if key_tokens is None and tokens is not None and L != S:
-        raise ValueError(f"weights has shape {w.shape}: pass key_tokens (length {S}) for the columns")
-    cols = _labels("key_tokens", key_tokens if key_tokens is not None else tokens, S)
-    allowed = np.ones((L, S), dtype=bool) if mask is None else np.asarray(mask)
-    if allowed.dtype != bool or allowed.shape != (L, S):
+    w = as_float_array("weights", weights, ndim=2)
+    T, S = w.shape
+    rows = _labels("tokens", tokens, T)
+    if key_tokens is None and tokens is not None and T != S:
+        raise ValueError(f"weights has shape {w.shape}: pass key_tokens "
+                         f"(length {S}) for the columns")
+    cols = _labels("key_tokens",
+                   key_tokens if key_tokens is not None else tokens, S)
+    allowed = np.ones((T, S), dtype=bool) if mask is None else np.asarray(mask)
+    if allowed.dtype != bool or allowed.shape != (T, S):
         raise ValueError(
-            f"mask has shape {allowed.shape} and dtype {allowed.dtype}, expected a boolean "
-            f"(L, S) = ({L}, {S}) array (True = may attend)"
+            f"mask has shape {allowed.shape} and dtype {allowed.dtype}, "
+            f"expected a boolean (T, S) = ({T}, {S}) array (True = may attend)"
         )
     if ax is None:
-        fig, ax = plt.subplots(figsize=(0.55 * S + 2.4, 0.5 * L + 1.6), facecolor="white")
+        _, ax = plt.subplots(figsize=(0.55 * S + 2.4, 0.5 * T + 1.6),
+                             facecolor="white")
     im = ax.imshow(w, cmap=CMAP, vmin=0.0, vmax=vmax)
-    ax.set_xticks(range(S), cols, rotation=45 if max(map(len, cols)) > 3 else 0, ha="right"
-                  if max(map(len, cols)) > 3 else "center")
-    ax.set_yticks(range(L), rows)
+    slanted = max(map(len, cols)) > 3
+    ax.set_xticks(range(S), cols, rotation=45 if slanted else 0,
+                  ha="right" if slanted else "center")
+    ax.set_yticks(range(T), rows)
     ax.set_xlabel("key: the token looked at")
     ax.set_ylabel("query: the token that looks")
     if title:
         ax.set_title(title)
     for i, j in zip(*np.nonzero(~allowed)):
         ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="#d9d9d9",
-                               edgecolor="#9a9a9a", hatch="///", linewidth=0))
+                               edgecolor="#9a9a9a", hatch="///",
+                               linewidth=0))
     if annotate:
         for i, j in zip(*np.nonzero(allowed)):
-            # dark text on the light (high) end of viridis, white on the dark end
+            # dark text on viridis' light (high) end, white on its dark end
             colour = "black" if w[i, j] > 0.6 * vmax else "white"
-            ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", color=colour, fontsize=8)
+            ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center",
+                    color=colour, fontsize=8)
     if colorbar:
-        ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="attention weight")
+        ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04,
+                           label="attention weight")
     return ax
 
 
-def plot_attention_grid(
-    weights,
-    tokens: Sequence[str] | None = None,
-    *,
-    key_tokens: Sequence[str] | None = None,
-    titles: Sequence[str] | None = None,
-    ncols: int = 4,
-    annotate: bool = False,
-    suptitle: str | None = None,
-):
-    """Draw several (L, S) weight matrices, for example one per head, side by side.
+def plot_attention_grid(weights, tokens: Sequence[str] | None = None, *,
+                        key_tokens: Sequence[str] | None = None,
+                        titles: Sequence[str] | None = None, ncols: int = 4,
+                        annotate: bool = False, suptitle: str | None = None):
+    """Draw several (T, S) weight matrices, e.g. one per head, side by side.
 
     Parameters
     ----------
-    weights : ndarray, shape (H, L, S)
+    weights : ndarray, shape (H, T, S)
     tokens, key_tokens : sequence of str, optional
         As in :func:`plot_attention`.
     titles : sequence of str, length H, optional
@@ -145,23 +142,23 @@ def plot_attention_grid(
     matplotlib Figure
         One shared colour bar on the right.
     """
-    w = as_float_array("weights", weights)
-    if w.ndim != 3:
-        raise ValueError(f"weights has shape {w.shape}, expected (H, L, S)")
-    H, L, S = w.shape
-    titles = _labels("titles", titles, H) if titles is not None else [f"head {h}" for h in range(H)]
+    w = as_float_array("weights", weights, ndim=3)
+    H, T, S = w.shape
+    titles = (_labels("titles", titles, H) if titles is not None
+              else [f"head {h}" for h in range(H)])
     ncols = max(1, min(ncols, H))
     nrows = -(-H // ncols)
     fig, axes = plt.subplots(
-        nrows, ncols, figsize=(ncols * (0.45 * S + 1.6) + 1.0, nrows * (0.45 * L + 1.4)),
+        nrows, ncols,
+        figsize=(ncols * (0.45 * S + 1.6) + 1.0, nrows * (0.45 * T + 1.4)),
         facecolor="white", squeeze=False, layout="constrained",
     )
     for h, ax in enumerate(axes.flat):
         if h >= H:
             ax.axis("off")
             continue
-        plot_attention(w[h], tokens, key_tokens=key_tokens, ax=ax, title=titles[h],
-                       annotate=annotate, colorbar=False)
+        plot_attention(w[h], tokens, key_tokens=key_tokens, ax=ax,
+                       title=titles[h], annotate=annotate, colorbar=False)
         if h % ncols:  # keep row labels on the first column only
             ax.set_ylabel("")
             ax.set_yticklabels([])
@@ -174,12 +171,14 @@ def plot_attention_grid(
     return fig
 
 
-def plot_gqa_mapping(num_attention_heads: int, num_key_value_heads: int, ax=None):
+def plot_gqa_mapping(num_attention_heads: int, num_key_value_heads: int,
+                     ax=None):
     """Draw which key/value head each query head reads (MHA, GQA or MQA).
 
     Query heads are circles on the top row, key/value heads squares on the
-    bottom row, each centred under the group of query heads it serves; a line
-    joins every query head to its key/value head, one colour per group.
+    bottom row, each centred under the group of query heads it serves; a
+    line joins every query head to its key/value head, one colour per
+    group, every colour distinct (tab10 up to 10 groups, then turbo).
 
     Parameters
     ----------
@@ -199,7 +198,8 @@ def plot_gqa_mapping(num_attention_heads: int, num_key_value_heads: int, ax=None
     Raises
     ------
     ValueError
-        If a head count is not a positive integer or ``H_kv`` does not divide ``H``.
+        A head count that is not a positive integer, or ``H_kv`` not
+        dividing ``H``.
 
     See Also
     --------
@@ -209,20 +209,27 @@ def plot_gqa_mapping(num_attention_heads: int, num_key_value_heads: int, ax=None
     """
     H, H_kv = check_heads(num_attention_heads, num_key_value_heads)
     if ax is None:
-        _, ax = plt.subplots(figsize=(7, 2), facecolor="white", layout="constrained")
+        _, ax = plt.subplots(figsize=(7, 2), facecolor="white",
+                             layout="constrained")
     n_rep = H // H_kv
-    colours = plt.cm.tab10(np.arange(H_kv) % 10)
-    centres = np.arange(H_kv) * n_rep + (n_rep - 1) / 2  # each K/V head under its group
+    # one distinct colour per group: tab10 repeats after 10 groups
+    colours = (plt.cm.tab10(np.arange(H_kv)) if H_kv <= 10
+               else plt.cm.turbo(np.linspace(0.05, 0.95, H_kv)))
+    # each K/V head centred under its group of query heads
+    centres = np.arange(H_kv) * n_rep + (n_rep - 1) / 2
     for h in range(H):
         g = h * H_kv // H  # kv_head_for(h, H, H_kv)
         ax.plot([h, centres[g]], [1, 0], color=colours[g], lw=1.5, zorder=1)
-        ax.scatter(h, 1, s=90, color=colours[g], edgecolor="black", zorder=3)
-    ax.scatter(centres, np.zeros(H_kv), s=160, marker="s", c=colours, edgecolor="black", zorder=3)
+        ax.scatter(h, 1, s=90, color=colours[g], edgecolor="black",
+                   zorder=3)
+    ax.scatter(centres, np.zeros(H_kv), s=160, marker="s", c=colours,
+               edgecolor="black", zorder=3)
     if H_kv <= 8:  # number the K/V heads while the labels still fit
         for g, x in enumerate(centres):
             ax.annotate(str(g), (x, -0.32), ha="center", va="top", fontsize=10)
     variant = "MHA" if H_kv == H else "MQA" if H_kv == 1 else "GQA"
-    ax.set_title(f"{variant}: {H} query heads, {H_kv} K/V head{'s' if H_kv > 1 else ''}",
+    plural = "s" if H_kv > 1 else ""
+    ax.set_title(f"{variant}: {H} query heads, {H_kv} K/V head{plural}",
                  fontsize=11)
     ax.set_yticks([0, 1], ["K/V head", "query head"], fontsize=10)
     ax.set_xticks(range(H), [str(h) for h in range(H)], fontsize=9)
@@ -231,3 +238,182 @@ def plot_gqa_mapping(num_attention_heads: int, num_key_value_heads: int, ax=None
     for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)
     return ax
+
+
+def plot_decode_step(weights, head_weights, tokens: Sequence[str], t: int):
+    """One decode step with a KV cache: the rows so far, then query ``t``.
+
+    Parameters
+    ----------
+    weights : ndarray, shape (S, S)
+        Mean-over-heads weights of every query so far; NaN where no query
+        ran yet or the key did not exist yet (drawn light grey).
+    head_weights : ndarray, shape (H, t + 1)
+        Query ``t``'s weights over the cached keys, head by head.
+    tokens : sequence of str, length S
+    t : int
+        The position decoded in this step (its row is outlined in red).
+
+    Returns
+    -------
+    matplotlib Figure
+        Two panels stacked, so each keeps a readable size in a page column.
+    """
+    w = as_float_array("weights", weights, ndim=2)
+    S = len(_labels("tokens", tokens, w.shape[1]))
+    t = check_int("t", t, low=0, high=S - 1)
+    per_head = as_float_array("head_weights", head_weights, ndim=2)
+    fig, (ax_l, ax_r) = plt.subplots(
+        2, 1, figsize=(7.5, 10), facecolor="white",
+        gridspec_kw={"height_ratios": [2.2, 1], "hspace": 0.55})
+    # NaN: no query yet, or no such key yet
+    cmap = plt.get_cmap(CMAP).with_extremes(bad="lightgrey")
+    im = ax_l.imshow(np.ma.masked_invalid(w), cmap=cmap, vmin=0, vmax=1)
+    ax_l.add_patch(Rectangle((-0.5, t - 0.5), t + 1, 1, fill=False,
+                             edgecolor="red", lw=2))  # this step's row
+    ax_l.set_xticks(range(S), tokens, rotation=60)
+    ax_l.set_yticks(range(S), tokens)
+    ax_l.set(xlabel="key (cached position)", ylabel="query",
+             title=f"cache holds {t + 1} of {S} positions")
+    fig.colorbar(im, ax=ax_l, fraction=0.046,
+                 label="weight (mean over heads)")
+    plot_attention(per_head, [f"head {h}" for h in range(len(per_head))],
+                   key_tokens=list(tokens)[:t + 1], ax=ax_r, annotate=t < 8,
+                   title=f"query '{tokens[t]}' (position {t}), per head")
+    ax_r.set(xlabel="key (cached position)", ylabel="query head")
+    return fig
+
+
+def plot_tile_step(stats, i: int, tokens: Sequence[str] | None = None, *,
+                   ylim: tuple | None = None):
+    """Step ``i`` of :func:`pyxis_nb.tiled_attention`: tiles and state.
+
+    Left: the tile grid (computed green, skipped grey, current outlined).
+    Right: the running max ``m`` and sum ``l`` of the query tile. Text is
+    12 pt, readable when the PNG is shown at 100 dpi or more.
+
+    Parameters
+    ----------
+    stats : TileStats
+        From ``tiled_attention(..., return_stats=True)`` on 2-D inputs.
+    i : int
+        The step, ``0 .. len(stats.steps) - 1``.
+    tokens : sequence of str, optional
+        One label per position; tiles are labelled by their tokens.
+    ylim : (float, float), optional
+        The bar chart's range; defaults to one that fits every step.
+
+    Returns
+    -------
+    matplotlib Figure
+    """
+    i = check_int("i", i, low=0, high=len(stats.steps) - 1)
+    step, (n_qb, n_kb) = stats.steps[i], stats.computed.shape
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(9, 4), facecolor="white",
+                                 gridspec_kw={"width_ratios": [1, 1.2]},
+                                 layout="constrained")
+    status = np.zeros((n_qb, n_kb))  # 0 = not visited yet
+    for s in stats.steps[:i + 1]:
+        status[s.q_block, s.k_block] = 2.0 if s.computed else 1.0
+    ax.imshow(status, cmap="Greens", vmin=0, vmax=2.4)
+    for s in stats.steps[:i + 1]:
+        if not s.computed:
+            ax.add_patch(Rectangle((s.k_block - 0.5, s.q_block - 0.5), 1, 1,
+                                   color="0.75"))
+    ax.add_patch(Rectangle((step.k_block - 0.5, step.q_block - 0.5), 1, 1,
+                           fill=False, ec="C3", lw=3))
+    rows = _tile_labels(tokens, stats.block_q, n_qb)
+    ax.set_xticks(range(n_kb), _tile_labels(tokens, stats.block_k, n_kb),
+                  rotation=30, fontsize=12)
+    ax.set_yticks(range(n_qb), rows, fontsize=12)
+    done = "computed" if step.computed else "skipped"
+    ax.set_xlabel("key tile", fontsize=12)
+    ax.set_ylabel("query tile", fontsize=12)
+    ax.set_title(f"tile ({step.q_block}, {step.k_block}): {done}",
+                 fontsize=13)
+    _state_bars(bx, stats, step, tokens, ylim)
+    return fig
+
+
+def _tile_labels(tokens, block: int, n: int) -> list[str]:
+    """``"The,cat"`` per tile of ``block`` tokens (tile numbers without)."""
+    if tokens is None:
+        return [str(b) for b in range(n)]
+    return [",".join(tokens[b * block:(b + 1) * block]) for b in range(n)]
+
+
+def _state_bars(bx, stats, step, tokens, ylim) -> None:
+    """Bars of the running max and sum of the current query tile."""
+    if ylim is None:  # one range for every step, room for the legend
+        values = np.concatenate([np.r_[s.row_max, s.row_sum]
+                                 for s in stats.steps])
+        finite = values[np.isfinite(values)]
+        ylim = (min(0.0, finite.min()) - 0.5, finite.max() + 1.5)
+    first = step.q_block * stats.block_q
+    x = np.arange(len(step.row_max))
+    names = (x + first if tokens is None
+             else [f"'{tokens[first + r]}'" for r in x])
+    bx.bar(x - 0.2, step.row_max, 0.4, label="running max m")
+    bx.bar(x + 0.2, step.row_sum, 0.4, label="running sum l")
+    bx.set_xticks(x, [f"query {n}" for n in names], fontsize=12)
+    bx.tick_params(axis="y", labelsize=12)
+    bx.set_ylim(*ylim)
+    bx.axhline(0, c="k", lw=0.5)
+    bx.legend(loc="upper left", fontsize=11)
+    bx.set_ylabel("value", fontsize=12)
+    bx.set_title("state of this query tile", fontsize=13)
+
+
+def plot_rope_rotation(m: int, n: int, *, pairs: Sequence[int] = (0, 8),
+                       start=(0.8, 0.6), d_head: int = 128,
+                       theta: float = 1_000_000.0):
+    """A query at position ``m`` and a key at ``n``, rotated pair by pair.
+
+    Both start from the same point ``start``; each panel shows one pair
+    rotated by ``m * inv_freq[i]`` and ``n * inv_freq[i]``, with the pair's
+    score in the title: it depends only on ``m - n``.
+
+    Parameters
+    ----------
+    m, n : int
+        Query and key positions.
+    pairs : sequence of int, default (0, 8)
+        The pairs drawn, one panel each.
+    start : (float, float), default (0.8, 0.6)
+    d_head : int, default 128
+    theta : float, default 1_000_000.0
+
+    Returns
+    -------
+    matplotlib Figure
+    """
+    inv_freq = rope_frequencies(d_head, theta)  # (d_head/2,)
+    p = np.asarray(start, dtype=float)
+    fig, axes = plt.subplots(1, len(pairs), figsize=(3.5 * len(pairs), 3.6),
+                             facecolor="white", layout="constrained",
+                             squeeze=False)
+    circle = np.linspace(0, 2 * np.pi, 200)
+    for ax, i in zip(axes[0], pairs):
+        qm, kn = _rotate(p, m * inv_freq[i]), _rotate(p, n * inv_freq[i])
+        ax.plot(np.cos(circle), np.sin(circle), color="0.8", lw=1)
+        ax.annotate("", xy=p, xytext=(0, 0), arrowprops=dict(
+            arrowstyle="->", color="0.5", alpha=0.4, lw=2))
+        for vec, colour in ((qm, "tab:blue"), (kn, "tab:orange")):
+            ax.annotate("", xy=vec, xytext=(0, 0), arrowprops=dict(
+                arrowstyle="->", color=colour, lw=2))
+        ax.plot([], [], color="tab:blue", label=f"query, m = {m}")
+        ax.plot([], [], color="tab:orange", label=f"key, n = {n}")
+        ax.set(xlim=(-1.2, 1.2), ylim=(-1.2, 1.2), aspect="equal",
+               xlabel=f"element {i}",
+               ylabel=f"element {i + d_head // 2} (= {i} + d_head/2)")
+        ax.set_title(f"pair {i}: {np.degrees(inv_freq[i]):.0f}° per "
+                     f"position\npair score = {qm @ kn:+.3f}", fontsize=10)
+        ax.legend(loc="lower left", fontsize=8)
+    fig.suptitle(f"m - n = {m - n}", fontsize=11)
+    return fig
+
+
+def _rotate(p: np.ndarray, angle: float) -> np.ndarray:
+    """The 2-D point ``p`` rotated by ``angle`` radians."""
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([[c, -s], [s, c]]) @ p

@@ -52,9 +52,8 @@ def sinusoidal_positions(T: int, d_model: int, *, theta: float = 10000.0,
     inv_freq = theta ** (-np.arange(0, d_model, 2) / d_model)  # (d_model/2,)
     # (T, 1) * (d_model/2,) -> (T, d_model/2): position times frequency
     angles = np.arange(offset, offset + T)[:, None] * inv_freq
-    pe = np.empty((T, d_model), dtype=dtype)
-    pe[:, 0::2], pe[:, 1::2] = np.sin(angles), np.cos(angles)
-    return pe
+    pe = np.stack([np.sin(angles), np.cos(angles)], -1)  # (T, d_model/2, 2)
+    return pe.reshape(T, d_model).astype(dtype, copy=False)  # sin, cos, ...
 
 
 def add_positions(x, *, theta: float = 10000.0, offset: int = 0) -> np.ndarray:

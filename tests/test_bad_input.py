@@ -243,9 +243,9 @@ ROWS += [
 ]
 
 PLOT_ROWS = [
-    ("plot_attention", dict(weights=z(3)), r"weights has shape \(3,\)"),
+    ("plot_attention", dict(weights=z(3)), r"weights .*\(3,\)"),
     ("plot_attention", dict(weights=z(2, 3, 3)),
-     r"weights has shape \(2, 3, 3\)"),
+     r"weights .*\(2, 3, 3\)"),
     ("plot_attention", dict(weights=z(3, 3, dtype=int)), r"weights .*int64"),
     ("plot_attention", dict(weights=z(3, 3), tokens=["a", "b"]),
      r"tokens has 2 labels, expected 3"),
@@ -258,7 +258,7 @@ PLOT_ROWS = [
     ("plot_attention", dict(weights=z(3, 3), mask=z(3, 3)),
      r"mask .*float64"),
     ("plot_attention_grid", dict(weights=z(3, 3)),
-     r"weights has shape \(3, 3\)"),
+     r"weights .*\(3, 3\)"),
     ("plot_attention_grid", dict(weights=z(2, 3, 3), titles=["one"]),
      r"titles has 1 labels, expected 2"),
     ("plot_attention_grid", dict(weights=z(2, 3, 3), tokens=["a"]),

@@ -149,3 +149,9 @@ def test_jacobian_against_torch_autograd(rng):
 
 
 # ---- errors -------------------------------------------------------------------------
+
+
+def test_best_time_is_the_minimum_of_the_runs():
+    calls = []
+    t = px.best_time(lambda: calls.append(1), repeats=4)
+    assert len(calls) == 4 and 0 <= t < 1

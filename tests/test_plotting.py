@@ -135,7 +135,7 @@ def test_gqa_mapping_joins_each_query_head_to_its_kv_head(H, H_kv, variant):
         assert x[1] == g * n_rep + (n_rep - 1) / 2
     # lines of one group share a colour, different groups differ
     colours = [tuple(line.get_color()) for line in lines]
-    assert len(set(colours)) == min(H_kv, 10)
+    assert len(set(colours)) == H_kv  # distinct, also beyond 10 groups
     kv_markers = ax.collections[-1].get_offsets()
     assert len(kv_markers) == H_kv
 
@@ -151,3 +151,51 @@ def test_gqa_mapping_draws_into_given_axes():
     fig, axes = plt.subplots(2, 1)
     assert px.plot_gqa_mapping(4, 2, ax=axes[1]) is axes[1]
     assert not axes[0].get_lines()
+
+
+def test_gqa_mapping_mha_colours_are_all_distinct():
+    ax = px.plot_gqa_mapping(16, 16)
+    colours = {tuple(np.round(line.get_color(), 4)) for line in ax.get_lines()}
+    assert len(colours) == 16  # tab10 alone would repeat: heads 0 and 10
+
+
+def test_decode_step_outlines_the_new_row():
+    words = list("abcdef")
+    rows = np.full((6, 6), np.nan)
+    rows[:4, :4] = np.tril(np.full((4, 4), 0.25))
+    per_head = np.full((2, 5), 0.2)
+    rows[4, :5] = per_head.mean(axis=0)
+    fig = px.plot_decode_step(rows, per_head, words, 4)
+    top, bottom = fig.axes[0], fig.axes[1]
+    assert top.get_title() == "cache holds 5 of 6 positions"
+    outline = [p for p in top.patches if p.get_edgecolor()[:3] == (1, 0, 0)]
+    assert outline[0].get_xy() == (-0.5, 3.5) and outline[0].get_width() == 5
+    assert [t.get_text() for t in bottom.get_yticklabels()] == ["head 0",
+                                                                 "head 1"]
+
+
+def test_tile_step_shows_tiles_and_state():
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((8, 4)) for _ in range(3))
+    tokens = ["The", "cat", "sat", "on", "the", "mat", "and", "slept"]
+    _, stats = px.tiled_attention(q, k, v, is_causal=True, block_q=2,
+                                  block_k=2, return_stats=True)
+    for i, step in enumerate(stats.steps):
+        fig = px.plot_tile_step(stats, i, tokens)
+        ax, bx = fig.axes[:2]
+        done = "computed" if step.computed else "skipped"
+        assert ax.get_title().endswith(done)
+        assert ticks(ax.get_yticklabels())[0] == "The,cat"
+        texts = ax.get_xticklabels() + bx.get_xticklabels() + [ax.title]
+        assert min(t.get_fontsize() for t in texts) >= 10
+        plt.close(fig)
+
+
+def test_rope_rotation_scores_depend_on_m_minus_n():
+    a = px.plot_rope_rotation(5, 3)
+    b = px.plot_rope_rotation(7, 5)
+    titles = [[ax.get_title() for ax in f.axes] for f in (a, b)]
+    assert titles[0] == titles[1]
+    assert "pair score = " in titles[0][0]
+    inv_freq = px.rope_frequencies(128)
+    assert f"{np.cos(2 * inv_freq[8]):+.3f}" in titles[0][1]
