@@ -15,10 +15,11 @@ available at the top level. One concept per module:
 ``engine``         causal attention one query at a time, as an inference engine runs it
 ``batching``       padding token lists, a tiny language model, greedy generation
 ``multihead``      split/merge heads, ``repeat_kv``, the multi-head (GQA) layer
-``memory``         KV-cache, score-matrix and parameter arithmetic; Qwen3-1.7B's config
+``memory``         KV-cache, score-matrix and parameter arithmetic
 ``kv_cache``       ``KVCache``: preallocated keys and values for decoding
 ``norms``          ``rms_norm``, Qwen3's q_norm / k_norm
 ``rope``           rotary position embeddings, both layouts, ``apply_rotary_pos_emb``
+``qwen3``          Qwen3-1.7B's config; seeded random (Qwen3) attention layers
 ``tiled``          online softmax and exact attention in tiles (FlashAttention's idea)
 ``generation``     a tiny model that generates with and without a KV cache
 ``source``         ``show_source``: the package's own code as a chapter listing
@@ -40,6 +41,7 @@ from .multihead import *  # noqa: F401,F403
 from .norms import *  # noqa: F401,F403
 from .plotting import *  # noqa: F401,F403
 from .positions import *  # noqa: F401,F403
+from .qwen3 import *  # noqa: F401,F403
 from .rope import *  # noqa: F401,F403
 from .softmax import *  # noqa: F401,F403
 from .source import *  # noqa: F401,F403
@@ -49,7 +51,7 @@ from .widgets import *  # noqa: F401,F403
 # the modules above, in the order the book introduces them; each defines __all__
 _MODULES = ["softmax", "masks", "attention", "head", "plotting", "widgets",
             "experiments", "positions", "engine", "batching", "multihead", "memory",
-            "kv_cache", "norms", "rope", "tiled", "generation", "source"]
+            "kv_cache", "norms", "rope", "qwen3", "tiled", "generation", "source"]
 
 __all__ = sorted(
     name for module in _MODULES for name in _sys.modules[f"{__name__}.{module}"].__all__

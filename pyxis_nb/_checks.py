@@ -125,3 +125,41 @@ def broadcast_shapes(names_and_shapes: dict[str, tuple]) -> tuple:
         raise ValueError(
             f"leading (batch/head) dimensions do not broadcast: {listed}"
         ) from None
+
+
+# --- layer checks
+def check_heads(num_attention_heads, num_key_value_heads) -> tuple[int, int]:
+    """``(H, H_kv)`` as ints >= 1 with ``H_kv`` dividing ``H``."""
+    H = check_positive_int("num_attention_heads", num_attention_heads)
+    H_kv = check_positive_int("num_key_value_heads", num_key_value_heads)
+    if H % H_kv:
+        raise ValueError(
+            f"num_attention_heads = {H} is not a multiple of "
+            f"num_key_value_heads = {H_kv}: each key/value head must serve "
+            "the same number of query heads"
+        )
+    return H, H_kv
+
+
+def check_01_mask(name: str, mask) -> np.ndarray:
+    """A mask as a bool array: booleans, or numbers that are all 0 or 1."""
+    m = np.asarray(mask)
+    if m.dtype == bool:
+        return m
+    numeric = (np.issubdtype(m.dtype, np.integer)
+               or np.issubdtype(m.dtype, np.floating))
+    if not numeric or not np.isin(m, (0, 1)).all():
+        seen = np.unique(m)[:6].tolist() if numeric else m.dtype
+        raise ValueError(
+            f"{name} must be boolean or hold only 0 and 1 (1 = real token), "
+            f"got dtype {m.dtype} with values {seen}"
+        )
+    return m.astype(bool)
+
+
+def check_nonnegative(name: str, value) -> float:
+    """A real number >= 0 (an epsilon), as a float."""
+    if (isinstance(value, bool) or not np.isscalar(value)
+            or not np.isreal(value) or not value >= 0):
+        raise ValueError(f"{name} must be a number >= 0, got {value!r}")
+    return float(value)

@@ -1,4 +1,4 @@
-"""RMSNorm, the normalisation Qwen3 applies to every query and key head before RoPE.
+"""RMSNorm, which Qwen3 applies to every query and key head before RoPE.
 
 Shape legend:
     ... any leading dimensions (batch, heads, positions)
@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array
+from ._checks import as_float_array, check_same_dtype
 
 __all__ = ["rms_norm"]
 
 
 def rms_norm(x, weight, eps: float = 1e-6):
-    r"""Divide ``x`` by its root mean square over the last axis, then scale by ``weight``.
+    r"""Divide ``x`` by its root mean square (last axis), scale by ``weight``.
 
-    .. math:: y = w \odot \frac{x}{\sqrt{\operatorname{mean}(x^2) + \varepsilon}}
+    .. math:: y = w \odot x / \sqrt{\operatorname{mean}(x^2) + \varepsilon}
 
     Unlike LayerNorm there is no mean subtraction and no bias. Qwen3 uses it as
     ``q_norm`` and ``k_norm`` with D = head_dim = 128: every head's query and
@@ -27,11 +27,11 @@ def rms_norm(x, weight, eps: float = 1e-6):
     Parameters
     ----------
     x : ndarray, shape (..., D)
-        Float input; float32 stays float32. float16 is computed in float32 and
-        cast back, as Hugging Face does.
+        Float input; float32 stays float32. float16 is computed in float32
+        and cast back, as Hugging Face does.
     weight : ndarray, shape (D,)
-        The learned per-element gain (``q_norm.weight``); ones leave only the
-        normalisation.
+        The learned gain (``q_norm.weight``), of ``x``'s dtype (torch
+        raises on mixed dtypes; so does this).
     eps : float, default 1e-6
         Added to the mean square (Qwen3's ``rms_norm_eps``).
 
@@ -42,7 +42,8 @@ def rms_norm(x, weight, eps: float = 1e-6):
     Raises
     ------
     ValueError
-        Non-float input, ``weight`` not of shape (D,), or ``eps`` < 0.
+        Non-float input, ``weight`` not of shape (D,) or not of ``x``'s
+        dtype, or ``eps`` < 0.
 
     See Also
     --------
@@ -53,13 +54,15 @@ def rms_norm(x, weight, eps: float = 1e-6):
     w = as_float_array("weight", weight)
     if w.shape != (x.shape[-1],):
         raise ValueError(
-            f"weight has shape {w.shape}, expected (D,) = ({x.shape[-1]},) to match x "
-            f"of shape {x.shape}"
+            f"weight has shape {w.shape}, expected (D,) = ({x.shape[-1]},) "
+            f"to match x of shape {x.shape}"
         )
+    check_same_dtype(x=x, weight=w)
     if not np.isscalar(eps) or not eps >= 0:
         raise ValueError(f"eps must be a number >= 0, got {eps!r}")
-    work = np.dtype(np.float32) if x.dtype.itemsize < 4 else x.dtype  # float16 -> float32
+    # float16 is computed in float32
+    work = np.dtype(np.float32) if x.dtype.itemsize < 4 else x.dtype
     h = x.astype(work, copy=False)
     variance = np.mean(h * h, axis=-1, keepdims=True)  # (..., D) -> (..., 1)
-    h = h / np.sqrt(variance + work.type(eps))  # (..., D) / (..., 1) -> (..., D)
-    return w.astype(x.dtype) * h.astype(x.dtype)
+    h = h / np.sqrt(variance + work.type(eps))  # (..., D) / (..., 1)
+    return w * h.astype(x.dtype)
