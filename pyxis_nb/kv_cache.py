@@ -106,8 +106,8 @@ class KVCache:
             if x.dtype != self.dtype or x.shape != want or T == 0:
                 raise ValueError(
                     f"{name} has shape {x.shape} and dtype {x.dtype}, "
-                    f"expected (B, H_kv, T, d_head) = {want[:2] + ('T',)}"
-                    f"{want[3:]} with T >= 1 and dtype {self.dtype}")
+                    f"expected (B, H_kv, T, d_head) = ({want[0]}, {want[1]}, "
+                    f"T, {want[3]}) with T >= 1 and dtype {self.dtype}")
         if start + T > self.max_seq_len:
             raise ValueError(
                 f"cannot append {T} positions to layer {i}: it holds {start} "
