@@ -111,7 +111,8 @@ class KVCache:
         if start + T > self.max_seq_len:
             raise ValueError(
                 f"cannot append {T} positions to layer {i}: it holds {start} "
-                f"and max_seq_len is {self.max_seq_len}")
+                f"and max_seq_len is {self.max_seq_len} ({start} + {T} = "
+                f"{start + T} > {self.max_seq_len})")
         self.key_cache[i][:, :, start:start + T] = k  # positions start..S-1
         self.value_cache[i][:, :, start:start + T] = v
         self._lengths[i] = S = start + T

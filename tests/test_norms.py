@@ -78,3 +78,11 @@ def test_bad_input():
         px.rms_norm(np.ones((2, 8), int), np.ones(8))
     with pytest.raises(ValueError, match=r"eps must be a number >= 0"):
         px.rms_norm(np.ones((2, 8)), np.ones(8), eps=-1.0)
+
+
+def test_mixed_dtypes_raise_as_torch():
+    """torch refuses rms_norm(float32 x, float64 weight); so does this."""
+    with pytest.raises(ValueError, match="weight has dtype float64 but x has dtype float32"):
+        px.rms_norm(np.ones((2, 8), np.float32), np.ones(8))
+    with pytest.raises(ValueError, match="weight has dtype float32 but x has dtype float64"):
+        px.rms_norm(np.ones((2, 8)), np.ones(8, np.float32))
