@@ -494,3 +494,73 @@ def test_qwen3_layer_matches_hugging_face_forward_in_torch():
             outs = [layer(x[:, :4], past_key_value=cache)]
             outs += [layer(x[:, t:t + 1], past_key_value=cache) for t in range(4, 7)]
             np.testing.assert_allclose(np.concatenate(outs, axis=1), ref, rtol=1e-4, atol=2e-5)
+
+
+# ---------------------------------------------------------------- HF's attention_mask and position_ids
+
+@given(lengths=st.lists(st.integers(1, 5), min_size=1, max_size=3), heads=heads_st,
+       split=st.integers(0, 4), seed=st.integers(0, 30))
+def test_left_padded_rows_equal_each_row_alone(lengths, heads, split, seed):
+    """Real rows of a left-padded batch, with or without a cache, equal the row run alone."""
+    layer = qwen3_layer(*heads, seed=seed)
+    T = max(lengths)
+    x = np.random.default_rng(seed).standard_normal((len(lengths), T, 6))
+    mask = np.array([[0] * (T - n) + [1] * n for n in lengths])
+    out = layer(x, attention_mask=mask)
+    np.testing.assert_array_equal(px.position_ids_from_mask(mask)[mask == 0], 0)
+    for b, n in enumerate(lengths):
+        np.testing.assert_allclose(out[b, T - n:], layer(x[b:b + 1, T - n:])[0], atol=1e-12)
+        assert np.all(out[b, :T - n] == 0)  # a padding query sees no key: zeros, not NaN
+    if 0 < split < T:  # the same through a cache: prefill, then the rest
+        cache = px.KVCache(1, len(lengths), layer.num_key_value_heads, 4, max_seq_len=T)
+        first = layer(x[:, :split], attention_mask=mask[:, :split], past_key_value=cache)
+        rest = layer(x[:, split:], attention_mask=mask, past_key_value=cache)
+        np.testing.assert_allclose(np.concatenate([first, rest], 1), out, atol=1e-12)
+
+
+def test_position_ids_from_mask_by_hand():
+    mask = np.array([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [0, 0, 0, 0, 1]])
+    assert px.position_ids_from_mask(mask).tolist() == [[0, 0, 0, 1, 2], [0, 1, 2, 3, 4],
+                                                        [0, 0, 0, 0, 0]]
+    assert px.position_ids_from_mask(mask.astype(bool)).tolist() == \
+        px.position_ids_from_mask(mask).tolist()
+
+
+def test_4d_boolean_mask_is_used_as_given():
+    layer, x = layer_and_input(4, 2, T=4)
+    allowed = np.tril(np.ones((4, 4), bool))[None, None]  # (1, 1, T, S)
+    np.testing.assert_allclose(layer(x, attention_mask=allowed), layer(x), atol=1e-12)
+    everything = np.ones((2, 1, 4, 4), bool)  # no causal triangle added on top
+    np.testing.assert_allclose(layer(x, attention_mask=everything), layer(x, is_causal=False),
+                               atol=1e-12)
+    # a 2-D mask is always HF's padding mask, combined with the causal one
+    np.testing.assert_allclose(layer(x, attention_mask=np.ones((2, 4), int)), layer(x), atol=1e-12)
+
+
+def test_explicit_positions_equal_the_derived_ones():
+    layer = qwen3_layer(4, 2)
+    x = np.random.default_rng(0).standard_normal((2, 4, 6))
+    mask = np.array([[0, 1, 1, 1], [1, 1, 1, 1]])
+    pos = px.position_ids_from_mask(mask)
+    np.testing.assert_array_equal(layer(x, attention_mask=mask, position_ids=pos),
+                                  layer(x, attention_mask=mask))
+    pos[0, 0] = 17  # a padding position may be anything
+    np.testing.assert_allclose(layer(x, attention_mask=mask, position_ids=pos)[0, 1:],
+                               layer(x, attention_mask=mask)[0, 1:], atol=1e-12)
+
+
+def test_biases_roundtrip_and_are_applied():
+    layer = px.random_attention(6, 4, 2, 4, bias=True, qk_norm=True, theta=100.0)
+    sd = layer.state_dict("p.")
+    assert {"p.q_proj.bias", "p.k_proj.bias", "p.v_proj.bias"} <= set(sd)
+    again = px.MultiHeadAttention.from_state_dict(sd, hidden_size=6, num_attention_heads=4,
+                                                  num_key_value_heads=2, head_dim=4, prefix="p.",
+                                                  theta=100.0)
+    x = np.random.default_rng(0).standard_normal((1, 3, 6))
+    np.testing.assert_array_equal(again(x), layer(x))
+    np.testing.assert_allclose(px.attention_per_head(layer, x), layer(x), atol=1e-12)
+    no_bias = {k: v for k, v in sd.items() if not k.endswith(".bias")}
+    plain = px.MultiHeadAttention.from_state_dict(no_bias, hidden_size=6, num_attention_heads=4,
+                                                  num_key_value_heads=2, head_dim=4, prefix="p.",
+                                                  theta=100.0)
+    assert not np.allclose(plain(x), layer(x))
