@@ -16,6 +16,7 @@ available at the top level. One concept per module:
 ``norms``       ``rms_norm``, Qwen3's q_norm / k_norm
 ``rope``        rotary position embeddings, both layouts
 ``multihead``   split/merge heads, ``repeat_kv``, the multi-head (GQA) layer
+``qwen3``       Qwen3-1.7B's config; seeded random (Qwen3) attention layers
 ``kv_cache``    ``KVCache``: preallocated keys and values for decoding
 ``tiled``       online softmax and exact attention in tiles (FlashAttention)
 ``generation``  a tiny model that generates with and without a KV cache
@@ -46,6 +47,7 @@ from .memory import *  # noqa: F401,F403
 from .norms import *  # noqa: F401,F403
 from .rope import *  # noqa: F401,F403
 from .multihead import *  # noqa: F401,F403
+from .qwen3 import *  # noqa: F401,F403
 from .kv_cache import *  # noqa: F401,F403
 from .tiled import *  # noqa: F401,F403
 from .generation import *  # noqa: F401,F403
@@ -55,7 +57,7 @@ from .source import *  # noqa: F401,F403
 # Each defines __all__. The _LAZY ones are imported on first use.
 _MODULES = ["softmax", "masks", "attention", "head", "experiments",
             "positions", "engine", "batching", "memory", "norms", "rope",
-            "multihead", "kv_cache", "tiled", "generation", "source",
+            "multihead", "qwen3", "kv_cache", "tiled", "generation", "source",
             "plotting", "widgets"]
 _LAZY = ("plotting", "widgets")
 

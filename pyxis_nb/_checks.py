@@ -472,3 +472,28 @@ def check_frequencies(name: str, size, theta,
                       why: str = "RoPE rotates pairs of coordinates"):
     """An even size and a base ``theta`` > 1: a sin/cos frequency table."""
     return check_even(name, size, why), check_theta("theta", theta)
+
+
+# --- layer checks
+def check_01_mask(name: str, mask) -> np.ndarray:
+    """A mask as a bool array: booleans, or numbers that are all 0 or 1."""
+    m = np.asarray(mask)
+    if m.dtype == bool:
+        return m
+    numeric = (np.issubdtype(m.dtype, np.integer)
+               or np.issubdtype(m.dtype, np.floating))
+    if not numeric or not np.isin(m, (0, 1)).all():
+        seen = np.unique(m)[:6].tolist() if numeric else m.dtype
+        raise ValueError(
+            f"{name} must be boolean or hold only 0 and 1 (1 = real token), "
+            f"got dtype {m.dtype} with values {seen}"
+        )
+    return m.astype(bool)
+
+
+def check_nonnegative(name: str, value) -> float:
+    """A real number >= 0 (an epsilon), as a float."""
+    if (isinstance(value, bool) or not np.isscalar(value)
+            or not np.isreal(value) or not value >= 0):
+        raise ValueError(f"{name} must be a number >= 0, got {value!r}")
+    return float(value)

@@ -1,39 +1,38 @@
 """A tiny random decoder that generates greedily, with and without a KV cache.
 
 Shape legend:
-    B       batch
-    P       prompt length
-    N       new tokens to generate
-    T       positions fed to one forward call (the whole sequence without a
-            cache; a prompt chunk, or 1 when decoding, with one)
-    S       positions the new queries attend over (cache + T)
-    C       hidden_size (``d_model`` in the book)
-    V       vocab_size
-    L       num_hidden_layers (not the book's ``L``, which counts new query positions)
+    B        batch
+    P        prompt length (left padding included)
+    N        new tokens to generate
+    T        positions fed to one forward call (the whole sequence without
+             a cache; a prompt chunk, or 1 when decoding, with one)
+    S        positions the new queries attend over (cache + T)
+    d_model  hidden_size
+    V        vocab_size
+    L        num_hidden_layers
 
 The model is Qwen3's skeleton without the MLPs: embed the ids; in each layer
 add ``attention(rms_norm(h))`` to the residual stream ``h``; a final
 ``rms_norm``; ``lm_head``. The attention layers are complete Qwen3 layers
-(q/k norms, RoPE, GQA). The weights are seeded random numbers, so the tokens it
-produces mean nothing; what the book measures is that the cache changes the
-cost of producing them and nothing else.
+(q/k norms, RoPE, GQA). The weights are seeded random numbers, so the tokens
+it produces mean nothing; what the book measures is that the cache (and
+left padding) changes the cost of producing them and nothing else.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_positive_int
+from ._checks import check_01_mask, check_bool, check_int, check_positive_int
 from .kv_cache import KVCache
-from .memory import ModelConfig
-from .multihead import MultiHeadAttention
 from .norms import rms_norm
+from .qwen3 import ModelConfig, random_attention
 
 __all__ = ["TinyDecoder", "decode_step_flops"]
 
 
 class TinyDecoder:
-    """Embedding, ``L`` Qwen3 attention layers with residuals and RMSNorm, an output projection.
+    """Embedding, ``L`` Qwen3 attention layers with residuals and RMSNorm.
 
     Parameters
     ----------
@@ -45,6 +44,7 @@ class TinyDecoder:
     head_dim : int, default 8
         Even (RoPE).
     rope_theta : float, default 10_000.0
+        RoPE base (a config-level name, as ``Qwen3Config``'s).
     max_position_embeddings : int, default 4096
         The longest sequence ``generate`` accepts.
     seed : int, default 0
@@ -52,48 +52,45 @@ class TinyDecoder:
 
     Attributes
     ----------
-    embed_tokens : ndarray, shape (V, C)
+    embed_tokens, lm_head : ndarray, shape (V, d_model)
     layers : list of MultiHeadAttention
-        ``MultiHeadAttention.random(..., qk_norm=True, rope_theta=rope_theta)``.
-    lm_head : ndarray, shape (V, C)
-        ``Linear`` layout (out, in).
+        ``random_attention(..., qk_norm=True, theta=rope_theta)``.
     config : ModelConfig
-        The sizes, with ``intermediate_size=0`` (no MLP), for :func:`decode_step_flops`.
-
-    Raises
-    ------
-    ValueError
-        Sizes that are not integers >= 1, or what ``MultiHeadAttention`` refuses.
+        The sizes, with ``intermediate_size=0`` (no MLP).
 
     See Also
     --------
-    transformers.Qwen3ForCausalLM : the real model (with MLPs, 28 layers, trained weights).
-    TinyLM : the one-head toy of the padding chapter, without a cache.
+    transformers.Qwen3ForCausalLM : the real model (MLPs, trained weights).
     """
 
-    def __init__(self, vocab_size: int = 64, hidden_size: int = 32, num_hidden_layers: int = 2,
-                 num_attention_heads: int = 4, num_key_value_heads: int = 2, head_dim: int = 8,
-                 *, rope_theta: float = 10_000.0, max_position_embeddings: int = 4096,
+    def __init__(self, vocab_size: int = 64, hidden_size: int = 32,
+                 num_hidden_layers: int = 2, num_attention_heads: int = 4,
+                 num_key_value_heads: int = 2, head_dim: int = 8, *,
+                 rope_theta: float = 10_000.0,
+                 max_position_embeddings: int = 4096,
                  seed: int = 0, dtype=np.float64):
         V = check_positive_int("vocab_size", vocab_size)
-        C = check_positive_int("hidden_size", hidden_size)
+        d_model = check_positive_int("hidden_size", hidden_size)
         L = check_positive_int("num_hidden_layers", num_hidden_layers)
-        self.max_position_embeddings = check_positive_int("max_position_embeddings",
-                                                          max_position_embeddings)
+        self.max_position_embeddings = check_positive_int(
+            "max_position_embeddings", max_position_embeddings)
         rng = np.random.default_rng(seed)
-        self.embed_tokens = rng.standard_normal((V, C)).astype(dtype)
-        self.layers = [MultiHeadAttention.random(C, num_attention_heads, num_key_value_heads,
-                                                 head_dim, seed=seed + 1 + i, dtype=dtype,
-                                                 qk_norm=True, rope_theta=rope_theta)
-                       for i in range(L)]
-        self.lm_head = (rng.standard_normal((V, C)) / np.sqrt(C)).astype(dtype)
-        self.norm_weight = np.ones(C, dtype=dtype)  # RMSNorm gains, left at 1
+        self.embed_tokens = rng.standard_normal((V, d_model)).astype(dtype)
+        self.layers = [random_attention(
+            d_model, num_attention_heads, num_key_value_heads, head_dim,
+            seed=seed + 1 + i, dtype=dtype, qk_norm=True, theta=rope_theta)
+            for i in range(L)]
+        lm_head = rng.standard_normal((V, d_model)) / np.sqrt(d_model)
+        self.lm_head = lm_head.astype(dtype)
+        self.norm_weight = np.ones(d_model, dtype=dtype)  # RMSNorm gains: 1
         first = self.layers[0]
         self.config = ModelConfig(
-            hidden_size=C, num_attention_heads=first.num_attention_heads,
-            num_key_value_heads=first.num_key_value_heads, head_dim=first.head_dim,
-            num_hidden_layers=L, rope_theta=first.rope_theta, rms_norm_eps=first.rms_norm_eps,
-            intermediate_size=0, vocab_size=V, max_position_embeddings=self.max_position_embeddings)
+            hidden_size=d_model, num_attention_heads=first.num_attention_heads,
+            num_key_value_heads=first.num_key_value_heads,
+            head_dim=first.head_dim, num_hidden_layers=L,
+            rope_theta=first.theta, rms_norm_eps=first.rms_norm_eps,
+            intermediate_size=0, vocab_size=V,
+            max_position_embeddings=self.max_position_embeddings)
 
     @property
     def vocab_size(self) -> int:
@@ -104,143 +101,166 @@ class TinyDecoder:
         return self.embed_tokens.dtype
 
     def new_cache(self, max_seq_len: int, batch_size: int = 1) -> KVCache:
-        """An empty ``KVCache`` that fits this model: one slot per layer, its dtype."""
+        """An empty ``KVCache`` that fits this model and its dtype."""
         c = self.config
-        return KVCache(c.num_hidden_layers, batch_size, c.num_key_value_heads, c.head_dim,
-                       max_seq_len, dtype=self.dtype)
+        return KVCache(c.num_hidden_layers, batch_size, c.num_key_value_heads,
+                       c.head_dim, max_seq_len, dtype=self.dtype)
 
     def _check_ids(self, input_ids) -> np.ndarray:
         ids = np.asarray(input_ids)
         if ids.ndim == 1:
             ids = ids[None]  # (T,) -> (1, T)
-        if not np.issubdtype(ids.dtype, np.integer) or ids.ndim != 2 or ids.shape[1] == 0:
-            raise ValueError(f"input_ids must be integers of shape (B, T) or (T,) with T >= 1, "
-                             f"got shape {np.shape(input_ids)} and dtype {ids.dtype}")
+        if (not np.issubdtype(ids.dtype, np.integer) or ids.ndim != 2
+                or ids.shape[1] == 0):
+            raise ValueError(
+                "input_ids must be integers of shape (B, T) or (T,) with "
+                f"T >= 1, got shape {np.shape(input_ids)} and dtype "
+                f"{ids.dtype}")
         if ids.min() < 0 or ids.max() >= self.vocab_size:
-            raise ValueError(f"input_ids must lie in 0 .. {self.vocab_size - 1}, "
-                             f"got {ids.min()} .. {ids.max()}")
+            raise ValueError(
+                f"input_ids must lie in 0 .. {self.vocab_size - 1}, "
+                f"got {ids.min()} .. {ids.max()}")
         return ids
 
-    def forward(self, input_ids, *, past_key_values: KVCache | None = None,
+    def forward(self, input_ids, *, attention_mask=None, position_ids=None,
+                past_key_values: KVCache | None = None,
                 logits_to_keep: int = 0) -> np.ndarray:
-        """Next-token logits for ``T`` new tokens (after what the cache holds, if given).
+        """Next-token logits for ``T`` new tokens (after the cache, if given).
 
         Parameters
         ----------
         input_ids : array_like of int, shape (B, T) or (T,)
+        attention_mask : ndarray, shape (B, S) or (B, 1, T, S), optional
+            Passed to every layer: 1 = real token, over cache + new tokens.
+        position_ids : ndarray of int, shape (T,) or (B, T), optional
+            Default: derived from the mask, as in Hugging Face's generate.
         past_key_values : KVCache, optional
-            Every layer ``i`` appends its keys and values at ``layer_idx=i``;
-            positions continue from the cache length.
+            Layer ``i`` appends at ``layer_idx=i``. HF 5.x calls it
+            ``cache`` (``past_key_values`` until 5.40).
         logits_to_keep : int, default 0
-            Compute logits only for the last this many positions (0: all).
-            Generation needs 1.
+            Logits for the last this many positions only (0: all).
 
         Returns
         -------
         ndarray, shape (B, T, V), or (B, logits_to_keep, V)
 
-        Raises
-        ------
-        ValueError
-            Non-integer ids, ids out of range, a negative ``logits_to_keep``, or
-            what the cache refuses (overflow).
-
         See Also
         --------
-        transformers.Qwen3ForCausalLM.forward : same ``past_key_values`` and ``logits_to_keep``.
+        transformers.Qwen3ForCausalLM.forward
         """
         ids = self._check_ids(input_ids)  # (B, T)
-        if (isinstance(logits_to_keep, bool) or not isinstance(logits_to_keep, (int, np.integer))
-                or logits_to_keep < 0):
-            raise ValueError(f"logits_to_keep must be an integer >= 0 (0: all), got {logits_to_keep!r}")
-        h = self.embed_tokens[ids]  # (B, T) -> (B, T, C)
-        for i, layer in enumerate(self.layers):
-            normed = rms_norm(h, self.norm_weight)  # (B, T, C)
-            h = h + layer(normed, past_key_value=past_key_values, layer_idx=i)  # residual
-        if logits_to_keep:
-            h = h[:, -logits_to_keep:]  # (B, T, C) -> (B, k, C)
-        h = rms_norm(h, self.norm_weight)
-        return h @ self.lm_head.T  # (B, T, C) x (C, V) -> (B, T, V)
+        keep = check_int("logits_to_keep", logits_to_keep, low=0)
+        h = self.embed_tokens[ids]  # (B, T) -> (B, T, d_model)
+        for i, layer in enumerate(self.layers):  # layer 0 checks the rest
+            normed = rms_norm(h, self.norm_weight)  # (B, T, d_model)
+            h = h + layer(normed, attention_mask=attention_mask,
+                          position_ids=position_ids,
+                          past_key_value=past_key_values, layer_idx=i)
+        h = rms_norm(h[:, -keep:] if keep else h, self.norm_weight)
+        return h @ self.lm_head.T  # (B, T, d_model) @ (d_model, V)
 
     __call__ = forward
 
-    def generate(self, prompt_ids, max_new_tokens: int, *, use_cache: bool = True,
+    def generate(self, prompt_ids, max_new_tokens: int, *,
+                 attention_mask=None, use_cache: bool = True,
+                 eos_token_id: int | None = None,
                  prefill_chunk: int | None = None):
         """Greedy generation: take the argmax, append it, repeat.
 
-        Without a cache every step runs the whole sequence again. With one, the
-        prompt is prefilled (in one call, or in calls of ``prefill_chunk``
-        tokens) and then each step feeds only the newest token.
+        Without a cache every step reruns the whole sequence; with one the
+        prompt is prefilled (at once, or ``prefill_chunk`` tokens a call)
+        and each step feeds only the newest token. A left-padded batch
+        generates, row by row, what each row generates alone.
 
         Parameters
         ----------
-        prompt_ids : sequence of int, shape (P,)
+        prompt_ids : array_like of int, shape (B, P) or (P,)
         max_new_tokens : int
-            ``N >= 1``.
+        attention_mask : ndarray of bool or 0/1, shape (B, P), optional
+            0 marks (left) padding; every row needs a real token.
         use_cache : bool, default True
+        eos_token_id : int, optional
+            A row that produced it emits it again; all rows done: stop.
         prefill_chunk : int, optional
-            Prefill ``prefill_chunk`` prompt tokens per call (needs the cache).
 
         Returns
         -------
-        ids : ndarray of int64, shape (P + N,)
-            The prompt followed by the generated tokens.
-        step_logits : ndarray, shape (N, V)
-            Row ``n`` is what step ``n`` chose ``ids[P + n]`` from.
-
-        Raises
-        ------
-        ValueError
-            An empty or non-integer prompt, ``max_new_tokens`` < 1, ``P + N``
-            over ``max_position_embeddings``, or ``prefill_chunk`` without the cache.
+        ids : ndarray of int64, shape (B, P + N) (or (P + N,))
+        step_logits : ndarray, shape (B, N, V) (or (N, V))
 
         See Also
         --------
-        greedy_generate : the same loop for ``TinyLM``, without a cache.
-        transformers.GenerationMixin.generate : ``do_sample=False``, ``use_cache``.
+        transformers.GenerationMixin.generate : ``do_sample=False``.
         """
         ids = np.asarray(prompt_ids)
-        if ids.ndim != 1 or ids.shape[0] == 0 or not np.issubdtype(ids.dtype, np.integer):
-            raise ValueError(f"prompt_ids must be a non-empty 1-D sequence of token ids, got "
-                             f"shape {ids.shape} and dtype {ids.dtype}")
+        one = ids.ndim == 1
+        ids = ids[None] if one else ids  # (P,) -> (1, P)
+        if (ids.ndim != 2 or ids.size == 0
+                or not np.issubdtype(ids.dtype, np.integer)):
+            raise ValueError(
+                "prompt_ids must be a non-empty (B, P) or (P,) array of token "
+                f"ids, got shape {np.shape(prompt_ids)} and dtype {ids.dtype}")
+        ids = self._check_ids(ids)
+        B, P = ids.shape
         n_new = check_positive_int("max_new_tokens", max_new_tokens)
-        P, total = ids.shape[0], ids.shape[0] + n_new
-        if total > self.max_position_embeddings:
-            raise ValueError(f"prompt ({P}) + max_new_tokens ({n_new}) = {total} exceeds "
-                             f"max_position_embeddings = {self.max_position_embeddings}")
+        use_cache = check_bool("use_cache", use_cache)
+        if P + n_new > self.max_position_embeddings:
+            raise ValueError(
+                f"prompt ({P}) + max_new_tokens ({n_new}) = {P + n_new} "
+                f"exceeds max_position_embeddings = "
+                f"{self.max_position_embeddings}")
+        mask = np.ones((B, P), bool) if attention_mask is None else \
+            check_01_mask("attention_mask", attention_mask)
+        if mask.shape != (B, P) or not mask.any(axis=-1).all():
+            raise ValueError(
+                f"attention_mask has shape {mask.shape}, expected (B, P) = "
+                f"({B}, {P}) with a real token (1) in every row")
+        eos = None if eos_token_id is None else check_int(
+            "eos_token_id", eos_token_id, low=0, high=self.vocab_size - 1)
+        chunk = P
         if prefill_chunk is not None:
             if not use_cache:
-                raise ValueError("prefill_chunk needs use_cache=True: without a cache every "
-                                 "step reruns the whole sequence")
-            prefill_chunk = check_positive_int("prefill_chunk", prefill_chunk)
-        tokens = [int(t) for t in ids]
-        cache = self.new_cache(max_seq_len=total) if use_cache else None
-        if use_cache:
-            chunk = prefill_chunk or P
-            for start in range(0, P, chunk):  # prefill: all prompt positions of a chunk at once
-                logits = self.forward(ids[None, start:start + chunk], past_key_values=cache,
-                                      logits_to_keep=1)  # (1, 1, V)
-        step_logits = []
+                raise ValueError("prefill_chunk needs use_cache=True: without "
+                                 "a cache every step reruns the sequence")
+            chunk = check_positive_int("prefill_chunk", prefill_chunk)
+        cache = self.new_cache(P + n_new, B) if use_cache else None
+        for a in range(0, P, chunk) if use_cache else ():  # prefill
+            b = min(a + chunk, P)
+            logits = self.forward(ids[:, a:b], attention_mask=mask[:, :b],
+                                  past_key_values=cache, logits_to_keep=1)
+        done, steps = np.zeros(B, bool), []
         for n in range(n_new):
             if not use_cache:  # recompute every position of the sequence
-                logits = self.forward(np.array([tokens]), logits_to_keep=1)  # (1, 1, V)
+                logits = self.forward(ids, attention_mask=mask,
+                                      logits_to_keep=1)  # (B, 1, V)
             elif n > 0:  # decode: only the newest token goes in
-                logits = self.forward(np.array([[tokens[-1]]]), past_key_values=cache,
-                                      logits_to_keep=1)  # (1, 1, V)
-            step_logits.append(logits[0, -1])  # (V,)
-            tokens.append(int(np.argmax(logits[0, -1])))
-        return np.array(tokens, dtype=np.int64), np.stack(step_logits)  # (P + N,), (N, V)
+                logits = self.forward(ids[:, -1:], attention_mask=mask,
+                                      past_key_values=cache, logits_to_keep=1)
+            steps.append(logits[:, -1])  # (B, V)
+            new = np.argmax(logits[:, -1], axis=-1)  # (B,)
+            if eos is not None:  # finished rows repeat the end-of-sequence id
+                new = np.where(done, eos, new)
+                done |= new == eos
+            ids = np.concatenate([ids, new[:, None]], axis=1).astype(np.int64)
+            mask = np.concatenate([mask, np.ones((B, 1), bool)], axis=1)
+            if done.all():
+                break
+        step_logits = np.stack(steps, axis=1)  # (B, N, V)
+        return (ids[0], step_logits[0]) if one else (ids, step_logits)
 
     def __repr__(self) -> str:
         c = self.config
-        return (f"TinyDecoder(vocab_size={c.vocab_size}, hidden_size={c.hidden_size}, "
-                f"num_hidden_layers={c.num_hidden_layers}, num_attention_heads="
-                f"{c.num_attention_heads}, num_key_value_heads={c.num_key_value_heads}, "
+        return (f"TinyDecoder(vocab_size={c.vocab_size}, "
+                f"hidden_size={c.hidden_size}, "
+                f"num_hidden_layers={c.num_hidden_layers}, "
+                f"num_attention_heads={c.num_attention_heads}, "
+                f"num_key_value_heads={c.num_key_value_heads}, "
                 f"head_dim={c.head_dim}, dtype={self.dtype})")
 
 
-def decode_step_flops(config, context_len: int, *, use_cache: bool = True) -> int:
-    """Floating-point operations of one decode step, with or without the KV cache.
+def decode_step_flops(config, context_len: int, *,
+                      use_cache: bool = True) -> int:
+    """Floating-point operations of one decode step, with or without a cache.
 
     Counts the matrix products only (2 FLOPs per multiply-add; norms, RoPE and
     the softmax are lower order). The new token is the last of ``T =
@@ -261,7 +281,8 @@ def decode_step_flops(config, context_len: int, *, use_cache: bool = True) -> in
     Parameters
     ----------
     config : ModelConfig
-        Reads ``hidden_size``, ``num_attention_heads``, ``num_key_value_heads``,
+        Reads ``hidden_size``, ``num_attention_heads``,
+        ``num_key_value_heads``,
         ``head_dim``, ``num_hidden_layers``, ``intermediate_size`` (0: no MLP)
         and ``vocab_size``. ``QWEN3_1_7B`` or ``TinyDecoder(...).config``.
     context_len : int
@@ -286,12 +307,14 @@ def decode_step_flops(config, context_len: int, *, use_cache: bool = True) -> in
     1722
     """
     T = check_positive_int("context_len", context_len)
-    # C = d_model, Hkv = H_kv, D = d_head; intermediate_size = d_ff
-    C, H, Hkv, D = (config.hidden_size, config.num_attention_heads,
-                    config.num_key_value_heads, config.head_dim)
-    per_token = 2 * C * (H * D + 2 * Hkv * D) + 2 * H * D * C + 6 * C * config.intermediate_size
-    if use_cache:
-        per_layer = per_token + 4 * H * D * T  # one token; one query row against T keys
-    else:
-        per_layer = T * per_token + 4 * H * D * T * T  # every token; the full (T, T) scores
-    return config.num_hidden_layers * per_layer + 2 * C * config.vocab_size
+    d_model, H, H_kv, d_head = (config.hidden_size, config.num_attention_heads,
+                                config.num_key_value_heads, config.head_dim)
+    d_ff = config.intermediate_size
+    per_token = (2 * d_model * (H + 2 * H_kv) * d_head  # q, k, v
+                 + 2 * H * d_head * d_model + 6 * d_model * d_ff)  # o, MLP
+    if use_cache:  # one token; one query row against T keys
+        per_layer = per_token + 4 * H * d_head * T
+    else:  # every token; the full (T, T) scores
+        per_layer = T * per_token + 4 * H * d_head * T * T
+    L = config.num_hidden_layers
+    return L * per_layer + 2 * d_model * config.vocab_size

@@ -2,30 +2,31 @@
 
 Shape legend:
     B       batch
-    Hkv     num_key_value_heads, ``H_kv`` in the book (the cache stores key/value
-            heads, not query heads: this is where GQA saves memory)
-    t       positions appended by one ``update`` (a prompt chunk, or 1 when
-            decoding); the book's ``L``, the new tokens
-    S       positions held so far by a layer
+    H_kv    key/value heads (the cache stores key/value heads, not query
+            heads: this is where GQA saves memory)
+    T       positions appended by one ``update`` (a prompt chunk, or 1 when
+            decoding)
+    S       positions a layer holds after it
     S_max   ``max_seq_len``, the positions allocated up front
-    D       head_dim, ``d_head`` in the book
+    d_head  head size
 
-Each layer owns two arrays of shape (B, Hkv, S_max, D), allocated once; an
-``update`` writes ``t`` new positions after the ``S`` already there and returns
-views of the first ``S + t``. Nothing is copied or reallocated while decoding.
+Each layer owns two arrays of shape (B, H_kv, S_max, d_head), allocated
+once; an ``update`` writes ``T`` new positions after those already there and
+returns views of the first ``S``. Nothing is copied or reallocated while
+decoding.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array, check_positive_int
+from ._checks import as_float_array, check_int, check_positive_int
 
 __all__ = ["KVCache"]
 
 
 class KVCache:
-    """Keys and values of every layer, kept so that decode does not recompute the past.
+    """Keys and values of every layer, so decoding never recomputes the past.
 
     Parameters
     ----------
@@ -33,18 +34,20 @@ class KVCache:
     batch_size : int
         ``B``.
     num_key_value_heads : int
-        ``Hkv``.
+        ``H_kv``.
     head_dim : int
-        ``D``.
+        ``d_head``.
     max_seq_len : int
-        ``S_max``: positions allocated per layer; appending past it is an error.
+        ``S_max``: positions allocated per layer; more is an error.
     dtype : numpy float dtype, default float64
-        Every ``update`` must pass exactly this dtype.
+        Every ``update`` must pass exactly this dtype (the package default,
+        float64, as ``MultiHeadAttention`` and ``TinyDecoder``).
 
     Attributes
     ----------
-    key_cache, value_cache : list of ndarray, shape (B, Hkv, S_max, D)
-        The preallocated storage, one array per layer (Hugging Face's names).
+    key_cache, value_cache : list of ndarray, shape (B, H_kv, S_max, d_head)
+        The storage, one array per layer (HF 5.x keeps them per layer as
+        ``cache.layers[i].keys`` / ``.values``).
 
     Raises
     ------
@@ -54,128 +57,93 @@ class KVCache:
     See Also
     --------
     transformers.StaticCache : Hugging Face's preallocated cache (same idea).
-    transformers.DynamicCache : grows by concatenation instead; same ``update`` and
-        ``get_seq_length``.
+    transformers.DynamicCache : grows by concatenation instead; same
+        ``update`` and ``get_seq_length``.
     """
 
-    def __init__(self, num_layers: int, batch_size: int, num_key_value_heads: int,
-                 head_dim: int, max_seq_len: int, dtype=np.float64):
+    def __init__(self, num_layers: int, batch_size: int,
+                 num_key_value_heads: int, head_dim: int, max_seq_len: int,
+                 dtype=np.float64):
         self.num_layers = check_positive_int("num_layers", num_layers)
         self.batch_size = check_positive_int("batch_size", batch_size)
-        self.num_key_value_heads = check_positive_int("num_key_value_heads", num_key_value_heads)
+        self.num_key_value_heads = check_positive_int(
+            "num_key_value_heads", num_key_value_heads)
         self.head_dim = check_positive_int("head_dim", head_dim)
         self.max_seq_len = check_positive_int("max_seq_len", max_seq_len)
         self.dtype = np.dtype(dtype)
         if not np.issubdtype(self.dtype, np.floating):
-            raise ValueError(f"dtype must be a float dtype (float32 or float64), got {self.dtype}")
-        shape = (self.batch_size, self.num_key_value_heads, self.max_seq_len, self.head_dim)
-        self.key_cache = [np.zeros(shape, self.dtype) for _ in range(self.num_layers)]
-        self.value_cache = [np.zeros(shape, self.dtype) for _ in range(self.num_layers)]
+            raise ValueError("dtype must be a float dtype (float32 or "
+                             f"float64), got {self.dtype}")
+        shape = (self.batch_size, self.num_key_value_heads, self.max_seq_len,
+                 self.head_dim)
+        layers = range(self.num_layers)
+        self.key_cache = [np.zeros(shape, self.dtype) for _ in layers]
+        self.value_cache = [np.zeros(shape, self.dtype) for _ in layers]
         self._lengths = [0] * self.num_layers
 
     def _check_layer(self, layer_idx) -> int:
-        if (isinstance(layer_idx, bool) or not isinstance(layer_idx, (int, np.integer))
-                or not 0 <= layer_idx < self.num_layers):
-            raise ValueError(f"layer_idx must be an integer in 0 .. {self.num_layers - 1} "
-                             f"(the cache has {self.num_layers} layers), got {layer_idx!r}")
-        return int(layer_idx)
+        return check_int("layer_idx", layer_idx, low=0,
+                         high=self.num_layers - 1)
 
     def get_seq_length(self, layer_idx: int = 0) -> int:
-        """Positions held so far by layer ``layer_idx`` (Hugging Face's name)."""
+        """Positions held so far by layer ``layer_idx`` (HF's name)."""
         return self._lengths[self._check_layer(layer_idx)]
 
-    def update(self, layer_idx: int, key, value):
-        """Append new keys and values to one layer and return everything it holds.
+    def update(self, key_states, value_states, layer_idx: int):
+        """Append ``T`` new positions to one layer; return all it holds.
 
-        Parameters
-        ----------
-        layer_idx : int
-        key, value : ndarray, shape (B, Hkv, t, D)
-            The keys and values of the ``t`` new positions, of the cache's dtype.
-
-        Returns
-        -------
-        keys, values : ndarray, shape (B, Hkv, S, D)
-            Views of the storage, ``S`` = the previous length + ``t``. A later
-            ``update`` writes after them and leaves them unchanged.
-
-        Raises
-        ------
-        ValueError
-            A bad ``layer_idx``; ``key`` or ``value`` of the wrong dtype or shape
-            (the message names the expected (B, Hkv, t, D)); or more positions than
-            ``max_seq_len`` allows (the message names both lengths).
-
-        See Also
-        --------
-        transformers.DynamicCache.update : the same call in Hugging Face.
+        ``key_states``, ``value_states``: (B, H_kv, T, d_head), of the
+        cache's dtype; nothing is written if anything is wrong. Returns
+        views (B, H_kv, S, d_head), which later updates leave unchanged.
+        Same call as ``transformers.DynamicCache.update``.
         """
-        layer_idx = self._check_layer(layer_idx)
-        want = (self.batch_size, self.num_key_value_heads, "t", self.head_dim)
-        arrays = {}
-        for name, x in (("key", key), ("value", value)):
-            x = as_float_array(name, x)
-            if x.dtype != self.dtype:
-                raise ValueError(f"{name} has dtype {x.dtype}, expected {self.dtype} (the cache's dtype)")
-            if (x.ndim != 4 or x.shape[2] == 0
-                    or (x.shape[0], x.shape[1], x.shape[3]) != (want[0], want[1], want[3])):
-                raise ValueError(f"{name} has shape {x.shape}, expected (B, Hkv, t, D) = "
-                                 f"({want[0]}, {want[1]}, t, {want[3]}) with t >= 1")
-            arrays[name] = x
-        if arrays["key"].shape != arrays["value"].shape:
-            raise ValueError(f"key has shape {arrays['key'].shape} but value has shape "
-                             f"{arrays['value'].shape}; expected the same (B, Hkv, t, D)")
-        start, t = self._lengths[layer_idx], arrays["key"].shape[2]
-        if start + t > self.max_seq_len:
-            raise ValueError(f"cannot append {t} positions to layer {layer_idx}: it holds {start} "
-                             f"and max_seq_len is {self.max_seq_len} ({start} + {t} = {start + t} "
-                             f"> {self.max_seq_len})")
-        end = start + t
-        self.key_cache[layer_idx][:, :, start:end] = arrays["key"]  # (B, Hkv, t, D) into positions start..end-1
-        self.value_cache[layer_idx][:, :, start:end] = arrays["value"]
-        self._lengths[layer_idx] = end
-        return (self.key_cache[layer_idx][:, :, :end],  # (B, Hkv, S, D) views
-                self.value_cache[layer_idx][:, :, :end])
+        i = self._check_layer(layer_idx)
+        k = as_float_array("key_states", key_states, ndim=4)
+        v = as_float_array("value_states", value_states, ndim=4)
+        start, T = self._lengths[i], k.shape[2]
+        want = (self.batch_size, self.num_key_value_heads, T, self.head_dim)
+        for name, x in (("key_states", k), ("value_states", v)):
+            if x.dtype != self.dtype or x.shape != want or T == 0:
+                raise ValueError(
+                    f"{name} has shape {x.shape} and dtype {x.dtype}, "
+                    f"expected (B, H_kv, T, d_head) = ({want[0]}, {want[1]}, "
+                    f"T, {want[3]}) with T >= 1 and dtype {self.dtype}")
+        if start + T > self.max_seq_len:
+            raise ValueError(
+                f"cannot append {T} positions to layer {i}: it holds {start} "
+                f"and max_seq_len is {self.max_seq_len} ({start} + {T} = "
+                f"{start + T} > {self.max_seq_len})")
+        self.key_cache[i][:, :, start:start + T] = k  # positions start..S-1
+        self.value_cache[i][:, :, start:start + T] = v
+        self._lengths[i] = S = start + T
+        return self.key_cache[i][:, :, :S], self.value_cache[i][:, :, :S]
 
     def reset(self) -> None:
         """Forget every position (the storage stays allocated)."""
         self._lengths = [0] * self.num_layers
 
     def crop(self, max_length: int) -> None:
-        """Keep only the first ``max_length`` positions of every layer.
+        """Keep the first ``max_length`` positions of every layer.
 
-        Layers holding fewer keep what they have. Cropping then appending again
-        is how a benchmark repeats one decode step at a fixed context length, and
-        how speculative decoding drops rejected tokens.
-
-        Parameters
-        ----------
-        max_length : int
-            >= 0.
-
-        Raises
-        ------
-        ValueError
-            If ``max_length`` is not an integer >= 0.
-
-        See Also
-        --------
-        transformers.DynamicCache.crop : the same call in Hugging Face (which also
-            takes a negative length, counted from the end).
+        A negative ``max_length`` drops that many from the end instead (the
+        only form ``transformers.DynamicCache.crop(tokens_to_remove)``
+        accepts in HF 5.x). Layers holding fewer keep what they have.
         """
-        if (isinstance(max_length, bool) or not isinstance(max_length, (int, np.integer))
-                or max_length < 0):
-            raise ValueError(f"max_length must be an integer >= 0, got {max_length!r}")
-        self._lengths = [min(n, int(max_length)) for n in self._lengths]
+        n = check_int("max_length", max_length)
+        self._lengths = [max(L + n, 0) if n < 0 else min(L, n)
+                         for L in self._lengths]
 
     @property
     def nbytes(self) -> int:
-        """Bytes allocated for keys and values of all layers (at ``max_seq_len``)."""
+        """Bytes allocated for the keys and values of all layers."""
         return sum(a.nbytes for a in self.key_cache + self.value_cache)
 
     def __repr__(self) -> str:
-        held = (f"every layer holds {self._lengths[0]}" if len(set(self._lengths)) == 1
+        same = len(set(self._lengths)) == 1
+        held = (f"every layer holds {self._lengths[0]}" if same
                 else f"lengths={self._lengths}")
-        return (f"KVCache(num_layers={self.num_layers}, batch_size={self.batch_size}, "
-                f"num_key_value_heads={self.num_key_value_heads}, head_dim={self.head_dim}, "
-                f"max_seq_len={self.max_seq_len}, dtype={self.dtype}; {held})")
+        return (f"KVCache(num_layers={self.num_layers}, "
+                f"batch_size={self.batch_size}, "
+                f"num_key_value_heads={self.num_key_value_heads}, "
+                f"head_dim={self.head_dim}, max_seq_len={self.max_seq_len}, "
+                f"dtype={self.dtype}; {held})")

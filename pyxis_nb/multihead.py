@@ -1,26 +1,20 @@
-"""Multi-head attention with MHA, GQA and MQA, up to Qwen3's complete attention layer.
+"""Multi-head attention (MHA, GQA, MQA), up to Qwen3's attention layer.
 
-Shape legend (as in Hugging Face's ``modeling_qwen3.py``):
-    B       batch
-    T       query positions (the new tokens of this call)
-    S       key/value positions (T, plus what a KV cache already holds)
-    C       hidden_size, the width of the residual stream
-    H       num_attention_heads, query heads
-    Hkv     num_key_value_heads, key/value heads; H % Hkv == 0
-    n_rep   num_key_value_groups = H // Hkv, query heads per key/value head
-    D       head_dim (need not equal C // H: Qwen3-1.7B has C = 2048, H = 16, D = 128)
+Shape legend (Hugging Face's config names in brackets):
+    B        batch
+    T        query positions: the new tokens of this call
+    S        key/value positions: T plus what a KV cache already holds
+    d_model  width of the residual stream (hidden_size)
+    H        query heads (num_attention_heads)
+    H_kv     key/value heads (num_key_value_heads); H % H_kv == 0
+    n_rep    query heads per key/value head, H // H_kv
+             (num_key_value_groups)
+    d_head   size of one head (head_dim); need not be d_model // H
 
-MHA is ``Hkv == H``, GQA ``1 < Hkv < H``, MQA ``Hkv == 1``. Query head ``h``
-reads key/value head ``h // n_rep`` (= ``h * Hkv // H``), so consecutive query
-heads share one key/value head, as ``repeat_kv`` lays them out.
-
-Weights use PyTorch's ``Linear`` layout, (out_features, in_features), as the
-checkpoints store them, so a projection is ``x @ W.T``.
-
-Qwen3 adds two optional pieces, both off by default: ``q_norm`` / ``k_norm``
-(an RMSNorm over D of every query and key head, weights of shape (D,)) and
-RoPE (``rope_theta``; half layout, rotated by ``position_ids``), applied in
-Hugging Face's order: project, norm, rotate, append to the cache, attend.
+MHA is ``H_kv == H``, GQA ``1 < H_kv < H``, MQA ``H_kv == 1``. Query head
+``h`` reads key/value head ``h // n_rep``, as ``repeat_kv`` lays them out.
+Weights use torch's ``Linear`` layout (out_features, in_features), as
+checkpoints store them: a projection is ``x @ W.T + b``.
 """
 
 from __future__ import annotations
@@ -29,12 +23,12 @@ from typing import Mapping
 
 import numpy as np
 
-from ._checks import as_float_array, check_nonempty, check_positive_int
+from ._checks import (as_float_array, check_01_mask, check_bool, check_even,
+                      check_heads, check_nonempty, check_nonnegative,
+                      check_positive_int, check_same_dtype, check_theta)
 from .attention import scaled_dot_product_attention
 from .masks import causal_mask
-from .memory import QWEN3_1_7B
 from .norms import rms_norm
-from ._checks import check_even as _check_head_dim, check_theta
 from .rope import apply_rope, apply_rotary_pos_emb, rotary_cos_sin
 
 __all__ = [
@@ -42,65 +36,53 @@ __all__ = [
     "merge_heads",
     "repeat_kv",
     "kv_head_for",
+    "weight_shapes",
+    "position_ids_from_mask",
     "MultiHeadAttention",
+    "attention_per_head",
 ]
 
+#: constructor argument -> checkpoint key (torch's state-dict names)
+STATE_KEYS = {
+    "q_proj": "q_proj.weight", "k_proj": "k_proj.weight",
+    "v_proj": "v_proj.weight", "o_proj": "o_proj.weight",
+    "q_proj_bias": "q_proj.bias", "k_proj_bias": "k_proj.bias",
+    "v_proj_bias": "v_proj.bias",
+    "q_norm": "q_norm.weight", "k_norm": "k_norm.weight",
+}
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj")
-NORMS = ("q_norm", "k_norm")
+OPTIONAL_GROUPS = (("q_proj_bias", "k_proj_bias", "v_proj_bias"),
+                   ("q_norm", "k_norm"))
+_NOT_GIVEN = object()  # from_state_dict: theta not passed at all
+_check_heads = check_heads  # plotting still imports it from here
 
 
 def split_heads(x, num_heads: int) -> np.ndarray:
-    """Cut the last axis into heads: (B, T, H*D) -> (B, H, T, D).
-
-    Parameters
-    ----------
-    x : ndarray, shape (B, T, H*D)
-    num_heads : int
-        ``H``; must divide the last axis.
-
-    Returns
-    -------
-    ndarray, shape (B, H, T, D)
-        Head ``h`` holds features ``h*D : (h+1)*D`` of every token.
-
-    Raises
-    ------
-    ValueError
-        If ``x`` is not a 3-D float array or ``num_heads`` does not divide its last axis.
+    """Cut the last axis into heads: (B, T, H*d_head) -> (B, H, T, d_head).
 
     See Also
     --------
     merge_heads : the inverse.
     transformers.models.qwen3.modeling_qwen3.Qwen3Attention.forward :
-        ``q_proj(x).view(B, T, -1, D).transpose(1, 2)``.
+        ``q_proj(x).view(B, T, -1, head_dim).transpose(1, 2)``.
     """
     x = as_float_array("x", x)
     num_heads = check_positive_int("num_heads", num_heads)
     if x.ndim != 3 or x.shape[-1] % num_heads:
         raise ValueError(
-            f"x has shape {x.shape}, expected (B, T, H*D) with a last axis divisible by "
-            f"num_heads = {num_heads}"
-        )
-    B, T, HD = x.shape
-    x = x.reshape(B, T, num_heads, HD // num_heads)  # (B, T, H*D) -> (B, T, H, D)
-    return x.transpose(0, 2, 1, 3)  # (B, T, H, D) -> (B, H, T, D)
+            f"x has shape {x.shape}, expected (B, T, H*d_head) with a last "
+            f"axis divisible by num_heads = {num_heads}")
+    return _split(x, num_heads)
+
+
+def _split(x, H):
+    B, T, _ = x.shape
+    x = x.reshape(B, T, H, -1)  # (B, T, H*d_head) -> (B, T, H, d_head)
+    return x.transpose(0, 2, 1, 3)  # -> (B, H, T, d_head)
 
 
 def merge_heads(x) -> np.ndarray:
-    """Concatenate the heads again: (B, H, T, D) -> (B, T, H*D).
-
-    Parameters
-    ----------
-    x : ndarray, shape (B, H, T, D)
-
-    Returns
-    -------
-    ndarray, shape (B, T, H*D)
-
-    Raises
-    ------
-    ValueError
-        If ``x`` is not a 4-D float array.
+    """Concatenate the heads: (B, H, T, d_head) -> (B, T, H*d_head).
 
     See Also
     --------
@@ -110,482 +92,382 @@ def merge_heads(x) -> np.ndarray:
     """
     x = as_float_array("x", x)
     if x.ndim != 4:
-        raise ValueError(f"x has shape {x.shape}, expected (B, H, T, D)")
-    B, H, T, D = x.shape
-    x = x.transpose(0, 2, 1, 3)  # (B, H, T, D) -> (B, T, H, D)
-    return x.reshape(B, T, H * D)  # (B, T, H, D) -> (B, T, H*D)
+        raise ValueError(f"x has shape {x.shape}, expected (B, H, T, d_head)")
+    return _merge(x)
+
+
+def _merge(x):
+    B, H, T, d_head = x.shape
+    x = x.transpose(0, 2, 1, 3)  # (B, H, T, d_head) -> (B, T, H, d_head)
+    return x.reshape(B, T, H * d_head)  # -> (B, T, H*d_head)
 
 
 def repeat_kv(hidden_states, n_rep: int) -> np.ndarray:
     """Repeat each key/value head for ``n_rep`` consecutive query heads.
 
-    The numpy twin of Hugging Face's ``repeat_kv``: (B, Hkv, S, D) ->
-    (B, Hkv * n_rep, S, D), where output head ``h`` is input head ``h // n_rep``
-    (heads 0, 0, 1, 1, ... for ``n_rep = 2``; not 0, 1, 0, 1). Equivalent to
-    ``np.repeat(hidden_states, n_rep, axis=1)``. Like Hugging Face, it returns
-    the input itself when ``n_rep == 1``; otherwise a new array.
-
-    Parameters
-    ----------
-    hidden_states : ndarray, shape (B, Hkv, S, D)
-    n_rep : int
-        ``num_key_value_groups``, >= 1.
-
-    Returns
-    -------
-    ndarray, shape (B, Hkv * n_rep, S, D)
-
-    Raises
-    ------
-    ValueError
-        If ``hidden_states`` is not a 4-D float array or ``n_rep`` is not an integer >= 1.
+    (B, H_kv, S, d_head) -> (B, H_kv*n_rep, S, d_head); output head ``h``
+    is input head ``h // n_rep`` (0, 0, 1, 1, ... for ``n_rep = 2``).
+    Returns the input itself when ``n_rep == 1``, as Hugging Face does.
 
     See Also
     --------
     transformers.models.qwen3.modeling_qwen3.repeat_kv : the reference.
-    torch.nn.functional.scaled_dot_product_attention : ``enable_gqa=True`` does the same
-        inside the attention.
+    torch.nn.functional.scaled_dot_product_attention : ``enable_gqa=True``.
     """
     x = as_float_array("hidden_states", hidden_states)
     n_rep = check_positive_int("n_rep", n_rep)
     if x.ndim != 4:
-        raise ValueError(f"hidden_states has shape {x.shape}, expected (B, Hkv, S, D)")
+        raise ValueError(f"hidden_states has shape {x.shape}, "
+                         "expected (B, H_kv, S, d_head)")
     if n_rep == 1:
         return x
-    B, Hkv, S, D = x.shape
-    # (B, Hkv, 1, S, D) -> (B, Hkv, n_rep, S, D): a view, nothing copied yet
-    x = np.broadcast_to(x[:, :, None], (B, Hkv, n_rep, S, D))
-    # (B, Hkv, n_rep, S, D) -> (B, Hkv*n_rep, S, D): this reshape copies
-    return x.reshape(B, Hkv * n_rep, S, D)
+    B, H_kv, S, d_head = x.shape
+    # (B, H_kv, 1, S, d_head) -> (B, H_kv, n_rep, S, d_head): a view
+    x = np.broadcast_to(x[:, :, None], (B, H_kv, n_rep, S, d_head))
+    return x.reshape(B, H_kv * n_rep, S, d_head)  # this reshape copies
 
 
-def kv_head_for(q_head: int, num_attention_heads: int, num_key_value_heads: int) -> int:
-    """The key/value head that query head ``q_head`` reads: ``q_head * Hkv // H``.
+def kv_head_for(q_head: int, num_attention_heads: int,
+                num_key_value_heads: int) -> int:
+    """The key/value head query head ``q_head`` reads: ``q_head // n_rep``.
+
+    With 16 query and 8 key/value heads, query heads 0 and 1 read head 0,
+    2 and 3 read head 1, and so on.
+    """
+    H, H_kv = check_heads(num_attention_heads, num_key_value_heads)
+    is_int = (isinstance(q_head, (int, np.integer))
+              and not isinstance(q_head, bool))
+    if not is_int or not 0 <= q_head < H:
+        raise ValueError(
+            f"q_head must be an integer in 0 .. {H - 1}, got {q_head!r}")
+    return int(q_head) * H_kv // H
+
+
+def weight_shapes(hidden_size: int, num_attention_heads: int,
+                  num_key_value_heads: int, head_dim: int) -> dict:
+    """The shape of every array a layer can hold, by constructor argument."""
+    d_model, H, H_kv, d_head = (hidden_size, num_attention_heads,
+                                num_key_value_heads, head_dim)
+    return {"q_proj": (H * d_head, d_model),
+            "k_proj": (H_kv * d_head, d_model),
+            "v_proj": (H_kv * d_head, d_model),
+            "o_proj": (d_model, H * d_head),
+            "q_proj_bias": (H * d_head,), "k_proj_bias": (H_kv * d_head,),
+            "v_proj_bias": (H_kv * d_head,),
+            "q_norm": (d_head,), "k_norm": (d_head,)}
+
+
+def position_ids_from_mask(attention_mask) -> np.ndarray:
+    """Positions of a left-padded batch, as HF's ``generate`` sets them.
+
+    The real tokens of each row count 0, 1, 2, ...; padding gets 0
+    (``attention_mask.cumsum(-1) - 1``, then ``masked_fill(mask == 0, 0)``).
 
     Parameters
     ----------
-    q_head : int
-        In ``0 .. H - 1``.
-    num_attention_heads, num_key_value_heads : int
-        ``H`` and ``Hkv``, with ``H % Hkv == 0``.
+    attention_mask : ndarray of bool or 0/1, shape (B, S)
+        1 (True) for a real token, 0 for padding.
 
     Returns
     -------
-    int
-        Equal to ``q_head // (H // Hkv)``: with 16 query and 8 key/value heads,
-        query heads 0 and 1 read head 0, 2 and 3 read head 1, and so on.
-
-    Raises
-    ------
-    ValueError
-        If ``Hkv`` does not divide ``H`` or ``q_head`` is out of range.
+    ndarray of int64, shape (B, S)
 
     See Also
     --------
-    repeat_kv : lays the key/value heads out in this order.
+    transformers.GenerationMixin._prepare_position_ids_for_generation
     """
-    H, Hkv = _check_heads(num_attention_heads, num_key_value_heads)
-    is_int = isinstance(q_head, (int, np.integer)) and not isinstance(q_head, bool)
-    if not is_int or not 0 <= q_head < H:
-        raise ValueError(f"q_head must be an integer in 0 .. {H - 1}, got {q_head!r}")
-    return int(q_head) * Hkv // H
+    real = check_01_mask("attention_mask", attention_mask)
+    if real.ndim != 2:
+        raise ValueError(f"attention_mask has shape {real.shape}, "
+                         "expected (B, S)")
+    return np.where(real, np.cumsum(real, axis=-1) - 1, 0)
 
 
-def _check_heads(num_attention_heads, num_key_value_heads) -> tuple[int, int]:
-    H = check_positive_int("num_attention_heads", num_attention_heads)
-    Hkv = check_positive_int("num_key_value_heads", num_key_value_heads)
-    if H % Hkv:
+def _layer_mask(attention_mask, B, T, past, is_causal):
+    """Check the mask; return the SDPA mask and which keys are real, (B, S)."""
+    S = past + T
+    if attention_mask is None:
+        mask = causal_mask(T, S) if is_causal else None  # (T, S)
+        return mask, np.ones((B, S), bool)
+    m = check_01_mask("attention_mask", attention_mask)
+    if m.ndim == 4:  # Hugging Face: a 4-D mask is the complete mask, as given
+        if m.shape not in ((B, 1, T, S), (1, 1, T, S)):
+            raise ValueError(f"attention_mask has shape {m.shape}, expected "
+                             f"(B, 1, T, S) = ({B}, 1, {T}, {S})")
+        return m, np.ones((B, S), bool)
+    if m.shape != (B, S):
         raise ValueError(
-            f"num_attention_heads = {H} is not a multiple of num_key_value_heads = {Hkv}: "
-            f"each key/value head must serve the same number of query heads"
-        )
-    return H, Hkv
+            f"attention_mask has shape {m.shape}, expected (B, S) = "
+            f"({B}, {S}): {past} cached positions plus {T} new ones")
+    keys = m[:, None, None, :]  # (B, S) -> (B, 1, 1, S): True = may attend
+    return (keys & causal_mask(T, S) if is_causal else keys), m
 
 
-def _weight_shapes(C: int, H: int, Hkv: int, D: int) -> dict[str, tuple[int, int]]:
-    return {"q_proj": (H * D, C), "k_proj": (Hkv * D, C), "v_proj": (Hkv * D, C), "o_proj": (C, H * D)}
+def _positions(position_ids, real, past, cached):
+    """Check (or derive) the positions of the T new tokens; returns (B, T)."""
+    B, S = real.shape
+    T = S - past
+    want = np.cumsum(real, axis=-1)[:, past:] - 1  # (B, T), HF's derivation
+    new = real[:, past:]  # (B, T): which new tokens are real
+    if position_ids is None:
+        return np.where(new, want, 0)
+    pos = np.asarray(position_ids)
+    if (not np.issubdtype(pos.dtype, np.integer)
+            or pos.shape not in ((T,), (1, T), (B, T)) or np.any(pos < 0)):
+        raise ValueError(
+            f"position_ids has shape {pos.shape} and dtype {pos.dtype}, "
+            f"expected integers >= 0 of shape (T,) or (B, T) = ({B}, {T})")
+    pos = np.broadcast_to(pos, (B, T))
+    for b in range(B):
+        got, exp = pos[b][new[b]], want[b][new[b]]
+        shift = 0 if cached or got.size == 0 else got[0] - exp[0]
+        if np.any(got != exp + shift):
+            held = int(real[b, :past].sum())
+            raise ValueError(
+                f"position_ids of row {b} are {got.tolist()} for its real "
+                f"tokens, but the cache holds {held} real tokens of that "
+                f"row: expected {(exp + shift).tolist()}" if cached else
+                f"position_ids of row {b} are {got.tolist()} for its real "
+                f"tokens: expected consecutive positions, "
+                f"{(exp + shift).tolist()}")
+    return pos
 
 
-def _check_weight(name: str, weight, shape: tuple) -> np.ndarray:
-    w = np.asarray(weight)
-    if not np.issubdtype(w.dtype, np.floating):
-        raise ValueError(f"{name}.weight must be a float array, got dtype {w.dtype} "
-                         f"with shape {w.shape}")
-    if w.shape != shape:
-        raise ValueError(f"{name}.weight has shape {w.shape}, expected {shape}")
-    return w
+def _linear(x, weight, bias):
+    """torch's ``F.linear``: (B, T, in) @ (in, out) -> (B, T, out), + bias."""
+    y = x @ weight.T
+    return y if bias is None else y + bias
 
 
-def _check_rope(rope_theta, head_dim: int) -> float:
-    """rope_theta as a float; RoPE also needs an even head_dim."""
-    theta = check_theta("rope_theta", rope_theta)
-    _check_head_dim("head_dim", head_dim)
-    return theta
+def _check_hidden(layer, hidden_states) -> np.ndarray:
+    x = as_float_array("hidden_states", hidden_states)
+    if x.ndim != 3 or x.shape[-1] != layer.hidden_size:
+        raise ValueError(f"hidden_states has shape {x.shape}, expected "
+                         f"(B, T, d_model) with d_model = {layer.hidden_size}")
+    check_nonempty("hidden_states", x, {0: "batch", 1: "sequence"})
+    check_same_dtype(**{"q_proj.weight": layer.q_proj, "hidden_states": x})
+    return x
+
+
+def _check_arrays(given: dict, shapes: dict) -> dict:
+    """The arrays that are not None, checked: shapes, groups, one dtype."""
+    for group in OPTIONAL_GROUPS:  # a checkpoint has all of them or none
+        have = [n for n in group if given[n] is not None]
+        if 0 < len(have) < len(group):
+            raise ValueError(f"give all of {group} or none, got only {have}")
+    arrays = {}
+    for name, w in given.items():
+        if w is not None:
+            arrays[name] = as_float_array(STATE_KEYS[name], w)
+            if arrays[name].shape != shapes[name]:
+                raise ValueError(
+                    f"{STATE_KEYS[name]} has shape {arrays[name].shape}, "
+                    f"expected {shapes[name]}")
+    check_same_dtype(**arrays)
+    return arrays
+
+
+def _checkpoint_arrays(state_dict: Mapping, prefix: str) -> dict:
+    """The arrays under ``prefix``; raise if a key is unknown or missing."""
+    ours = {k[len(prefix):]: v for k, v in state_dict.items()
+            if k.startswith(prefix)}
+    unknown = sorted(prefix + k for k in ours if k not in STATE_KEYS.values())
+    missing = [prefix + STATE_KEYS[n] for n in PROJECTIONS
+               if STATE_KEYS[n] not in ours]
+    if unknown or missing:
+        raise ValueError(
+            f"state_dict does not fit the layer under prefix {prefix!r}: "
+            f"unknown keys {unknown}, missing keys {missing}")
+    return {n: ours[k] for n, k in STATE_KEYS.items() if k in ours}
 
 
 class MultiHeadAttention:
-    """An attention layer with ``H`` query heads and ``Hkv`` key/value heads (MHA, GQA, MQA).
+    """Attention with ``H`` query and ``H_kv`` key/value heads (MHA/GQA/MQA).
 
-    Computes, per head ``h`` with key/value head ``g = h // n_rep``,
-    ``softmax(Q_h K_g^T / sqrt(D) + mask) V_g``, concatenates the ``H`` head
-    outputs and mixes them with ``o_proj``. With ``q_norm``, ``k_norm`` and
-    ``rope_theta`` set it is Qwen3's attention layer; without them (the
-    default) the plain multi-head layer. There are no biases (Qwen3 has none).
+    With ``q_norm``, ``k_norm`` and ``theta`` it is Qwen3's attention layer;
+    with the three biases, Qwen2's; with none of them, the plain layer.
 
     Parameters
     ----------
-    hidden_size : int
-        ``C``.
-    num_attention_heads : int
-        ``H``.
-    num_key_value_heads : int
-        ``Hkv``; must divide ``H``.
-    head_dim : int
-        ``D``; need not equal ``C // H``.
-    q_proj : ndarray, shape (H*D, C)
-    k_proj : ndarray, shape (Hkv*D, C)
-    v_proj : ndarray, shape (Hkv*D, C)
-    o_proj : ndarray, shape (C, H*D)
-        Float arrays of one dtype, in PyTorch's ``Linear`` layout (out, in).
-    q_norm, k_norm : ndarray, shape (D,), optional
-        Qwen3's RMSNorm weights, applied to every query (key) head after the
-        projection and before RoPE. Give both or neither; same dtype as the projections.
+    hidden_size, num_attention_heads, num_key_value_heads, head_dim : int
+        ``d_model``, ``H``, ``H_kv`` (dividing ``H``), ``d_head``.
+    q_proj, k_proj, v_proj, o_proj : ndarray
+        (H*d_head, d_model), (H_kv*d_head, d_model) twice, (d_model,
+        H*d_head): torch's ``Linear`` layout (out, in).
+    q_proj_bias, k_proj_bias, v_proj_bias : ndarray, optional
+        (H*d_head,), (H_kv*d_head,) twice. All three or none.
+    q_norm, k_norm : ndarray, shape (d_head,), optional
+        RMSNorm weights of every query/key head, before RoPE. Both or none.
     rms_norm_eps : float, default 1e-6
-        The norms' epsilon (Qwen3's ``rms_norm_eps``).
-    rope_theta : float, optional
-        Turn on RoPE (half layout, Hugging Face's ``rotate_half``) with this base;
-        ``D`` must be even. None (the default) leaves positions out.
+    theta : float, optional
+        RoPE base (half layout); ``d_head`` even. None: no RoPE.
 
-    Attributes
-    ----------
-    num_key_value_groups : int
-        ``n_rep = H // Hkv``.
-    scaling : float
-        ``D ** -0.5``.
-
-    Raises
-    ------
-    ValueError
-        Sizes that are not integers >= 1, ``Hkv`` not dividing ``H``, a weight
-        that is not a float array of the expected shape (the message names it),
-        weights of different dtypes, only one of ``q_norm`` / ``k_norm``, a
-        negative ``rms_norm_eps``, or a ``rope_theta`` that is not > 1 or comes
-        with an odd ``head_dim``.
-
-    Notes
-    -----
-    Differences in naming from ``Qwen3Attention``: Hugging Face computes
-    ``cos, sin`` once per model (``Qwen3RotaryEmbedding``) and passes them in
-    as ``position_embeddings``; this layer takes ``position_ids`` and computes
-    them itself (:func:`rotary_cos_sin`). The cache argument is
-    ``past_key_value`` here, ``past_key_values`` there, and the layer index is
-    an argument of ``forward`` rather than of the constructor.
+    All arrays share one float dtype; inputs must have it too.
 
     See Also
     --------
-    MultiHeadAttention.random : seeded random weights.
-    MultiHeadAttention.qwen3 : a random layer with Qwen3-1.7B's shapes, norms and RoPE.
-    MultiHeadAttention.from_state_dict : weights named like the checkpoint.
-    transformers.models.qwen3.modeling_qwen3.Qwen3Attention : the reference layer.
-    torch.nn.MultiheadAttention : torch's layer (MHA only, packed ``in_proj_weight``).
+    random_attention, qwen3_attention : seeded random layers.
+    transformers.models.qwen3.modeling_qwen3.Qwen3Attention
+    transformers.models.qwen2.modeling_qwen2.Qwen2Attention : biases.
     """
 
-    def __init__(self, hidden_size: int, num_attention_heads: int, num_key_value_heads: int,
-                 head_dim: int, *, q_proj, k_proj, v_proj, o_proj, q_norm=None, k_norm=None,
-                 rms_norm_eps: float = 1e-6, rope_theta: float | None = None):
+    def __init__(self, hidden_size, num_attention_heads, num_key_value_heads,
+                 head_dim, *, q_proj, k_proj, v_proj, o_proj,
+                 q_proj_bias=None, k_proj_bias=None, v_proj_bias=None,
+                 q_norm=None, k_norm=None, rms_norm_eps=1e-6, theta=None):
         self.hidden_size = check_positive_int("hidden_size", hidden_size)
-        self.num_attention_heads, self.num_key_value_heads = _check_heads(
-            num_attention_heads, num_key_value_heads)
+        H, H_kv = check_heads(num_attention_heads, num_key_value_heads)
+        self.num_attention_heads, self.num_key_value_heads = H, H_kv
         self.head_dim = check_positive_int("head_dim", head_dim)
-        self.num_key_value_groups = self.num_attention_heads // self.num_key_value_heads
+        self.num_key_value_groups = H // H_kv  # n_rep
         self.scaling = self.head_dim ** -0.5
-        given = {"q_proj": q_proj, "k_proj": k_proj, "v_proj": v_proj, "o_proj": o_proj}
-        expected = self.weight_shapes()
-        for name in PROJECTIONS:
-            setattr(self, name, _check_weight(name, given[name], expected[name]))
-        dtypes = {name: getattr(self, name).dtype for name in PROJECTIONS}
-        if len(set(dtypes.values())) > 1:
-            listed = ", ".join(f"{n} {d}" for n, d in dtypes.items())
-            raise ValueError(f"the four projection weights must share one dtype, got {listed}")
-        self.q_norm = self.k_norm = None
-        if (q_norm is None) != (k_norm is None):
-            raise ValueError(f"give both q_norm and k_norm or neither, got only "
-                             f"{'q_norm' if k_norm is None else 'k_norm'}")
-        if q_norm is not None:
-            for name, w in (("q_norm", q_norm), ("k_norm", k_norm)):
-                w = _check_weight(name, w, (self.head_dim,))
-                if w.dtype != self.dtype:
-                    raise ValueError(f"{name}.weight has dtype {w.dtype}, expected {self.dtype} "
-                                     f"(the projections' dtype)")
-                setattr(self, name, w)
-        if isinstance(rms_norm_eps, bool) or not np.isscalar(rms_norm_eps) or not rms_norm_eps >= 0:
-            raise ValueError(f"rms_norm_eps must be a number >= 0, got {rms_norm_eps!r}")
-        self.rms_norm_eps = float(rms_norm_eps)
-        self.rope_theta = None if rope_theta is None else _check_rope(rope_theta, self.head_dim)
-
-    def weight_shapes(self) -> dict[str, tuple[int, int]]:
-        """The (out_features, in_features) shape each projection must have."""
-        return _weight_shapes(self.hidden_size, self.num_attention_heads,
-                              self.num_key_value_heads, self.head_dim)
+        given = dict(q_proj=q_proj, k_proj=k_proj, v_proj=v_proj,
+                     o_proj=o_proj, q_proj_bias=q_proj_bias,
+                     k_proj_bias=k_proj_bias, v_proj_bias=v_proj_bias,
+                     q_norm=q_norm, k_norm=k_norm)
+        shapes = weight_shapes(self.hidden_size, H, H_kv, self.head_dim)
+        arrays = _check_arrays(given, shapes)
+        for name in STATE_KEYS:  # absent optional arrays are None
+            setattr(self, name, arrays.get(name))
+        self.rms_norm_eps = check_nonnegative("rms_norm_eps", rms_norm_eps)
+        self.theta = None if theta is None else check_theta("theta", theta)
+        if theta is not None:  # RoPE rotates pairs
+            check_even("head_dim", self.head_dim)
 
     @classmethod
-    def random(cls, hidden_size: int, num_attention_heads: int, num_key_value_heads: int,
-               head_dim: int, seed: int = 0, dtype=np.float64, *, qk_norm: bool = False,
-               rms_norm_eps: float = 1e-6, rope_theta: float | None = None) -> "MultiHeadAttention":
-        """A layer with seeded normal weights of standard deviation ``1 / sqrt(in_features)``.
+    def from_state_dict(cls, state_dict: Mapping, *, hidden_size,
+                        num_attention_heads, num_key_value_heads, head_dim,
+                        prefix="", rms_norm_eps=1e-6, theta=_NOT_GIVEN):
+        """A layer from checkpoint arrays: ``{prefix}q_proj.weight``, ...
 
-        That scale keeps projected entries at about unit variance when the inputs
-        have it (as ``Head`` does). The weights are drawn in float64 and then cast,
-        so float32 and float64 layers with one seed hold the same numbers. With
-        ``qk_norm=True`` the norm weights are drawn after the projections (so
-        the projections do not change) as ``1 + 0.1 * normal``; ``rms_norm_eps``
-        and ``rope_theta`` are passed on to the constructor.
-        """
-        C = check_positive_int("hidden_size", hidden_size)
-        H, Hkv = _check_heads(num_attention_heads, num_key_value_heads)
-        D = check_positive_int("head_dim", head_dim)
-        rng = np.random.default_rng(seed)
-        weights = {name: (rng.standard_normal(shape) / np.sqrt(shape[1])).astype(dtype)
-                   for name, shape in _weight_shapes(C, H, Hkv, D).items()}
-        if qk_norm:
-            weights |= {name: (1.0 + 0.1 * rng.standard_normal(D)).astype(dtype) for name in NORMS}
-        return cls(hidden_size, num_attention_heads, num_key_value_heads, head_dim, **weights,
-                   rms_norm_eps=rms_norm_eps, rope_theta=rope_theta)
-
-    @classmethod
-    def qwen3(cls, config=QWEN3_1_7B, *, seed: int = 0, dtype=np.float32) -> "MultiHeadAttention":
-        """A random layer with a Qwen3 configuration: its shapes, q/k norms, RoPE and epsilon.
-
-        Parameters
-        ----------
-        config : ModelConfig, default QWEN3_1_7B
-            Read: ``hidden_size``, ``num_attention_heads``, ``num_key_value_heads``,
-            ``head_dim``, ``rope_theta``, ``rms_norm_eps``.
-        seed : int, default 0
-        dtype : numpy float dtype, default float32
-            Qwen3-1.7B's four projections hold 12.6 million numbers (48 MiB in float32).
-
-        Returns
-        -------
-        MultiHeadAttention
-            ``random(..., qk_norm=True)`` with the config's ``rope_theta`` and ``rms_norm_eps``.
+        All under ``prefix`` or nothing: an unknown key (``o_proj.bias``)
+        raises, as a missing one does. ``theta`` is not in the weights:
+        ``q_norm`` (Qwen3) needs it, or ``theta=None`` on purpose.
 
         See Also
         --------
-        transformers.models.qwen3.modeling_qwen3.Qwen3Attention : ``Qwen3Attention(config, layer_idx)``.
+        torch.nn.Module.load_state_dict : ``strict=True``.
         """
-        return cls.random(config.hidden_size, config.num_attention_heads,
-                          config.num_key_value_heads, config.head_dim, seed=seed, dtype=dtype,
-                          qk_norm=True, rms_norm_eps=config.rms_norm_eps,
-                          rope_theta=config.rope_theta)
+        arrays = _checkpoint_arrays(state_dict, prefix)
+        if theta is _NOT_GIVEN:
+            if "q_norm" in arrays or "k_norm" in arrays:
+                raise ValueError(
+                    "state_dict has q_norm/k_norm (a Qwen3 checkpoint) but no "
+                    "theta was given: pass theta=config.rope_theta, or "
+                    "theta=None to leave RoPE out on purpose")
+            theta = None
+        return cls(hidden_size, num_attention_heads, num_key_value_heads,
+                   head_dim, **arrays, rms_norm_eps=rms_norm_eps, theta=theta)
 
-    @classmethod
-    def from_state_dict(cls, state_dict: Mapping[str, object], *, hidden_size: int,
-                        num_attention_heads: int, num_key_value_heads: int, head_dim: int,
-                        prefix: str = "", rms_norm_eps: float = 1e-6,
-                        rope_theta: float | None = None) -> "MultiHeadAttention":
-        """A layer from arrays named like the checkpoint: ``{prefix}q_proj.weight`` and so on.
-
-        Parameters
-        ----------
-        state_dict : mapping of str to ndarray
-            Must hold ``{prefix}q_proj.weight``, ``{prefix}k_proj.weight``,
-            ``{prefix}v_proj.weight`` and ``{prefix}o_proj.weight``. If it holds
-            ``{prefix}q_norm.weight`` and ``{prefix}k_norm.weight`` (a Qwen3
-            checkpoint does), they are loaded too. Other keys (other layers) are ignored.
-        hidden_size, num_attention_heads, num_key_value_heads, head_dim : int
-            The configuration the weights must fit (``QWEN3_1_7B.attention_config()``
-            gives the real model's).
-        prefix : str, default ""
-            For example ``"model.layers.0.self_attn."``.
-        rms_norm_eps : float, default 1e-6
-        rope_theta : float, optional
-            Not stored in the weights: pass ``QWEN3_1_7B.rope_theta`` for Qwen3.
-
-        Raises
-        ------
-        ValueError
-            A missing key (named), only one of the two norm weights, or a weight
-            of the wrong shape, e.g.
-            ``"k_proj.weight has shape (2048, 2048), expected (1024, 2048)"``.
-
-        See Also
-        --------
-        torch.nn.Module.load_state_dict : the torch counterpart.
-        """
-        missing = [f"{prefix}{n}.weight" for n in PROJECTIONS if f"{prefix}{n}.weight" not in state_dict]
-        if missing:
-            raise ValueError(f"state_dict is missing {missing}; it has {sorted(state_dict)[:8]}"
-                             f"{' ...' if len(state_dict) > 8 else ''}")
-        weights = {n: state_dict[f"{prefix}{n}.weight"] for n in PROJECTIONS}
-        norms = {n: state_dict[f"{prefix}{n}.weight"] for n in NORMS if f"{prefix}{n}.weight" in state_dict}
-        if len(norms) == 1:
-            (have,) = norms
-            other = NORMS[1 - NORMS.index(have)]
-            raise ValueError(f"state_dict has {prefix}{have}.weight but not {prefix}{other}.weight: "
-                             f"expected both (Qwen3) or neither")
-        return cls(hidden_size, num_attention_heads, num_key_value_heads, head_dim, **weights,
-                   **norms, rms_norm_eps=rms_norm_eps, rope_theta=rope_theta)
-
-    def state_dict(self, prefix: str = "") -> dict[str, np.ndarray]:
-        """The weights under their checkpoint names (``{prefix}q_proj.weight``, ...; norms if set)."""
-        names = PROJECTIONS + (NORMS if self.q_norm is not None else ())
-        return {f"{prefix}{n}.weight": getattr(self, n) for n in names}
+    def state_dict(self, prefix: str = "") -> dict:
+        """The arrays under their checkpoint keys (torch's ``state_dict``)."""
+        return {prefix + key: getattr(self, n) for n, key in STATE_KEYS.items()
+                if getattr(self, n) is not None}
 
     @property
     def dtype(self):
         return self.q_proj.dtype
 
-    def _check_hidden(self, hidden_states) -> np.ndarray:
-        x = as_float_array("hidden_states", hidden_states)
-        if x.ndim != 3 or x.shape[-1] != self.hidden_size:
-            raise ValueError(f"hidden_states has shape {x.shape}, expected (B, T, hidden_size) "
-                             f"with hidden_size = {self.hidden_size}")
-        check_nonempty("hidden_states", x, {0: "batch", 1: "sequence"})
-        return x
-
     def project(self, hidden_states):
-        """Project and split into heads (and apply ``q_norm`` / ``k_norm`` if set).
-
-        Returns
-        -------
-        query : ndarray, shape (B, H, T, D)
-        key, value : ndarray, shape (B, Hkv, T, D)
-            Not yet rotated: RoPE needs the positions, which ``forward`` has.
-        """
-        x = self._check_hidden(hidden_states)
-        wq, wk, wv = (getattr(self, n).astype(x.dtype, copy=False) for n in PROJECTIONS[:3])
-        q = split_heads(x @ wq.T, self.num_attention_heads)  # (B, T, C) x (C, H*D) -> (B, T, H*D) -> (B, H, T, D)
-        k = split_heads(x @ wk.T, self.num_key_value_heads)  # (B, T, C) x (C, Hkv*D) -> (B, T, Hkv*D) -> (B, Hkv, T, D)
-        v = split_heads(x @ wv.T, self.num_key_value_heads)  # (B, T, C) x (C, Hkv*D) -> (B, T, Hkv*D) -> (B, Hkv, T, D)
-        if self.q_norm is not None:  # Qwen3: RMSNorm over D, each head on its own, before RoPE
-            q = rms_norm(q, self.q_norm, self.rms_norm_eps)  # (B, H, T, D)
-            k = rms_norm(k, self.k_norm, self.rms_norm_eps)  # (B, Hkv, T, D); values are not normed
+        """(q, k, v): (B, H, T, d_head), (B, H_kv, T, d_head) x2, pre-RoPE."""
+        x = _check_hidden(self, hidden_states)
+        H, H_kv = self.num_attention_heads, self.num_key_value_heads
+        # (B, T, d_model) @ (d_model, H*d_head) -> (B, H, T, d_head)
+        q = _split(_linear(x, self.q_proj, self.q_proj_bias), H)
+        # (B, T, d_model) @ (d_model, H_kv*d_head) -> (B, H_kv, T, d_head)
+        k = _split(_linear(x, self.k_proj, self.k_proj_bias), H_kv)
+        v = _split(_linear(x, self.v_proj, self.v_proj_bias), H_kv)
+        if self.q_norm is not None:  # Qwen3: RMSNorm over d_head, per head
+            q = rms_norm(q, self.q_norm, self.rms_norm_eps)
+            k = rms_norm(k, self.k_norm, self.rms_norm_eps)
         return q, k, v
 
-    def _position_ids(self, position_ids, B: int, T: int, past: int | None) -> np.ndarray:
-        """Validate positions (or make the default ``past + arange(T)``); returns (B, T).
-
-        ``past`` is the cache length, or None without a cache (any start is allowed then).
-        """
-        if position_ids is None:
-            return np.broadcast_to((past or 0) + np.arange(T), (B, T))
-        pos = np.asarray(position_ids)
-        if not np.issubdtype(pos.dtype, np.integer) or pos.shape not in ((T,), (1, T), (B, T)):
-            raise ValueError(f"position_ids has shape {pos.shape} and dtype {pos.dtype}, expected "
-                             f"integers of shape (T,) or (B, T) = ({B}, {T})")
-        pos = np.broadcast_to(pos, (B, T))
-        if np.any(pos < 0) or np.any(np.diff(pos, axis=-1) != 1):
-            raise ValueError(f"position_ids must be consecutive non-negative integers along T, "
-                             f"got {pos.tolist()}")
-        if past is not None and np.any(pos[:, 0] != past):
-            raise ValueError(f"position_ids start at {pos[:, 0].tolist()}, but the cache already "
-                             f"holds {past} positions: expected them to start at {past}")
-        return pos
-
-    def forward(self, hidden_states, is_causal: bool = True, return_weights: bool = False, *,
-                past_key_value=None, layer_idx: int = 0, position_ids=None):
-        """Attend over the tokens (and over what the cache holds), then mix heads with ``o_proj``.
-
-        The order is Hugging Face's: project and split heads; ``q_norm`` /
-        ``k_norm`` (if set); RoPE on queries and keys (if ``rope_theta`` is
-        set); append keys and values to the cache; attend; merge heads; ``o_proj``.
+    def forward(self, hidden_states, *, attention_mask=None, position_ids=None,
+                past_key_value=None, layer_idx=0, is_causal=True,
+                return_weights=False):
+        """Project, norm, rotate, append to the cache, attend, ``o_proj``.
 
         Parameters
         ----------
-        hidden_states : ndarray, shape (B, T, C)
-        is_causal : bool, default True
-            Each query sees only keys at its own position or before. With a cache,
-            the ``T`` queries are the last ``T`` of ``S`` positions, so the triangle
-            is aligned bottom-right (``causal_mask(T, S)``): prefill, chunked
-            prefill and one-token decode all see exactly their past.
-        return_weights : bool, default False
-            Also return the per-head weights.
+        hidden_states : ndarray, shape (B, T, d_model)
+        attention_mask : ndarray, shape (B, S) or (B or 1, 1, T, S), optional
+            (B, S): 1 = real token, 0 = padding, over the cached and the new
+            positions, combined with the causal mask. 4-D: True = may
+            attend, used as given (Hugging Face does the same).
+        position_ids : ndarray of int, shape (T,) or (B, T), optional
+            Default: from the mask (:func:`position_ids_from_mask`).
         past_key_value : KVCache, optional
-            The new keys and values are appended with
-            ``past_key_value.update(layer_idx, key, value)``; attention then runs
-            over all ``S`` keys it returns.
-        layer_idx : int, default 0
-            Which layer of the cache this layer writes.
-        position_ids : array of int, shape (T,) or (B, T), optional
-            Absolute positions of the new tokens; default ``cache length + arange(T)``.
-            Must be consecutive; with a non-empty cache they must start at its length.
-            RoPE (when ``rope_theta`` is set) rotates queries and keys by them;
-            otherwise they are only checked.
+            At ``layer_idx``. HF 5.x: ``cache`` (``past_key_values`` < 5.40).
+        is_causal, return_weights : bool, default True, False
 
         Returns
         -------
-        out : ndarray, shape (B, T, C)
-        weights : ndarray, shape (B, H, T, S), only with ``return_weights=True``
-
-        Raises
-        ------
-        ValueError
-            ``hidden_states`` not (B, T, C), bad ``position_ids``, and whatever
-            ``KVCache.update`` refuses (overflow, shape, dtype, layer index).
-
-        See Also
-        --------
-        transformers.models.qwen3.modeling_qwen3.Qwen3Attention.forward : the reference.
+        out : (B, T, d_model); weights : (B, H, T, S) with return_weights
         """
-        q, k, v = self.project(hidden_states)  # (B, H, T, D), (B, Hkv, T, D) twice; normed if set
+        is_causal = check_bool("is_causal", is_causal)
+        return_weights = check_bool("return_weights", return_weights)
+        q, k, v = self.project(hidden_states)  # (B, H or H_kv, T, d_head)
         B, _, T, _ = q.shape
-        past = None if past_key_value is None else past_key_value.get_seq_length(layer_idx)
-        pos = self._position_ids(position_ids, B, T, past)  # (B, T)
-        if self.rope_theta is not None:  # rotate before caching: the cache holds rotated keys
-            cos, sin = rotary_cos_sin(pos, self.head_dim, theta=self.rope_theta,
-                                      dtype=q.dtype)  # (B, T, D) each
-            q, k = apply_rotary_pos_emb(q, k, cos, sin)  # (B, H, T, D), (B, Hkv, T, D)
-        if past_key_value is not None:
-            k, v = past_key_value.update(layer_idx, k, v)  # (B, Hkv, S, D), S = past + T
-        S = k.shape[-2]
-        out, weights = scaled_dot_product_attention(  # (B, H, T, D), (B, H, T, S)
-            q, k, v, attn_mask=causal_mask(T, S) if is_causal else None,  # (T, S) bottom-right
-            enable_gqa=True, return_weights=True,
-        )
-        wo = self.o_proj.astype(out.dtype, copy=False)
-        out = merge_heads(out) @ wo.T  # (B, T, H*D) x (H*D, C) -> (B, T, C)
+        cached = past_key_value is not None
+        past = past_key_value.get_seq_length(layer_idx) if cached else 0
+        mask, real = _layer_mask(attention_mask, B, T, past, is_causal)
+        pos = _positions(position_ids, real, past, cached)  # (B, T)
+        if self.theta is not None:  # rotate before caching
+            cos, sin = rotary_cos_sin(pos, self.head_dim, theta=self.theta,
+                                      dtype=q.dtype)  # (B, T, d_head)
+            q, k = apply_rotary_pos_emb(q, k, cos, sin)
+        if cached:  # -> (B, H_kv, S, d_head)
+            k, v = past_key_value.update(k, v, layer_idx)
+        out, weights = scaled_dot_product_attention(  # (B, H, T, d_head)
+            q, k, v, attn_mask=mask, enable_gqa=True, return_weights=True)
+        out = _merge(out) @ self.o_proj.T  # (B, T, H*d_head) @ (., d_model)
         return (out, weights) if return_weights else out
 
     __call__ = forward
 
-    def forward_per_head(self, hidden_states, is_causal: bool = True):
-        """The same layer as a loop over query heads (slow; for teaching and tests).
-
-        Query head ``h`` uses rows ``h*D:(h+1)*D`` of ``q_proj`` and the rows of
-        key/value head ``g = kv_head_for(h, H, Hkv)`` of ``k_proj`` and ``v_proj``;
-        the head outputs are concatenated and multiplied by ``o_proj``. Norms and
-        RoPE, if set, are applied per head (RoPE with ``apply_rope`` at positions
-        ``0 .. T-1``); there is no cache.
-
-        Returns
-        -------
-        ndarray, shape (B, T, C)
-        """
-        x = self._check_hidden(hidden_states)
-        D, H, Hkv = self.head_dim, self.num_attention_heads, self.num_key_value_heads
-        heads = []
-        for h in range(H):
-            g = kv_head_for(h, H, Hkv)
-            wq = self.q_proj[h * D:(h + 1) * D].astype(x.dtype)  # (D, C): this head's rows
-            wk = self.k_proj[g * D:(g + 1) * D].astype(x.dtype)  # (D, C): rows of kv head g
-            wv = self.v_proj[g * D:(g + 1) * D].astype(x.dtype)  # (D, C)
-            q, k, v = x @ wq.T, x @ wk.T, x @ wv.T  # (B, T, C) x (C, D) -> (B, T, D)
-            if self.q_norm is not None:
-                q = rms_norm(q, self.q_norm, self.rms_norm_eps)  # (B, T, D)
-                k = rms_norm(k, self.k_norm, self.rms_norm_eps)
-            if self.rope_theta is not None:
-                q = apply_rope(q, np.arange(q.shape[1]), theta=self.rope_theta)  # (B, T, D), half layout
-                k = apply_rope(k, np.arange(k.shape[1]), theta=self.rope_theta)
-            out = scaled_dot_product_attention(q, k, v, is_causal=is_causal)  # (B, T, D)
-            heads.append(out)
-        concat = np.concatenate(heads, axis=-1)  # H x (B, T, D) -> (B, T, H*D)
-        return concat @ self.o_proj.astype(x.dtype).T  # (B, T, H*D) x (H*D, C) -> (B, T, C)
-
     def __repr__(self) -> str:
-        kind = ("MHA" if self.num_key_value_heads == self.num_attention_heads
-                else "MQA" if self.num_key_value_heads == 1 else "GQA")
+        H, H_kv = self.num_attention_heads, self.num_key_value_heads
+        kind = {1: "MQA", H: "MHA"}.get(H_kv, "GQA")
         return (f"MultiHeadAttention({kind}: hidden_size={self.hidden_size}, "
-                f"num_attention_heads={self.num_attention_heads}, "
-                f"num_key_value_heads={self.num_key_value_heads}, head_dim={self.head_dim}, "
-                f"dtype={self.dtype})")
+                f"num_attention_heads={H}, num_key_value_heads={H_kv}, "
+                f"head_dim={self.head_dim}, dtype={self.dtype})")
+
+
+def attention_per_head(layer: MultiHeadAttention, hidden_states, *,
+                       is_causal: bool = True) -> np.ndarray:
+    """The layer as a loop over query heads, at positions 0 .. T-1, no cache.
+
+    Query head ``h`` uses rows ``h*d_head:(h+1)*d_head`` of ``q_proj`` and
+    the rows of key/value head ``kv_head_for(h, H, H_kv)`` of ``k_proj``
+    and ``v_proj``; the head outputs are concatenated and mixed by
+    ``o_proj``. Slow; for teaching and tests.
+
+    Returns
+    -------
+    ndarray, shape (B, T, d_model)
+    """
+    x = _check_hidden(layer, hidden_states)
+    is_causal = check_bool("is_causal", is_causal)
+    d_head, H, T = layer.head_dim, layer.num_attention_heads, x.shape[1]
+    heads = []
+    for h in range(H):
+        g = kv_head_for(h, H, layer.num_key_value_heads)
+        qr = slice(h * d_head, (h + 1) * d_head)  # query head h's rows
+        kr = slice(g * d_head, (g + 1) * d_head)  # key/value head g's rows
+        q = x @ layer.q_proj[qr].T  # (B, T, d_model) @ (d_model, d_head)
+        k = x @ layer.k_proj[kr].T
+        v = x @ layer.v_proj[kr].T
+        if layer.q_proj_bias is not None:  # Qwen2
+            q = q + layer.q_proj_bias[qr]
+            k = k + layer.k_proj_bias[kr]
+            v = v + layer.v_proj_bias[kr]
+        if layer.q_norm is not None:  # Qwen3
+            q = rms_norm(q, layer.q_norm, layer.rms_norm_eps)  # (B, T, d_head)
+            k = rms_norm(k, layer.k_norm, layer.rms_norm_eps)
+        if layer.theta is not None:
+            q = apply_rope(q, np.arange(T), theta=layer.theta)
+            k = apply_rope(k, np.arange(T), theta=layer.theta)
+        heads.append(scaled_dot_product_attention(q, k, v,
+                                                  is_causal=is_causal))
+    concat = np.concatenate(heads, axis=-1)  # -> (B, T, H*d_head)
+    return concat @ layer.o_proj.T  # (B, T, H*d_head) -> (B, T, d_model)

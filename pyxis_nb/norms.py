@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array, check_last_axis, check_number
+from ._checks import (as_float_array, check_last_axis, check_number,
+                      check_same_dtype)
 
 __all__ = ["rms_norm"]
 
@@ -25,7 +26,7 @@ def rms_norm(x, weight, eps: float = 1e-6):
     x : ndarray, shape (..., d_head) or (..., d_model), floating
         float16 is computed in float32 and cast back, as in Hugging Face.
     weight : ndarray, shape (x.shape[-1],)
-        The learned gain (``q_norm.weight``).
+        The learned gain (``q_norm.weight``), of ``x``'s dtype.
     eps : float, default 1e-6
         Qwen3's ``rms_norm_eps``, >= 0.
 
@@ -39,6 +40,7 @@ def rms_norm(x, weight, eps: float = 1e-6):
     """
     x, w = as_float_array("x", x), as_float_array("weight", weight, ndim=1)
     check_last_axis("weight", w, x.shape[-1], "(x.shape[-1],)", "x.shape[-1]")
+    check_same_dtype(x=x, weight=w)  # torch raises on mixed dtypes too
     return rms_norm_core(x, w, check_number("eps", eps, at_least=0))
 
 
@@ -48,4 +50,4 @@ def rms_norm_core(x: np.ndarray, weight: np.ndarray, eps: float = 1e-6):
     h = x.astype(work, copy=False)
     ms = np.mean(h * h, axis=-1, keepdims=True)  # mean over the last axis
     h = h / np.sqrt(ms + np.dtype(work).type(eps))  # / (..., 1)
-    return weight.astype(x.dtype) * h.astype(x.dtype)
+    return weight * h.astype(x.dtype)

@@ -85,10 +85,10 @@ def test_flops_linear_with_cache_quadratic_without(T):
 
 def test_bad_input():
     model = px.TinyDecoder(max_position_embeddings=10)
-    with pytest.raises(ValueError, match=r"prompt_ids must be a non-empty 1-D sequence of token ids, got shape \(0,\)"):
+    with pytest.raises(ValueError, match=r"prompt_ids must be a non-empty \(B, P\) or \(P,\) array of token ids, got shape \(0,\)"):
         model.generate([], 3)
-    with pytest.raises(ValueError, match=r"got shape \(1, 2\)"):
-        model.generate([[1, 2]], 3)
+    with pytest.raises(ValueError, match=r"got shape \(1, 1, 2\)"):
+        model.generate([[[1, 2]]], 3)
     with pytest.raises(ValueError, match="max_new_tokens must be an integer >= 1, got 0"):
         model.generate([1], 0)
     with pytest.raises(ValueError, match=r"prompt \(4\) \+ max_new_tokens \(7\) = 11 exceeds max_position_embeddings = 10"):
@@ -101,10 +101,62 @@ def test_bad_input():
         model(np.array([0, 64]))
     with pytest.raises(ValueError, match=r"input_ids must be integers of shape \(B, T\) or \(T,\)"):
         model(np.array([0.0, 1.0]))
-    with pytest.raises(ValueError, match="logits_to_keep must be an integer >= 0"):
+    with pytest.raises(ValueError, match="logits_to_keep must be an integer 0 <= logits_to_keep, got -1"):
         model(np.array([1]), logits_to_keep=-1)
     with pytest.raises(ValueError, match="context_len must be an integer >= 1, got 0"):
         px.decode_step_flops(model.config, 0)
     cache = model.new_cache(max_seq_len=2)
     with pytest.raises(ValueError, match="cannot append 3 positions to layer 0: it holds 0 and max_seq_len is 2"):
         model(np.array([1, 2, 3]), past_key_values=cache)
+
+
+# ---------------------------------------------------------------- left padding, eos
+
+def left_pad(prompts, pad=0):
+    P = max(map(len, prompts))
+    ids = np.array([[pad] * (P - len(p)) + p for p in prompts])
+    mask = np.array([[0] * (P - len(p)) + [1] * len(p) for p in prompts])
+    return ids, mask
+
+
+@given(prompts=st.lists(st.lists(st.integers(0, 31), min_size=1, max_size=6), min_size=1, max_size=3),
+       n_new=st.integers(1, 5), use_cache=st.booleans(), seed=st.integers(0, 20))
+def test_left_padded_batch_generates_what_each_row_does_alone(prompts, n_new, use_cache, seed):
+    model = px.TinyDecoder(vocab_size=32, hidden_size=12, num_attention_heads=4,
+                           num_key_value_heads=2, head_dim=4, seed=seed)
+    ids, mask = left_pad(prompts, pad=7)
+    out, logits = model.generate(ids, n_new, attention_mask=mask, use_cache=use_cache)
+    assert out.shape == (len(prompts), ids.shape[1] + n_new) and logits.shape == (len(prompts), n_new, 32)
+    for b, p in enumerate(prompts):
+        alone, alone_logits = model.generate(p, n_new)
+        np.testing.assert_array_equal(out[b, ids.shape[1]:], alone[len(p):])
+        np.testing.assert_allclose(logits[b], alone_logits, atol=1e-10)
+        assert np.all(np.isfinite(logits[b]))
+
+
+def test_eos_stops_each_row_and_finished_rows_repeat_it():
+    model = px.TinyDecoder(seed=3)
+    prompts = [[5, 9, 2], [11]]
+    free = [model.generate(p, 6)[0][len(p):] for p in prompts]
+    eos = int(free[0][1])  # row 0 stops after its second token
+    ids, mask = left_pad(prompts)
+    out, _ = model.generate(ids, 6, attention_mask=mask, eos_token_id=eos)
+    new = out[:, ids.shape[1]:]
+    for b, p in enumerate(prompts):
+        alone = model.generate(p, 6, eos_token_id=eos)[0][len(p):]
+        np.testing.assert_array_equal(new[b, :len(alone)], alone)
+        hit = np.flatnonzero(new[b] == eos)
+        if hit.size:  # after its end-of-sequence a row only repeats it
+            assert np.all(new[b, hit[0]:] == eos)
+    assert new[0, 1] == eos
+
+
+def test_decoder_forward_with_mask_and_cache_equals_one_pass():
+    model = px.TinyDecoder(seed=4)
+    ids, mask = left_pad([[1, 2, 3, 4, 5], [6, 7]])
+    full = model(ids, attention_mask=mask)
+    cache = model.new_cache(5, batch_size=2)
+    first = model(ids[:, :3], attention_mask=mask[:, :3], past_key_values=cache)
+    rest = model(ids[:, 3:], attention_mask=mask, past_key_values=cache)
+    real = mask.astype(bool)
+    np.testing.assert_allclose(np.concatenate([first, rest], 1)[real], full[real], atol=1e-12)

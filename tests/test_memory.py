@@ -52,11 +52,13 @@ def test_attention_parameter_count_hand_computed():
     assert px.attention_parameter_count(768, 12, 12, 64) == 4 * 768 * 768
 
 
-@given(C=st.integers(1, 64), H=st.integers(1, 8), D=st.integers(1, 16), data=st.data())
-def test_parameter_count_equals_the_layer_weights(C, H, D, data):
+@given(C=st.integers(1, 64), H=st.integers(1, 8), D=st.integers(1, 16), data=st.data(),
+       qk_norm=st.booleans(), bias=st.booleans())
+def test_parameter_count_equals_the_layer_weights(C, H, D, data, qk_norm, bias):
     Hkv = data.draw(st.sampled_from([h for h in range(1, H + 1) if H % h == 0]))
-    layer = px.MultiHeadAttention.random(C, H, Hkv, D)
-    assert px.attention_parameter_count(C, H, Hkv, D) == sum(w.size for w in layer.state_dict().values())
+    layer = px.random_attention(C, H, Hkv, D, qk_norm=qk_norm, bias=bias)
+    assert px.attention_parameter_count(C, H, Hkv, D, qk_norm=qk_norm, bias=bias) == \
+        sum(w.size for w in layer.state_dict().values())
 
 
 @given(L=st.integers(1, 64), Hkv=st.integers(1, 16), D=st.integers(1, 256), T=st.integers(0, 10_000))
@@ -83,9 +85,15 @@ def test_bad_sizes():
         px.kv_cache_bytes(28, 0, 128, 1)
     with pytest.raises(ValueError, match="head_dim must be an integer >= 1, got 128.0"):
         px.kv_cache_bytes(28, 8, 128.0, 1)
-    with pytest.raises(ValueError, match="seq_len must be an integer >= 1, got -1"):
+    with pytest.raises(ValueError, match="seq_len must be an integer 0 <= seq_len, got -1"):
         px.kv_cache_bytes(28, 8, 128, -1)
     with pytest.raises(ValueError, match="num_key_value_heads must be an integer >= 1"):
         px.attention_parameter_count(2048, 16, None, 128)
     with pytest.raises(ValueError, match="num_heads must be an integer >= 1, got 0"):
         px.score_matrix_bytes(10, num_heads=0)
+
+
+def test_memory_does_not_import_the_model_configs():
+    import pyxis_nb.memory as memory
+    assert not hasattr(memory, "ModelConfig") and not hasattr(memory, "QWEN3_1_7B")
+    assert px.QWEN3_1_7B.__class__.__module__ == "pyxis_nb.qwen3"

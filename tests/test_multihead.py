@@ -13,7 +13,7 @@ heads_st = st.sampled_from([(1, 1), (2, 1), (2, 2), (4, 1), (4, 2), (4, 4), (6, 
 
 
 def layer_and_input(H, Hkv, D=3, C=5, B=2, T=4, seed=0, dtype=np.float64):
-    layer = px.MultiHeadAttention.random(C, H, Hkv, D, seed=seed, dtype=dtype)
+    layer = px.random_attention(C, H, Hkv, D, seed=seed, dtype=dtype)
     x = np.random.default_rng(seed + 1).standard_normal((B, T, C)).astype(dtype)
     return layer, x
 
@@ -62,7 +62,7 @@ def test_kv_head_for_qwen3_mapping():
 def test_per_head_loop_equals_vectorised_layer(heads, T, causal, seed):
     layer, x = layer_and_input(*heads, T=T, seed=seed)
     np.testing.assert_allclose(layer.forward(x, is_causal=causal),
-                               layer.forward_per_head(x, is_causal=causal), atol=1e-12)
+                               px.attention_per_head(layer, x, is_causal=causal), atol=1e-12)
 
 
 def independent_loop(layer, x, causal):
@@ -149,7 +149,7 @@ def test_float32_stays_float32():
 
 
 def test_head_dim_need_not_equal_hidden_over_heads():
-    layer = px.MultiHeadAttention.random(6, 4, 2, 5)  # 4 * 5 = 20 != 6
+    layer = px.random_attention(6, 4, 2, 5)  # 4 * 5 = 20 != 6
     assert layer.q_proj.shape == (20, 6) and layer.k_proj.shape == (10, 6)
     assert layer.o_proj.shape == (6, 20)
     assert layer(np.ones((1, 3, 6))).shape == (1, 3, 6)
@@ -161,7 +161,7 @@ def test_state_dict_roundtrip_with_prefix_and_extra_keys():
     sd = layer.state_dict(prefix) | {"model.layers.1.self_attn.q_norm.weight": np.ones(3)}
     again = px.MultiHeadAttention.from_state_dict(
         sd, hidden_size=5, num_attention_heads=4, num_key_value_heads=2, head_dim=3, prefix=prefix)
-    assert again.q_norm is None and again.rope_theta is None
+    assert again.q_norm is None and again.theta is None
     np.testing.assert_array_equal(again(x), layer(x))
 
 
@@ -171,7 +171,8 @@ def test_qwen3_shapes_from_config():
               "o_proj": (2048, 2048)}
     sd = {f"{n}.weight": np.zeros(s, np.float32) for n, s in shapes.items()}
     layer = px.MultiHeadAttention.from_state_dict(sd, **cfg)
-    assert layer.weight_shapes() == shapes and layer.num_key_value_groups == 2
+    assert {k[:-7]: v.shape for k, v in layer.state_dict().items()} == shapes
+    assert px.weight_shapes(**cfg)["k_proj"] == (1024, 2048) and layer.num_key_value_groups == 2
     assert "GQA" in repr(layer)
 
 
@@ -217,16 +218,16 @@ def test_position_ids_defaults_and_accepted_forms():
 
 def test_bad_heads_and_sizes():
     with pytest.raises(ValueError, match="num_attention_heads = 6 is not a multiple of num_key_value_heads = 4"):
-        px.MultiHeadAttention.random(8, 6, 4, 2)
+        px.random_attention(8, 6, 4, 2)
     with pytest.raises(ValueError, match="head_dim must be an integer >= 1"):
-        px.MultiHeadAttention.random(8, 2, 2, 0)
+        px.random_attention(8, 2, 2, 0)
     with pytest.raises(ValueError, match="num_heads = 3"):
         px.split_heads(np.ones((1, 2, 8)), 3)
-    with pytest.raises(ValueError, match=r"x has shape \(2, 8\), expected \(B, T, H\*D\)"):
+    with pytest.raises(ValueError, match=r"x has shape \(2, 8\), expected \(B, T, H\*d_head\)"):
         px.split_heads(np.ones((2, 8)), 2)
-    with pytest.raises(ValueError, match=r"x has shape \(1, 2, 8\), expected \(B, H, T, D\)"):
+    with pytest.raises(ValueError, match=r"x has shape \(1, 2, 8\), expected \(B, H, T, d_head\)"):
         px.merge_heads(np.ones((1, 2, 8)))
-    with pytest.raises(ValueError, match=r"hidden_states has shape \(2, 3\), expected \(B, Hkv, S, D\)"):
+    with pytest.raises(ValueError, match=r"hidden_states has shape \(2, 3\), expected \(B, H_kv, S, d_head\)"):
         px.repeat_kv(np.ones((2, 3)), 2)
     with pytest.raises(ValueError, match="n_rep must be an integer >= 1, got 0"):
         px.repeat_kv(np.ones((1, 1, 1, 1)), 0)
@@ -251,23 +252,23 @@ def test_missing_keys_and_bad_weights():
     layer, _ = layer_and_input(4, 2)
     sd = layer.state_dict()
     del sd["v_proj.weight"]
-    with pytest.raises(ValueError, match=r"state_dict is missing \['v_proj.weight'\]"):
+    with pytest.raises(ValueError, match=r"missing keys \['v_proj.weight'\]"):
         px.MultiHeadAttention.from_state_dict(sd, hidden_size=5, num_attention_heads=4,
                                               num_key_value_heads=2, head_dim=3)
-    with pytest.raises(ValueError, match=r"missing \['model.layers.0.self_attn.q_proj.weight'"):
+    with pytest.raises(ValueError, match=r"missing keys \['model.layers.0.self_attn.q_proj.weight'"):
         px.MultiHeadAttention.from_state_dict(layer.state_dict(), hidden_size=5, num_attention_heads=4,
                                               num_key_value_heads=2, head_dim=3,
                                               prefix="model.layers.0.self_attn.")
     weights = {n: getattr(layer, n) for n in ("q_proj", "k_proj", "v_proj", "o_proj")}
-    with pytest.raises(ValueError, match="o_proj.weight must be a float array, got dtype int64"):
+    with pytest.raises(ValueError, match="o_proj.weight must be a floating-point array .* got dtype int64"):
         px.MultiHeadAttention(5, 4, 2, 3, **(weights | {"o_proj": np.zeros((5, 12), np.int64)}))
-    with pytest.raises(ValueError, match="must share one dtype, got q_proj float32"):
+    with pytest.raises(ValueError, match="k_proj has dtype float64 but q_proj has dtype float32"):
         px.MultiHeadAttention(5, 4, 2, 3, **(weights | {"q_proj": weights["q_proj"].astype(np.float32)}))
 
 
 def test_bad_hidden_states():
     layer, x = layer_and_input(4, 2)
-    with pytest.raises(ValueError, match=r"hidden_states has shape \(2, 4, 6\), expected \(B, T, hidden_size\) with hidden_size = 5"):
+    with pytest.raises(ValueError, match=r"hidden_states has shape \(2, 4, 6\), expected \(B, T, d_model\) with d_model = 5"):
         layer(np.ones((2, 4, 6)))
     with pytest.raises(ValueError, match=r"hidden_states has shape \(4, 5\)"):
         layer(np.ones((4, 5)))
@@ -279,17 +280,17 @@ def test_bad_hidden_states():
 
 def test_bad_position_ids():
     layer, x = layer_and_input(4, 2, T=3)  # B = 2
-    with pytest.raises(ValueError, match=r"position_ids has shape \(4,\) and dtype int64, expected integers of shape \(T,\) or \(B, T\) = \(2, 3\)"):
+    with pytest.raises(ValueError, match=r"position_ids has shape \(4,\) and dtype int64, expected integers >= 0 of shape \(T,\) or \(B, T\) = \(2, 3\)"):
         layer(x, position_ids=np.arange(4))
     with pytest.raises(ValueError, match="dtype float64"):
         layer(x, position_ids=np.arange(3.0))
-    with pytest.raises(ValueError, match="consecutive non-negative"):
+    with pytest.raises(ValueError, match=r"row 0 are \[0, 2, 3\] .* expected consecutive positions, \[0, 1, 2\]"):
         layer(x, position_ids=np.array([0, 2, 3]))
-    with pytest.raises(ValueError, match="consecutive non-negative"):
+    with pytest.raises(ValueError, match="expected integers >= 0"):
         layer(x, position_ids=np.array([-1, 0, 1]))
     cache = px.KVCache(1, 2, 2, 3, max_seq_len=8)
     layer(x, past_key_value=cache)
-    with pytest.raises(ValueError, match="the cache already holds 3 positions: expected them to start at 3"):
+    with pytest.raises(ValueError, match=r"row 0 are \[0\] for its real tokens, but the cache holds 3 real tokens of that row: expected \[3\]"):
         layer(x[:, :1], past_key_value=cache, position_ids=np.array([0]))
     assert cache.get_seq_length() == 3  # the refused call appended nothing
 
@@ -298,9 +299,9 @@ def test_cache_errors_surface_from_the_layer():
     layer, x = layer_and_input(4, 2, T=3)
     with pytest.raises(ValueError, match="cannot append 3 positions to layer 0: it holds 0 and max_seq_len is 2"):
         layer(x, past_key_value=px.KVCache(1, 2, 2, 3, max_seq_len=2))
-    with pytest.raises(ValueError, match=r"key has shape \(2, 2, 3, 3\), expected \(B, Hkv, t, D\) = \(2, 4, t, 3\)"):
+    with pytest.raises(ValueError, match=r"key_states has shape \(2, 2, 3, 3\) and dtype float64, expected \(B, H_kv, T, d_head\) = \(2, 4, T, 3\)"):
         layer(x, past_key_value=px.KVCache(1, 2, 4, 3, max_seq_len=8))  # built for MHA
-    with pytest.raises(ValueError, match="layer_idx must be an integer in 0 .. 0"):
+    with pytest.raises(ValueError, match="layer_idx must be an integer 0 <= layer_idx <= 0, got 1"):
         layer(x, past_key_value=px.KVCache(1, 2, 2, 3, max_seq_len=8), layer_idx=1)
 
 
@@ -318,7 +319,7 @@ def test_repeat_kv_and_layer_match_torch():
     np.testing.assert_array_equal(px.repeat_kv(kv, 4), torch.repeat_interleave(t, 4, dim=1).numpy())
 
     for H, Hkv, causal in [(8, 2, True), (8, 8, False), (8, 1, True), (4, 2, False)]:
-        layer = px.MultiHeadAttention.random(16, H, Hkv, 6, seed=H + Hkv)
+        layer = px.random_attention(16, H, Hkv, 6, seed=H + Hkv)
         x = rng.standard_normal((2, 7, 16))
         tx = torch.from_numpy(x)
         w = {n: torch.from_numpy(getattr(layer, n)) for n in ("q_proj", "k_proj", "v_proj", "o_proj")}
@@ -332,16 +333,16 @@ def test_repeat_kv_and_layer_match_torch():
 
 # ---------------------------------------------------------------- Qwen3: q_norm / k_norm and RoPE
 
-def qwen3_layer(H, Hkv, D=4, C=6, seed=0, dtype=np.float64, qk_norm=True, rope_theta=100.0):
-    return px.MultiHeadAttention.random(C, H, Hkv, D, seed=seed, dtype=dtype, qk_norm=qk_norm,
-                                        rope_theta=rope_theta)
+def qwen3_layer(H, Hkv, D=4, C=6, seed=0, dtype=np.float64, qk_norm=True, theta=100.0):
+    return px.random_attention(C, H, Hkv, D, seed=seed, dtype=dtype, qk_norm=qk_norm,
+                                        theta=theta)
 
 
 @given(heads=heads_st, T=st.integers(2, 9), extras=st.sampled_from([(True, 100.0), (True, None), (False, 1e4)]),
        data=st.data(), seed=st.integers(0, 50))
 def test_qwen3_cached_chunks_then_decode_equal_full_forward(heads, T, extras, data, seed):
     """With norms and/or RoPE: chunked prefill + one-token decode == one uncached pass."""
-    layer = qwen3_layer(*heads, seed=seed, qk_norm=extras[0], rope_theta=extras[1])
+    layer = qwen3_layer(*heads, seed=seed, qk_norm=extras[0], theta=extras[1])
     x = np.random.default_rng(seed + 1).standard_normal((2, T, 6))
     full, full_w = layer(x, return_weights=True)
     prompt = data.draw(st.integers(1, T), label="prompt length")
@@ -360,7 +361,7 @@ def test_qwen3_cached_chunks_then_decode_equal_full_forward(heads, T, extras, da
 def test_qwen3_per_head_loop_equals_vectorised_layer(heads, T, causal, seed):
     layer = qwen3_layer(*heads, seed=seed)
     x = np.random.default_rng(seed).standard_normal((2, T, 6))
-    np.testing.assert_allclose(layer(x, is_causal=causal), layer.forward_per_head(x, is_causal=causal),
+    np.testing.assert_allclose(layer(x, is_causal=causal), px.attention_per_head(layer, x, is_causal=causal),
                                atol=1e-12)
 
 
@@ -373,12 +374,12 @@ def test_rope_layer_depends_on_relative_positions_only(T, shift, seed):
 
 def test_rope_and_norms_change_the_output_and_keep_defaults():
     plain, x = layer_and_input(4, 2, D=4, C=6)
-    assert plain.q_norm is None and plain.k_norm is None and plain.rope_theta is None
+    assert plain.q_norm is None and plain.k_norm is None and plain.theta is None
     weights = plain.state_dict()
     ones = {"q_norm": np.ones(4), "k_norm": np.ones(4)}
     normed = px.MultiHeadAttention(6, 4, 2, 4, **{k[:-7]: v for k, v in weights.items()}, **ones)
     rotated = px.MultiHeadAttention(6, 4, 2, 4, **{k[:-7]: v for k, v in weights.items()},
-                                    rope_theta=10_000.0)
+                                    theta=10_000.0)
     assert not np.allclose(normed(x), plain(x)) and not np.allclose(rotated(x), plain(x))
     # position 0 is not rotated: a single token gives the same output with or without RoPE
     np.testing.assert_allclose(rotated(x[:, :1]), plain(x[:, :1]), atol=1e-14)
@@ -395,46 +396,49 @@ def test_qwen3_state_dict_roundtrip_and_real_shapes():
                           "p.q_norm.weight", "p.q_proj.weight", "p.v_proj.weight"]
     again = px.MultiHeadAttention.from_state_dict(sd, hidden_size=6, num_attention_heads=4,
                                                   num_key_value_heads=2, head_dim=4, prefix="p.",
-                                                  rope_theta=100.0)
+                                                  theta=100.0)
     x = np.random.default_rng(0).standard_normal((1, 3, 6))
     np.testing.assert_array_equal(again(x), layer(x))
     small = px.ModelConfig(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
                            num_hidden_layers=1, rope_theta=1e6, rms_norm_eps=1e-6,
                            intermediate_size=0, vocab_size=8, max_position_embeddings=64)
-    q3 = px.MultiHeadAttention.qwen3(small, seed=1)
-    assert q3.dtype == np.float32 and q3.q_norm.shape == (16,) and q3.rope_theta == 1e6
+    q3 = px.qwen3_attention(small, seed=1, dtype=np.float32)
+    assert q3.dtype == np.float32 and q3.q_norm.shape == (16,) and q3.theta == 1e6
     assert q3(np.ones((1, 2, 32), np.float32)).dtype == np.float32
 
 
 def test_qwen3_1_7b_layer_shapes():
-    layer = px.MultiHeadAttention.qwen3()  # the real configuration, random float32 weights
+    layer = px.qwen3_attention(dtype=np.float32)  # the real configuration
     assert {n: w.shape for n, w in layer.state_dict().items()} == {
         "q_proj.weight": (2048, 2048), "k_proj.weight": (1024, 2048), "v_proj.weight": (1024, 2048),
         "o_proj.weight": (2048, 2048), "q_norm.weight": (128,), "k_norm.weight": (128,)}
-    assert layer.rope_theta == 1_000_000.0 and layer.rms_norm_eps == 1e-6
+    assert layer.theta == 1_000_000.0 and layer.rms_norm_eps == 1e-6
     assert layer.num_key_value_groups == 2
 
 
 def test_bad_norms_and_rope():
     w = layer_and_input(4, 2, D=4, C=6)[0].state_dict()
     w = {k[:-7]: v for k, v in w.items()}  # "q_proj.weight" -> "q_proj"
-    with pytest.raises(ValueError, match="give both q_norm and k_norm or neither, got only q_norm"):
+    with pytest.raises(ValueError, match=r"give all of \('q_norm', 'k_norm'\) or none, got only \['q_norm'\]"):
         px.MultiHeadAttention(6, 4, 2, 4, **w, q_norm=np.ones(4))
     with pytest.raises(ValueError, match=r"k_norm.weight has shape \(3,\), expected \(4,\)"):
         px.MultiHeadAttention(6, 4, 2, 4, **w, q_norm=np.ones(4), k_norm=np.ones(3))
-    with pytest.raises(ValueError, match="q_norm.weight has dtype float32, expected float64"):
+    with pytest.raises(ValueError, match="q_norm has dtype float32 but q_proj has dtype float64"):
         px.MultiHeadAttention(6, 4, 2, 4, **w, q_norm=np.ones(4, np.float32), k_norm=np.ones(4))
-    with pytest.raises(ValueError, match="q_norm.weight must be a float array, got dtype int64"):
+    with pytest.raises(ValueError, match="q_norm.weight must be a floating-point array .* got dtype int64"):
         px.MultiHeadAttention(6, 4, 2, 4, **w, q_norm=np.ones(4, np.int64), k_norm=np.ones(4))
     with pytest.raises(ValueError, match="rms_norm_eps must be a number >= 0, got -1"):
         px.MultiHeadAttention(6, 4, 2, 4, **w, rms_norm_eps=-1)
     for bad in (1.0, 0.5, np.inf, "1e6", True):
-        with pytest.raises(ValueError, match="rope_theta must be a finite number > 1"):
-            px.MultiHeadAttention(6, 4, 2, 4, **w, rope_theta=bad)
+        with pytest.raises(ValueError, match="theta must be a finite number > 1"):
+            px.MultiHeadAttention(6, 4, 2, 4, **w, theta=bad)
     with pytest.raises(ValueError, match="head_dim must be even, got 3"):
-        px.MultiHeadAttention.random(5, 4, 2, 3, rope_theta=1e4)
+        px.random_attention(5, 4, 2, 3, theta=1e4)
     sd = {f"{k}.weight": v for k, v in w.items()} | {"k_norm.weight": np.ones(4)}
-    with pytest.raises(ValueError, match="state_dict has k_norm.weight but not q_norm.weight"):
+    with pytest.raises(ValueError, match=r"give all of \('q_norm', 'k_norm'\) or none, got only \['k_norm'\]"):
+        px.MultiHeadAttention.from_state_dict(sd, hidden_size=6, num_attention_heads=4,
+                                              num_key_value_heads=2, head_dim=4, theta=None)
+    with pytest.raises(ValueError, match="no theta was given"):
         px.MultiHeadAttention.from_state_dict(sd, hidden_size=6, num_attention_heads=4,
                                               num_key_value_heads=2, head_dim=4)
 
@@ -468,7 +472,7 @@ def test_qwen3_layer_matches_hugging_face_forward_in_torch():
         k = hf_rmsnorm(F.linear(x, w["k_proj.weight"]).view(hidden_shape), w["k_norm.weight"],
                        layer.rms_norm_eps).transpose(1, 2)
         v = F.linear(x, w["v_proj.weight"]).view(hidden_shape).transpose(1, 2)
-        cos, sin = hf_cos_sin(position_ids, layer.head_dim, layer.rope_theta)
+        cos, sin = hf_cos_sin(position_ids, layer.head_dim, layer.theta)
         cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
         q, k = q * cos + hf_rotate_half(q) * sin, k * cos + hf_rotate_half(k) * sin
         o = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=layer.scaling,
@@ -480,7 +484,7 @@ def test_qwen3_layer_matches_hugging_face_forward_in_torch():
                          intermediate_size=0, vocab_size=8, max_position_embeddings=64)
     rng = np.random.default_rng(3)
     for seed, start in [(0, 0), (1, 37)]:
-        layer = px.MultiHeadAttention.qwen3(cfg, seed=seed)  # float32, as the checkpoint
+        layer = px.qwen3_attention(cfg, seed=seed, dtype=np.float32)  # as the checkpoint
         x = rng.standard_normal((2, 7, 64)).astype(np.float32)
         pos = np.arange(start, start + 7)
         ref = hf_attention(layer, torch.from_numpy(x), torch.from_numpy(np.stack([pos, pos]))).numpy()
@@ -490,3 +494,73 @@ def test_qwen3_layer_matches_hugging_face_forward_in_torch():
             outs = [layer(x[:, :4], past_key_value=cache)]
             outs += [layer(x[:, t:t + 1], past_key_value=cache) for t in range(4, 7)]
             np.testing.assert_allclose(np.concatenate(outs, axis=1), ref, rtol=1e-4, atol=2e-5)
+
+
+# ---------------------------------------------------------------- HF's attention_mask and position_ids
+
+@given(lengths=st.lists(st.integers(1, 5), min_size=1, max_size=3), heads=heads_st,
+       split=st.integers(0, 4), seed=st.integers(0, 30))
+def test_left_padded_rows_equal_each_row_alone(lengths, heads, split, seed):
+    """Real rows of a left-padded batch, with or without a cache, equal the row run alone."""
+    layer = qwen3_layer(*heads, seed=seed)
+    T = max(lengths)
+    x = np.random.default_rng(seed).standard_normal((len(lengths), T, 6))
+    mask = np.array([[0] * (T - n) + [1] * n for n in lengths])
+    out = layer(x, attention_mask=mask)
+    np.testing.assert_array_equal(px.position_ids_from_mask(mask)[mask == 0], 0)
+    for b, n in enumerate(lengths):
+        np.testing.assert_allclose(out[b, T - n:], layer(x[b:b + 1, T - n:])[0], atol=1e-12)
+        assert np.all(out[b, :T - n] == 0)  # a padding query sees no key: zeros, not NaN
+    if 0 < split < T:  # the same through a cache: prefill, then the rest
+        cache = px.KVCache(1, len(lengths), layer.num_key_value_heads, 4, max_seq_len=T)
+        first = layer(x[:, :split], attention_mask=mask[:, :split], past_key_value=cache)
+        rest = layer(x[:, split:], attention_mask=mask, past_key_value=cache)
+        np.testing.assert_allclose(np.concatenate([first, rest], 1), out, atol=1e-12)
+
+
+def test_position_ids_from_mask_by_hand():
+    mask = np.array([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [0, 0, 0, 0, 1]])
+    assert px.position_ids_from_mask(mask).tolist() == [[0, 0, 0, 1, 2], [0, 1, 2, 3, 4],
+                                                        [0, 0, 0, 0, 0]]
+    assert px.position_ids_from_mask(mask.astype(bool)).tolist() == \
+        px.position_ids_from_mask(mask).tolist()
+
+
+def test_4d_boolean_mask_is_used_as_given():
+    layer, x = layer_and_input(4, 2, T=4)
+    allowed = np.tril(np.ones((4, 4), bool))[None, None]  # (1, 1, T, S)
+    np.testing.assert_allclose(layer(x, attention_mask=allowed), layer(x), atol=1e-12)
+    everything = np.ones((2, 1, 4, 4), bool)  # no causal triangle added on top
+    np.testing.assert_allclose(layer(x, attention_mask=everything), layer(x, is_causal=False),
+                               atol=1e-12)
+    # a 2-D mask is always HF's padding mask, combined with the causal one
+    np.testing.assert_allclose(layer(x, attention_mask=np.ones((2, 4), int)), layer(x), atol=1e-12)
+
+
+def test_explicit_positions_equal_the_derived_ones():
+    layer = qwen3_layer(4, 2)
+    x = np.random.default_rng(0).standard_normal((2, 4, 6))
+    mask = np.array([[0, 1, 1, 1], [1, 1, 1, 1]])
+    pos = px.position_ids_from_mask(mask)
+    np.testing.assert_array_equal(layer(x, attention_mask=mask, position_ids=pos),
+                                  layer(x, attention_mask=mask))
+    pos[0, 0] = 17  # a padding position may be anything
+    np.testing.assert_allclose(layer(x, attention_mask=mask, position_ids=pos)[0, 1:],
+                               layer(x, attention_mask=mask)[0, 1:], atol=1e-12)
+
+
+def test_biases_roundtrip_and_are_applied():
+    layer = px.random_attention(6, 4, 2, 4, bias=True, qk_norm=True, theta=100.0)
+    sd = layer.state_dict("p.")
+    assert {"p.q_proj.bias", "p.k_proj.bias", "p.v_proj.bias"} <= set(sd)
+    again = px.MultiHeadAttention.from_state_dict(sd, hidden_size=6, num_attention_heads=4,
+                                                  num_key_value_heads=2, head_dim=4, prefix="p.",
+                                                  theta=100.0)
+    x = np.random.default_rng(0).standard_normal((1, 3, 6))
+    np.testing.assert_array_equal(again(x), layer(x))
+    np.testing.assert_allclose(px.attention_per_head(layer, x), layer(x), atol=1e-12)
+    no_bias = {k: v for k, v in sd.items() if not k.endswith(".bias")}
+    plain = px.MultiHeadAttention.from_state_dict(no_bias, hidden_size=6, num_attention_heads=4,
+                                                  num_key_value_heads=2, head_dim=4, prefix="p.",
+                                                  theta=100.0)
+    assert not np.allclose(plain(x), layer(x))

@@ -1,0 +1,136 @@
+"""Qwen3's configuration, and seeded random attention layers of its shapes.
+
+Shape legend (Hugging Face's config names in brackets):
+    L        layers (num_hidden_layers)
+    d_model  hidden_size
+    H        query heads (num_attention_heads)
+    H_kv     key/value heads (num_key_value_heads)
+    d_head   head_dim
+
+The weights are random: they have the real model's shapes, norms and RoPE,
+not its knowledge. Real weights load with ``MultiHeadAttention
+.from_state_dict``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ._checks import check_bool, check_heads, check_positive_int
+from .multihead import MultiHeadAttention, weight_shapes
+
+__all__ = ["ModelConfig", "QWEN3_1_7B", "random_attention", "qwen3_attention"]
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The configuration keys of a decoder that the book uses (HF's names).
+
+    See Also
+    --------
+    transformers.Qwen3Config : the full configuration class.
+    """
+
+    hidden_size: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    num_hidden_layers: int
+    rope_theta: float
+    rms_norm_eps: float
+    intermediate_size: int
+    vocab_size: int
+    max_position_embeddings: int
+
+    @property
+    def num_key_value_groups(self) -> int:
+        """Query heads per key/value head, ``n_rep = H // H_kv``."""
+        return self.num_attention_heads // self.num_key_value_heads
+
+    def attention_config(self) -> dict[str, int]:
+        """The four sizes ``MultiHeadAttention`` takes, as keywords."""
+        keys = ("hidden_size", "num_attention_heads", "num_key_value_heads",
+                "head_dim")
+        return {k: v for k, v in asdict(self).items() if k in keys}
+
+
+#: Qwen3-1.7B, from its ``config.json`` on the Hugging Face Hub.
+QWEN3_1_7B = ModelConfig(
+    hidden_size=2048,
+    num_attention_heads=16,
+    num_key_value_heads=8,
+    head_dim=128,
+    num_hidden_layers=28,
+    rope_theta=1_000_000.0,
+    rms_norm_eps=1e-6,
+    intermediate_size=6144,
+    vocab_size=151_936,
+    max_position_embeddings=40_960,
+)
+
+
+def random_attention(hidden_size: int, num_attention_heads: int,
+                     num_key_value_heads: int, head_dim: int, *,
+                     seed: int = 0, dtype=np.float64, qk_norm: bool = False,
+                     bias: bool = False, rms_norm_eps: float = 1e-6,
+                     theta: float | None = None) -> MultiHeadAttention:
+    """A layer with seeded normal weights of std ``1 / sqrt(in_features)``.
+
+    That scale keeps projected entries near unit variance. Numbers are drawn
+    in float64 and cast, so one seed gives the same layer in both dtypes.
+    Drawn in order: the four projections; then ``q_norm`` / ``k_norm``
+    (``1 + 0.1 * normal``) with ``qk_norm``; then the q/k/v biases
+    (``0.1 * normal``, Qwen2-style) with ``bias``.
+
+    Parameters
+    ----------
+    hidden_size, num_attention_heads, num_key_value_heads, head_dim : int
+    seed : int, default 0
+    dtype : numpy float dtype, default float64
+    qk_norm, bias : bool, default False
+    rms_norm_eps : float, default 1e-6
+    theta : float, optional
+        RoPE base; None leaves RoPE out.
+
+    See Also
+    --------
+    qwen3_attention : with a Qwen3 configuration.
+    """
+    d_model = check_positive_int("hidden_size", hidden_size)
+    H, H_kv = check_heads(num_attention_heads, num_key_value_heads)
+    d_head = check_positive_int("head_dim", head_dim)
+    qk_norm, bias = check_bool("qk_norm", qk_norm), check_bool("bias", bias)
+    shapes = weight_shapes(d_model, H, H_kv, d_head)
+    rng = np.random.default_rng(seed)
+    arrays = {n: rng.standard_normal(shapes[n]) / np.sqrt(shapes[n][1])
+              for n in ("q_proj", "k_proj", "v_proj", "o_proj")}
+    if qk_norm:
+        arrays |= {n: 1.0 + 0.1 * rng.standard_normal(d_head)
+                   for n in ("q_norm", "k_norm")}
+    if bias:
+        arrays |= {n: 0.1 * rng.standard_normal(shapes[n])
+                   for n in ("q_proj_bias", "k_proj_bias", "v_proj_bias")}
+    arrays = {n: a.astype(dtype) for n, a in arrays.items()}
+    return MultiHeadAttention(d_model, H, H_kv, d_head, **arrays,
+                              rms_norm_eps=rms_norm_eps, theta=theta)
+
+
+def qwen3_attention(config: ModelConfig = QWEN3_1_7B, *, seed: int = 0,
+                    dtype=np.float64) -> MultiHeadAttention:
+    """A random layer of a Qwen3 configuration: shapes, q/k norms, RoPE, eps.
+
+    Qwen3-1.7B's four projections hold 12.6 million numbers (96 MiB in
+    float64; pass ``dtype=np.float32`` for 48 MiB).
+
+    See Also
+    --------
+    transformers.models.qwen3.modeling_qwen3.Qwen3Attention :
+        ``Qwen3Attention(config, layer_idx)``.
+    """
+    return random_attention(
+        config.hidden_size, config.num_attention_heads,
+        config.num_key_value_heads, config.head_dim, seed=seed, dtype=dtype,
+        qk_norm=True, rms_norm_eps=config.rms_norm_eps,
+        theta=config.rope_theta)
