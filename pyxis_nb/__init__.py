@@ -22,12 +22,14 @@ available at the top level. One concept per module:
 ``tiled``          online softmax and exact attention in tiles (FlashAttention's idea)
 ``generation``     a tiny model that generates with and without a KV cache
 ``source``         ``show_source``: the package's own code as a chapter listing
+`attention_only`   a trainable attention-only transformer, backward by hand
 =================  ==========================================================
 """
 
 import sys as _sys
 
 from .attention import *  # noqa: F401,F403
+from .attention_only import *  # noqa: F401,F403
 from .batching import *  # noqa: F401,F403
 from .engine import *  # noqa: F401,F403
 from .experiments import *  # noqa: F401,F403
@@ -49,7 +51,8 @@ from .widgets import *  # noqa: F401,F403
 # the modules above, in the order the book introduces them; each defines __all__
 _MODULES = ["softmax", "masks", "attention", "head", "plotting", "widgets",
             "experiments", "positions", "engine", "batching", "multihead", "memory",
-            "kv_cache", "norms", "rope", "tiled", "generation", "source"]
+            "kv_cache", "norms", "rope", "tiled", "generation", "source",
+            "attention_only"]
 
 __all__ = sorted(
     name for module in _MODULES for name in _sys.modules[f"{__name__}.{module}"].__all__
