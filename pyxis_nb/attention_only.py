@@ -32,6 +32,8 @@ __all__ = [
     "AttentionOnlyTransformer",
     "Adam",
     "softmax_backward",
+    "attention_layer_forward",
+    "attention_layer_backward",
     "cross_entropy",
     "repeated_tokens",
     "half_masks",
@@ -39,6 +41,7 @@ __all__ = [
     "train",
     "half_losses",
     "previous_token_score",
+    "duplicate_token_score",
     "induction_score",
     "plot_half_losses",
     "TRAINED_HEADS_RUNS",
@@ -135,8 +138,12 @@ def _merge_heads(x: np.ndarray) -> np.ndarray:
     return x.transpose(0, 2, 1, 3).reshape(B, T, H * d_head)
 
 
-def _attention_forward(x, w, H, scale, is_causal):
-    """One layer's attention output and what its backward pass needs."""
+def attention_layer_forward(x, w, H, scale, is_causal):
+    """One layer's attention output (B, T, d_model) and its cache.
+
+    ``x`` (B, T, d_model); ``w`` maps q/k/v/o_proj to (d_model, d_model).
+    Unchecked: ``AttentionOnlyTransformer`` checks its input once.
+    """
     q, k, v = (_split_heads(x @ w[n].T, H) for n in PROJECTIONS[:3])
     # (B, H, T, d_head) @ (B, H, d_head, T) -> (B, H, T, T)
     scores = scale * (q @ k.swapaxes(-1, -2))
@@ -154,8 +161,11 @@ def _linear_grad(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
     return dy.reshape(-1, dy.shape[-1]).T @ x.reshape(-1, x.shape[-1])
 
 
-def _attention_backward(dout, cache, w, scale):
-    """Gradients of one attention layer: (dloss/dx, {projection: dW})."""
+def attention_layer_backward(dout, cache, w, scale):
+    """Backward of ``attention_layer_forward``: (dloss/dx, {name: dW}).
+
+    ``dout`` (B, T, d_model) is dloss/d(layer output).
+    """
     x, q, k, v, p, z = cache
     H = q.shape[1]
     grads = {"o_proj": _linear_grad(dout, z)}
@@ -299,7 +309,7 @@ class AttentionOnlyTransformer:
             + self._params["embed_positions.weight"][:T]  # (B, T, d_model)
         caches = []
         for i in range(self.num_layers):
-            out, cache = _attention_forward(x, self._layer(i), self.num_heads,
+            out, cache = attention_layer_forward(x, self._layer(i), self.num_heads,
                                             self.scale, is_causal)
             x = x + out  # the residual stream
             caches.append(cache)
@@ -345,7 +355,7 @@ class AttentionOnlyTransformer:
         dx = dlogits @ self._params["lm_head.weight"]  # (B, T, d_model)
         for i in reversed(range(self.num_layers)):
             # the residual passes dx through unchanged, plus the layer's part
-            dlayer, g = _attention_backward(dx, caches[i], self._layer(i),
+            dlayer, g = attention_layer_backward(dx, caches[i], self._layer(i),
                                             self.scale)
             dx = dx + dlayer
             for name, value in g.items():
@@ -472,8 +482,11 @@ def half_losses(token_loss, halves) -> tuple[float, float]:
             float(token_loss[second].mean()))
 
 
-def train(model, *, steps, batch_size=32, half=(6, 10), lr=1e-2, seed=0):
+def train(model, *, steps, batch_size=32, half=(6, 10), lr=1e-2, seed=0,
+          frozen=()):
     """Train on fresh repeated-token batches with Adam.
+
+    ``frozen`` names weights that keep their values (gradient set to 0).
 
     Returns
     -------
@@ -489,6 +502,8 @@ def train(model, *, steps, batch_size=32, half=(6, 10), lr=1e-2, seed=0):
                                               model.vocab_size, rng)
         token_loss, grads = model._loss_and_grads(ids, labels)
         history[step] = half_losses(token_loss, halves)
+        for key in frozen:
+            grads[key] = np.zeros_like(grads[key])
         opt.step(grads)
     return {"first_half": history[:, 0], "second_half": history[:, 1]}
 
@@ -501,6 +516,16 @@ def previous_token_score(weights: np.ndarray) -> np.ndarray:
     T = weights.shape[-1]
     t = np.arange(1, T)
     return weights[:, :, t, t - 1].mean(axis=(0, 2))
+
+
+def duplicate_token_score(weights: np.ndarray, half: int) -> np.ndarray:
+    """Mean weight each head puts, from a second-half query ``half + j``, on
+    the key ``j``: the first copy of the current token itself.
+
+    weights : (B, H, T, T) -> ndarray, shape (H,)
+    """
+    j = np.arange(half)
+    return weights[:, :, half + j, j].mean(axis=(0, 2))
 
 
 def induction_score(weights: np.ndarray, half: int) -> np.ndarray:
