@@ -151,12 +151,13 @@ def attention_layer_forward(x, w, H, scale, is_causal):
         T = x.shape[1]
         scores = np.where(np.tri(T, dtype=bool), scores, -np.inf)
     p = softmax(scores)  # (B, H, T, T), rows sum to 1
-    z = _merge_heads(p @ v)  # (B, H, T, T) @ (B, H, T, d_head) -> (B, T, d_model)
+    # (B, H, T, T) @ (B, H, T, d_head) -> (B, H, T, d_head) -> (B, T, d_model)
+    z = _merge_heads(p @ v)
     return z @ w["o_proj"].T, (x, q, k, v, p, z)
 
 
 def _linear_grad(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """dloss/dW of ``y = x @ W.T`` summed over batch and positions: (out, in)."""
+    """dloss/dW (out, in) of ``y = x @ W.T``, summed over batch and T."""
     # (out, B*T) @ (B*T, in) -> (out, in)
     return dy.reshape(-1, dy.shape[-1]).T @ x.reshape(-1, x.shape[-1])
 
@@ -170,7 +171,7 @@ def attention_layer_backward(dout, cache, w, scale):
     H = q.shape[1]
     grads = {"o_proj": _linear_grad(dout, z)}
     dz = _split_heads(dout @ w["o_proj"], H)  # (B, H, T, d_head)
-    dp = dz @ v.swapaxes(-1, -2)  # (B, H, T, d_head) @ (.., d_head, T) -> (.., T, T)
+    dp = dz @ v.swapaxes(-1, -2)  # (.., T, d_head) @ (.., d_head, T)
     dv = p.swapaxes(-1, -2) @ dz  # (B, H, T, T) @ (B, H, T, d_head)
     ds = scale * softmax_backward(p, dp)  # masked keys: p = 0, so ds = 0
     dq = ds @ k  # (B, H, T, T) @ (B, H, T, d_head) -> (B, H, T, d_head)
@@ -309,8 +310,8 @@ class AttentionOnlyTransformer:
             + self._params["embed_positions.weight"][:T]  # (B, T, d_model)
         caches = []
         for i in range(self.num_layers):
-            out, cache = attention_layer_forward(x, self._layer(i), self.num_heads,
-                                            self.scale, is_causal)
+            out, cache = attention_layer_forward(
+                x, self._layer(i), self.num_heads, self.scale, is_causal)
             x = x + out  # the residual stream
             caches.append(cache)
         # (B, T, d_model) @ (d_model, V) -> (B, T, V)
@@ -546,10 +547,12 @@ def plot_half_losses(histories: dict, vocab_size: int, ax=None):
         ax = plt.subplots(figsize=(7, 3.5))[1]
     for label, hist in histories.items():
         for part, style in (("first_half", "--"), ("second_half", "-")):
-            ax.plot(hist[part], style, label=f"{label}: {part.replace('_', ' ')}")
+            name = part.replace("_", " ")
+            ax.plot(hist[part], style, label=f"{label}: {name}")
     ax.axhline(np.log(vocab_size), color="grey", lw=0.8, ls=":",
                label=f"ln V = {np.log(vocab_size):.2f}")
-    ax.set(xlabel="training step", ylabel="cross-entropy (nats)", ylim=(0, None))
+    ax.set(xlabel="training step", ylabel="cross-entropy (nats)",
+           ylim=(0, None))
     ax.legend(fontsize=8)
     return ax
 

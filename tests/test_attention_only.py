@@ -16,7 +16,8 @@ try:
 except ImportError:  # the finite-difference tests below still run
     torch = None
 
-needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed")
+needs_torch = pytest.mark.skipif(torch is None,
+                                 reason="torch is not installed")
 
 
 def batch(rng, V, B, T, ignore=0.2):

@@ -1,4 +1,4 @@
-"""Train the runs of the trained-heads chapter and store them (make trained-heads).
+"""Train the trained-heads chapter's runs and store them (make trained-heads).
 
     python tools/train_heads.py [pyxis_nb/data/trained_heads.npz]
 
