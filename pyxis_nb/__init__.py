@@ -3,27 +3,28 @@
 Import it as ``import pyxis_nb as px``; every public name of every module is
 available at the top level. One concept per module:
 
-==============  ==========================================================
-``softmax``     stable softmax, zeros for fully masked rows
-``masks``       boolean masks, True = may attend (causal, window, padding)
-``attention``   ``scaled_dot_product_attention`` with torch's semantics
-``head``        ``Head``: one attention head with Wq, Wk, Wv
-``experiments`` measurements behind the ``1 / sqrt(d_head)`` scale
-``positions``   sinusoidal absolute position encodings (Vaswani et al.)
-``engine``      causal attention one query at a time, as an engine runs it
-``batching``    padding token lists, a tiny language model, greedy decoding
-``memory``      KV-cache, score-matrix and parameter arithmetic; Qwen3-1.7B
-``norms``       ``rms_norm``, Qwen3's q_norm / k_norm
-``rope``        rotary position embeddings, both layouts
-``multihead``   split/merge heads, ``repeat_kv``, the multi-head (GQA) layer
-``qwen3``       Qwen3-1.7B's config; seeded random (Qwen3) attention layers
-``kv_cache``    ``KVCache``: preallocated keys and values for decoding
-``tiled``       online softmax and exact attention in tiles (FlashAttention)
-``generation``  a tiny model that generates with and without a KV cache
-``source``      ``show_source``: the package's own code as a listing
-``plotting``    labelled heatmaps and the chapters' figures (matplotlib)
-``widgets``     interactive views that also work on the static website
-==============  ==========================================================
+==================  ==========================================================
+``softmax``         stable softmax, zeros for fully masked rows
+``masks``           boolean masks, True = may attend (causal, window, padding)
+``attention``       ``scaled_dot_product_attention`` with torch's semantics
+``head``            ``Head``: one attention head with Wq, Wk, Wv
+``experiments``     measurements behind the ``1 / sqrt(d_head)`` scale
+``positions``       sinusoidal absolute position encodings (Vaswani et al.)
+``engine``          causal attention one query at a time, as an engine runs it
+``batching``        padding token lists, a tiny language model, greedy decoding
+``memory``          KV-cache, score-matrix and parameter arithmetic; Qwen3-1.7B
+``norms``           ``rms_norm``, Qwen3's q_norm / k_norm
+``rope``            rotary position embeddings, both layouts
+``multihead``       split/merge heads, ``repeat_kv``, the GQA layer
+``qwen3``           Qwen3-1.7B's config; seeded random (Qwen3) attention layers
+``kv_cache``        ``KVCache``: preallocated keys and values for decoding
+``tiled``           online softmax, exact attention in tiles (FlashAttention)
+``generation``      a tiny model that generates with and without a KV cache
+``attention_only``  a trainable attention-only transformer, backward by hand
+``source``          ``show_source``: the package's own code as a listing
+``plotting``        labelled heatmaps and the chapters' figures (matplotlib)
+``widgets``         interactive views that also work on the static website
+==================  ==========================================================
 
 Only numpy is imported with the package: ``plotting`` and ``widgets`` (and
 so matplotlib and ipywidgets) load on first use of one of their names,
@@ -51,13 +52,15 @@ from .qwen3 import *  # noqa: F401,F403
 from .kv_cache import *  # noqa: F401,F403
 from .tiled import *  # noqa: F401,F403
 from .generation import *  # noqa: F401,F403
+from .attention_only import *  # noqa: F401,F403
 from .source import *  # noqa: F401,F403
 
 # Every module, in layers: a module imports only modules listed before it.
 # Each defines __all__. The _LAZY ones are imported on first use.
 _MODULES = ["softmax", "masks", "attention", "head", "experiments",
             "positions", "engine", "batching", "memory", "norms", "rope",
-            "multihead", "qwen3", "kv_cache", "tiled", "generation", "source",
+            "multihead", "qwen3", "kv_cache", "tiled", "generation",
+            "attention_only", "source",
             "plotting", "widgets"]
 _LAZY = ("plotting", "widgets")
 

@@ -1,0 +1,584 @@
+"""A trainable attention-only transformer, with its backward pass by hand.
+
+The model of Elhage et al. (2021), "A Mathematical Framework for Transformer
+Circuits": token and position embeddings, ``L`` layers of multi-head causal
+attention added to the residual stream, and an unembedding. No norm, no MLP,
+no bias. Olsson et al. (2022), "In-context Learning and Induction Heads",
+train such models and watch induction heads form; the book repeats that.
+
+Shape legend (the book's notation):
+    B        batch
+    T        positions (queries and keys are the same tokens)
+    V        vocabulary size
+    d_model  width of the residual stream
+    H        heads per layer; d_head = d_model // H
+    L        layers
+
+Weights use PyTorch's ``Linear`` layout, (out_features, in_features), so a
+projection is ``x @ W.T``. ``state_dict()`` returns the model's own arrays
+(as torch does), so an optimiser updates them in place.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ._checks import as_float_array, check_bool, check_int, check_positive_int
+from .softmax import softmax
+
+__all__ = [
+    "AttentionOnlyTransformer",
+    "Adam",
+    "softmax_backward",
+    "attention_layer_forward",
+    "attention_layer_backward",
+    "cross_entropy",
+    "repeated_tokens",
+    "half_masks",
+    "gradient_check",
+    "train",
+    "half_losses",
+    "previous_token_score",
+    "duplicate_token_score",
+    "induction_score",
+    "plot_half_losses",
+    "TRAINED_HEADS_RUNS",
+    "train_run",
+    "load_trained_heads",
+]
+
+IGNORE_INDEX = -100
+DATA = Path(__file__).parent / "data" / "trained_heads.npz"
+
+# The chapter's runs: (model keywords, training keywords). ``make
+# trained-heads`` trains them and stores weights and loss histories in DATA.
+_MAIN = dict(vocab_size=64, d_model=32, num_layers=2, num_heads=4,
+             max_seq_len=16, seed=0)
+_TRAIN = dict(steps=1500, batch_size=16, half=(4, 8), lr=3e-3, seed=0)
+_WIDE = dict(_MAIN, d_model=128, num_heads=2)  # d_head = 64
+TRAINED_HEADS_RUNS = {
+    "main": (_MAIN, _TRAIN),
+    "wide, scale 1/sqrt(d_head)": (_WIDE, _TRAIN),
+    "wide, scale 1 (unscaled)": (dict(_WIDE, scale=1.0), _TRAIN),
+}
+PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj")
+
+
+def softmax_backward(weights, grad_weights) -> np.ndarray:
+    """Gradient of the scores from the gradient of the softmax weights.
+
+    Row by row this is ``J @ g`` with ``J = diag(p) - p p^T``, the Jacobian of
+    ``experiments.softmax_jacobian`` (symmetric, so ``J^T = J``), without
+    building ``J``: ``p * (g - sum(g * p))``. A masked key has ``p = 0``
+    and so gets gradient 0.
+
+    Parameters
+    ----------
+    weights : ndarray, shape (..., S)
+        ``p``, softmax of the scores along the last axis.
+    grad_weights : ndarray, shape (..., S)
+        ``g = dloss / dp``.
+
+    Returns
+    -------
+    ndarray, shape (..., S)
+        ``dloss / dscores``.
+    """
+    p, g = np.asarray(weights), np.asarray(grad_weights)
+    return p * (g - np.sum(g * p, axis=-1, keepdims=True))
+
+
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def cross_entropy(logits, labels) -> tuple[np.ndarray, np.ndarray]:
+    """Per-position cross-entropy and its gradient, ignoring label -100.
+
+    Parameters
+    ----------
+    logits : ndarray, shape (B, T, V)
+    labels : ndarray of int, shape (B, T)
+        Target token per position; -100 means "no target here".
+
+    Returns
+    -------
+    token_loss : ndarray, shape (B, T)
+        ``-log p(label)``; 0 where the label is -100.
+    grad_logits : ndarray, shape (B, T, V)
+        ``d token_loss.sum() / d logits``: ``softmax - one_hot``, 0 where
+        ignored. Divide by the number of targets for the mean.
+
+    See Also
+    --------
+    torch.nn.functional.cross_entropy : with ``ignore_index=-100``.
+    """
+    valid = labels != IGNORE_INDEX  # (B, T)
+    safe = np.where(valid, labels, 0)  # (B, T), any index where ignored
+    logp = _log_softmax(logits)  # (B, T, V)
+    picked = np.take_along_axis(logp, safe[..., None], axis=-1)[..., 0]
+    grad = np.exp(logp)  # (B, T, V) softmax
+    np.put_along_axis(grad, safe[..., None],
+                      np.take_along_axis(grad, safe[..., None], -1) - 1, -1)
+    return np.where(valid, -picked, 0.0), grad * valid[..., None]
+
+
+def _split_heads(x: np.ndarray, H: int) -> np.ndarray:
+    B, T, d_model = x.shape
+    # (B, T, H * d_head) -> (B, T, H, d_head) -> (B, H, T, d_head)
+    return x.reshape(B, T, H, d_model // H).transpose(0, 2, 1, 3)
+
+
+def _merge_heads(x: np.ndarray) -> np.ndarray:
+    B, H, T, d_head = x.shape
+    # (B, H, T, d_head) -> (B, T, H, d_head) -> (B, T, H * d_head)
+    return x.transpose(0, 2, 1, 3).reshape(B, T, H * d_head)
+
+
+def attention_layer_forward(x, w, H, scale, is_causal):
+    """One layer's attention output (B, T, d_model) and its cache.
+
+    ``x`` (B, T, d_model); ``w`` maps q/k/v/o_proj to (d_model, d_model).
+    Unchecked: ``AttentionOnlyTransformer`` checks its input once.
+    """
+    q, k, v = (_split_heads(x @ w[n].T, H) for n in PROJECTIONS[:3])
+    # (B, H, T, d_head) @ (B, H, d_head, T) -> (B, H, T, T)
+    scores = scale * (q @ k.swapaxes(-1, -2))
+    if is_causal:
+        T = x.shape[1]
+        scores = np.where(np.tri(T, dtype=bool), scores, -np.inf)
+    p = softmax(scores)  # (B, H, T, T), rows sum to 1
+    # (B, H, T, T) @ (B, H, T, d_head) -> (B, H, T, d_head) -> (B, T, d_model)
+    z = _merge_heads(p @ v)
+    return z @ w["o_proj"].T, (x, q, k, v, p, z)
+
+
+def _linear_grad(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """dloss/dW (out, in) of ``y = x @ W.T``, summed over batch and T."""
+    # (out, B*T) @ (B*T, in) -> (out, in)
+    return dy.reshape(-1, dy.shape[-1]).T @ x.reshape(-1, x.shape[-1])
+
+
+def attention_layer_backward(dout, cache, w, scale):
+    """Backward of ``attention_layer_forward``: (dloss/dx, {name: dW}).
+
+    ``dout`` (B, T, d_model) is dloss/d(layer output).
+    """
+    x, q, k, v, p, z = cache
+    H = q.shape[1]
+    grads = {"o_proj": _linear_grad(dout, z)}
+    dz = _split_heads(dout @ w["o_proj"], H)  # (B, H, T, d_head)
+    dp = dz @ v.swapaxes(-1, -2)  # (.., T, d_head) @ (.., d_head, T)
+    dv = p.swapaxes(-1, -2) @ dz  # (B, H, T, T) @ (B, H, T, d_head)
+    ds = scale * softmax_backward(p, dp)  # masked keys: p = 0, so ds = 0
+    dq = ds @ k  # (B, H, T, T) @ (B, H, T, d_head) -> (B, H, T, d_head)
+    dk = ds.swapaxes(-1, -2) @ q  # dscores[t, s] = q_t . k_s, so sum over t
+    dx = np.zeros_like(x)
+    for name, d in zip(PROJECTIONS[:3], (dq, dk, dv)):
+        d = _merge_heads(d)  # (B, T, d_model)
+        grads[name] = _linear_grad(d, x)
+        dx += d @ w[name]  # (B, T, d_model) @ (d_model, d_model)
+    return dx, grads
+
+
+def _check_ids(name: str, ids, V: int, shape=None, allow_ignore=False):
+    ids = np.asarray(ids)
+    if not np.issubdtype(ids.dtype, np.integer) or ids.ndim != 2 \
+            or ids.size == 0:
+        raise ValueError(f"{name} must be a non-empty 2-D integer array "
+                         f"(B, T), got dtype {ids.dtype}, shape {ids.shape}")
+    if shape is not None and ids.shape != shape:
+        raise ValueError(f"{name} has shape {ids.shape}, expected {shape} "
+                         "(the shape of input_ids)")
+    ok = (ids >= 0) & (ids < V)
+    if allow_ignore:
+        ok |= ids == IGNORE_INDEX
+    if not ok.all():
+        bad = ids[~ok][0]
+        extra = " or -100" if allow_ignore else ""
+        raise ValueError(f"{name} must hold ids in [0, {V}){extra}, "
+                         f"got {bad}")
+    return ids
+
+
+class AttentionOnlyTransformer:
+    """Embeddings, ``L`` layers of causal multi-head attention, unembedding.
+
+    ``x = embed_tokens[ids] + embed_positions[:T]``; per layer
+    ``x = x + o_proj(attention(q_proj(x), k_proj(x), v_proj(x)))``;
+    ``logits = x @ lm_head.T``. Nothing else: no norm, MLP or bias.
+
+    Parameters
+    ----------
+    vocab_size, d_model, num_layers, num_heads, max_seq_len : int
+        ``V``, ``d_model``, ``L``, ``H`` (must divide ``d_model``), most ``T``.
+    scale : float, optional
+        Multiplies ``q . k``; default ``1 / sqrt(d_head)``, 1.0 = unscaled.
+    seed : int
+        Embeddings ~ N(0, 1) (torch's ``nn.Embedding``), projections and
+        ``lm_head`` ~ N(0, 1 / in_features).
+    dtype : float32 or float64
+
+    See Also
+    --------
+    transformers.GPT2LMHeadModel : the same shape, plus norms and MLPs.
+    """
+
+    def __init__(self, vocab_size, d_model, num_layers, num_heads,
+                 max_seq_len, *, scale=None, seed=0, dtype=np.float64):
+        self.vocab_size = check_positive_int("vocab_size", vocab_size)
+        self.d_model = check_positive_int("d_model", d_model)
+        self.num_layers = check_positive_int("num_layers", num_layers)
+        self.num_heads = check_positive_int("num_heads", num_heads)
+        self.max_seq_len = check_positive_int("max_seq_len", max_seq_len)
+        if d_model % num_heads:
+            raise ValueError(f"d_model ({d_model}) must be divisible by "
+                             f"num_heads ({num_heads})")
+        self.d_head = d_model // num_heads
+        self.scale = self._check_scale(scale, self.d_head)
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in (np.float32, np.float64):
+            raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+        self._params = self._init_params(check_int("seed", seed, low=0))
+
+    @staticmethod
+    def _check_scale(scale, d_head: int) -> float:
+        if scale is None:
+            return float(1.0 / np.sqrt(d_head))
+        if isinstance(scale, bool) or not np.isscalar(scale) \
+                or not np.isfinite(scale) or scale <= 0:
+            raise ValueError(f"scale must be a finite number > 0 or None, "
+                             f"got {scale!r}")
+        return float(scale)
+
+    def _shapes(self) -> dict[str, tuple[int, int]]:
+        V, d = self.vocab_size, self.d_model
+        shapes = {"embed_tokens.weight": (V, d),
+                  "embed_positions.weight": (self.max_seq_len, d)}
+        for i in range(self.num_layers):
+            for name in PROJECTIONS:
+                shapes[f"layers.{i}.self_attn.{name}.weight"] = (d, d)
+        shapes["lm_head.weight"] = (V, d)
+        return shapes
+
+    def _init_params(self, seed: int) -> dict[str, np.ndarray]:
+        rng = np.random.default_rng(seed)
+        params = {}
+        for key, shape in self._shapes().items():
+            std = 1.0 if key.startswith("embed") else shape[1] ** -0.5
+            w = std * rng.standard_normal(shape)
+            params[key] = w.astype(self.dtype)
+        return params
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """The weights by name; the arrays are the model's own (not copies)."""
+        return dict(self._params)
+
+    def load_state_dict(self, state_dict) -> None:
+        """Copy weights in, in place; keys and shapes must match exactly."""
+        shapes = self._shapes()
+        missing = sorted(set(shapes) - set(state_dict))
+        extra = sorted(set(state_dict) - set(shapes))
+        if missing or extra:
+            raise ValueError(f"state_dict keys do not match: missing {missing}"
+                             f", unexpected {extra}")
+        for key, shape in shapes.items():
+            value = as_float_array(f"state_dict[{key!r}]", state_dict[key])
+            if value.shape != shape:
+                raise ValueError(f"state_dict[{key!r}] has shape {value.shape}"
+                                 f", expected {shape}")
+            self._params[key][...] = value
+
+    def _layer(self, i: int) -> dict[str, np.ndarray]:
+        return {n: self._params[f"layers.{i}.self_attn.{n}.weight"]
+                for n in PROJECTIONS}
+
+    def _check_input(self, input_ids) -> np.ndarray:
+        ids = _check_ids("input_ids", input_ids, self.vocab_size)
+        if ids.shape[1] > self.max_seq_len:
+            raise ValueError(f"input_ids has T = {ids.shape[1]} positions, "
+                             f"more than max_seq_len = {self.max_seq_len}")
+        return ids
+
+    def _forward(self, ids, is_causal=True):
+        """Logits and every layer's cache; ``ids`` already checked."""
+        T = ids.shape[1]
+        x = self._params["embed_tokens.weight"][ids] \
+            + self._params["embed_positions.weight"][:T]  # (B, T, d_model)
+        caches = []
+        for i in range(self.num_layers):
+            out, cache = attention_layer_forward(
+                x, self._layer(i), self.num_heads, self.scale, is_causal)
+            x = x + out  # the residual stream
+            caches.append(cache)
+        # (B, T, d_model) @ (d_model, V) -> (B, T, V)
+        return x @ self._params["lm_head.weight"].T, x, caches
+
+    def forward(self, input_ids, *, is_causal=True, return_weights=False):
+        """Logits (B, T, V) for ``input_ids`` (B, T).
+
+        With ``return_weights=True`` also a list of L arrays (B, H, T, T),
+        the attention weights of each layer. ``is_causal=False`` lets every
+        position attend to every other (the model was trained with it True).
+        """
+        ids = self._check_input(input_ids)
+        is_causal = check_bool("is_causal", is_causal)
+        logits, _, caches = self._forward(ids, is_causal)
+        if check_bool("return_weights", return_weights):
+            return logits, [cache[4] for cache in caches]
+        return logits
+
+    __call__ = forward
+
+    def loss_and_grads(self, input_ids, labels):
+        """Mean cross-entropy over labels != -100, and its gradients.
+
+        No internal shift: ``logits[b, t]`` is scored against
+        ``labels[b, t]``. ``grads`` has the keys of ``state_dict()``.
+        """
+        ids = self._check_input(input_ids)
+        labels = _check_ids("labels", labels, self.vocab_size, ids.shape,
+                            allow_ignore=True)
+        if np.all(labels == IGNORE_INDEX):
+            raise ValueError("labels are all -100: no position to score")
+        token_loss, grads = self._loss_and_grads(ids, labels)
+        return float(token_loss.sum() / (labels != IGNORE_INDEX).sum()), grads
+
+    def _loss_and_grads(self, ids, labels):
+        """Per-position losses (B, T) and gradients of their mean."""
+        logits, x, caches = self._forward(ids)
+        token_loss, dlogits = cross_entropy(logits, labels)
+        dlogits = dlogits / int((labels != IGNORE_INDEX).sum())
+        grads = {"lm_head.weight": _linear_grad(dlogits, x)}
+        dx = dlogits @ self._params["lm_head.weight"]  # (B, T, d_model)
+        for i in reversed(range(self.num_layers)):
+            # the residual passes dx through unchanged, plus the layer's part
+            dlayer, g = attention_layer_backward(dx, caches[i], self._layer(i),
+                                            self.scale)
+            dx = dx + dlayer
+            for name, value in g.items():
+                grads[f"layers.{i}.self_attn.{name}.weight"] = value
+        grads["embed_positions.weight"] = np.zeros_like(
+            self._params["embed_positions.weight"])
+        grads["embed_positions.weight"][:ids.shape[1]] = dx.sum(axis=0)
+        grads["embed_tokens.weight"] = np.zeros_like(
+            self._params["embed_tokens.weight"])
+        np.add.at(grads["embed_tokens.weight"], ids, dx)  # repeated ids add up
+        return token_loss, {k: grads[k] for k in self._params}
+
+
+class Adam:
+    """Adam (Kingma and Ba, 2015) over a state dict, updated in place.
+
+    Parameters
+    ----------
+    params : dict of str to ndarray
+        ``model.state_dict()``: the model's own arrays.
+    lr : float
+    betas : (float, float)
+    eps : float
+
+    See Also
+    --------
+    torch.optim.Adam : the same update (no weight decay).
+    """
+
+    def __init__(self, params, lr=1e-2, betas=(0.9, 0.999), eps=1e-8):
+        self.params, self.lr, self.betas, self.eps = params, lr, betas, eps
+        self.m = {k: np.zeros_like(v) for k, v in params.items()}
+        self.v = {k: np.zeros_like(v) for k, v in params.items()}
+        self.t = 0
+
+    def step(self, grads) -> None:
+        """One update of every parameter from ``grads`` (same keys)."""
+        self.t += 1
+        b1, b2 = self.betas
+        for k, p in self.params.items():
+            self.m[k] = b1 * self.m[k] + (1 - b1) * grads[k]
+            self.v[k] = b2 * self.v[k] + (1 - b2) * grads[k] ** 2
+            m_hat = self.m[k] / (1 - b1 ** self.t)  # undo the zero start
+            v_hat = self.v[k] / (1 - b2 ** self.t)
+            p -= self.lr * m_hat / (np.sqrt(v_hat) + self.eps)
+
+
+def repeated_tokens(batch_size, half, vocab_size, rng):
+    """Random blocks repeated twice, ``[a b c .. | a b c ..]``, with labels.
+
+    Parameters
+    ----------
+    batch_size, vocab_size : int
+    half : int or (int, int)
+        Block length; a pair ``(low, high)`` draws each sequence's block
+        length from ``low .. high``, so the distance to the earlier copy
+        varies and position alone cannot find it. Shorter sequences are
+        filled up to ``T = 2 * high`` with random tokens labelled -100.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    input_ids : ndarray of int, shape (B, T)
+    labels : ndarray of int, shape (B, T)
+        The next token (``labels[:, t] = input_ids[:, t + 1]``) inside the
+        two copies; -100 after them (no next token to predict).
+    halves : ndarray of int, shape (B,)
+    """
+    B = check_positive_int("batch_size", batch_size)
+    low, high = (half, half) if np.isscalar(half) else half
+    halves = rng.integers(low, high + 1, size=B)  # (B,)
+    ids = rng.integers(0, vocab_size, size=(B, 2 * high))  # (B, T)
+    t = np.arange(2 * high)  # (T,)
+    # the second copy: position halves + j repeats position j
+    second = (t >= halves[:, None]) & (t < 2 * halves[:, None])  # (B, T)
+    rows, cols = np.nonzero(second)
+    ids[rows, cols] = ids[rows, cols - halves[rows]]
+    labels = np.full_like(ids, IGNORE_INDEX)
+    inside = t[:-1] < 2 * halves[:, None] - 1  # (B, T - 1)
+    labels[:, :-1] = np.where(inside, ids[:, 1:], IGNORE_INDEX)
+    return ids, labels, halves
+
+
+def half_masks(halves, T: int) -> tuple[np.ndarray, np.ndarray]:
+    """Boolean (B, T) masks of the positions whose next token is in the
+    first copy or is the second copy's first token (unpredictable:
+    ``t < half``) and of those whose next token can be copied
+    (``half <= t < 2 * half - 1``)."""
+    t = np.arange(T)
+    h = np.asarray(halves)[:, None]  # (B, 1)
+    return t < h, (t >= h) & (t < 2 * h - 1)
+
+
+def gradient_check(model, input_ids, labels, *, per_key=2, eps=1e-6,
+                   seed=0) -> dict[str, float]:
+    """Largest relative error, per weight, of ``loss_and_grads`` against
+    central finite differences at ``per_key`` random entries of each weight.
+    """
+    _, grads = model.loss_and_grads(input_ids, labels)
+    rng = np.random.default_rng(seed)
+    errors = {}
+    for key, w in model.state_dict().items():
+        worst = 0.0
+        for _ in range(per_key):
+            idx = tuple(rng.integers(0, n) for n in w.shape)
+            old = w[idx]
+            w[idx] = old + eps
+            up, _ = model.loss_and_grads(input_ids, labels)
+            w[idx] = old - eps
+            down, _ = model.loss_and_grads(input_ids, labels)
+            w[idx] = old
+            numeric, exact = (up - down) / (2 * eps), grads[key][idx]
+            denom = max(abs(numeric) + abs(exact), 1e-12)
+            worst = max(worst, abs(numeric - exact) / denom)
+        errors[key] = worst
+    return errors
+
+
+def half_losses(token_loss, halves) -> tuple[float, float]:
+    """Mean loss over the unpredictable first half and the copyable second
+    half (see ``half_masks``); ``token_loss`` (B, T), ``halves`` (B,)."""
+    first, second = half_masks(halves, token_loss.shape[1])
+    return (float(token_loss[first].mean()),
+            float(token_loss[second].mean()))
+
+
+def train(model, *, steps, batch_size=32, half=(6, 10), lr=1e-2, seed=0,
+          frozen=()):
+    """Train on fresh repeated-token batches with Adam.
+
+    ``frozen`` names weights that keep their values (gradient set to 0).
+
+    Returns
+    -------
+    dict with "first_half" and "second_half": ndarray, shape (steps,)
+        The loss of each half on each step's batch (before its update).
+    """
+    steps = check_positive_int("steps", steps)
+    rng = np.random.default_rng(seed)
+    opt = Adam(model.state_dict(), lr=lr)
+    history = np.zeros((steps, 2))
+    for step in range(steps):
+        ids, labels, halves = repeated_tokens(batch_size, half,
+                                              model.vocab_size, rng)
+        token_loss, grads = model._loss_and_grads(ids, labels)
+        history[step] = half_losses(token_loss, halves)
+        for key in frozen:
+            grads[key] = np.zeros_like(grads[key])
+        opt.step(grads)
+    return {"first_half": history[:, 0], "second_half": history[:, 1]}
+
+
+def previous_token_score(weights: np.ndarray) -> np.ndarray:
+    """Mean weight each head puts on the key just before the query.
+
+    weights : (B, H, T, T) -> ndarray, shape (H,)
+    """
+    T = weights.shape[-1]
+    t = np.arange(1, T)
+    return weights[:, :, t, t - 1].mean(axis=(0, 2))
+
+
+def duplicate_token_score(weights: np.ndarray, half: int) -> np.ndarray:
+    """Mean weight each head puts, from a second-half query ``half + j``, on
+    the key ``j``: the first copy of the current token itself.
+
+    weights : (B, H, T, T) -> ndarray, shape (H,)
+    """
+    j = np.arange(half)
+    return weights[:, :, half + j, j].mean(axis=(0, 2))
+
+
+def induction_score(weights: np.ndarray, half: int) -> np.ndarray:
+    """Mean weight each head puts, from a second-half query ``half + j``, on
+    the key ``j + 1``: the token after the first copy of the current token.
+
+    weights : (B, H, T, T) -> ndarray, shape (H,)
+    """
+    j = np.arange(half - 1)
+    return weights[:, :, half + j, j + 1].mean(axis=(0, 2))
+
+
+def plot_half_losses(histories: dict, vocab_size: int, ax=None):
+    """Loss of each half, per step, for one or more runs; ln V dashed."""
+    import matplotlib.pyplot as plt  # lazily: the package never needs it
+
+    if ax is None:
+        ax = plt.subplots(figsize=(7, 3.5))[1]
+    for label, hist in histories.items():
+        for part, style in (("first_half", "--"), ("second_half", "-")):
+            name = part.replace("_", " ")
+            ax.plot(hist[part], style, label=f"{label}: {name}")
+    ax.axhline(np.log(vocab_size), color="grey", lw=0.8, ls=":",
+               label=f"ln V = {np.log(vocab_size):.2f}")
+    ax.set(xlabel="training step", ylabel="cross-entropy (nats)",
+           ylim=(0, None))
+    ax.legend(fontsize=8)
+    return ax
+
+
+def train_run(name: str, *, steps=None):
+    """Build and train one of ``TRAINED_HEADS_RUNS`` from its seed.
+
+    ``steps`` shortens the run (a test retrains the first steps and
+    compares them with the stored history). Returns (model, history).
+    """
+    model_kw, train_kw = TRAINED_HEADS_RUNS[name]
+    model = AttentionOnlyTransformer(**model_kw)
+    history = train(model, **dict(train_kw, steps=steps or train_kw["steps"]))
+    return model, history
+
+
+def load_trained_heads(name: str = "main", path=DATA):
+    """The stored result of ``train_run(name)``: (model, history)."""
+    model_kw, _ = TRAINED_HEADS_RUNS[name]
+    with np.load(path) as data:
+        model = AttentionOnlyTransformer(**model_kw)
+        prefix = f"{name}/"
+        weights = {k[len(prefix):]: data[k] for k in data.files
+                   if k.startswith(prefix) and ".weight" in k}
+        if weights:
+            model.load_state_dict(weights)
+        history = {part: data[prefix + part]
+                   for part in ("first_half", "second_half")}
+    return model, history

@@ -1,0 +1,209 @@
+"""AttentionOnlyTransformer: hand-written backward against torch.autograd.
+
+With torch, ``loss_and_grads`` must equal autograd's gradients of the same
+model written in torch (float64, 1e-10), over random shapes, 1 to 3 layers,
+several head counts and labels with -100. Without torch those tests skip and
+the finite-difference check still runs. Bad input must raise ValueError.
+"""
+
+import numpy as np
+import pytest
+
+import pyxis_nb as px
+
+try:
+    import torch
+except ImportError:  # the finite-difference tests below still run
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None,
+                                 reason="torch is not installed")
+
+
+def batch(rng, V, B, T, ignore=0.2):
+    ids = rng.integers(0, V, size=(B, T))
+    labels = rng.integers(0, V, size=(B, T))
+    labels[rng.random((B, T)) < ignore] = -100
+    labels[0, 0] = rng.integers(0, V)  # at least one label to score
+    return ids, labels
+
+
+def torch_loss(state, ids, labels, num_layers, H, scale, is_causal=True):
+    """The same model in torch, for autograd; returns loss and leaves."""
+    F = torch.nn.functional
+    w = {k: torch.tensor(v, requires_grad=True) for k, v in state.items()}
+    ids_t = torch.tensor(ids)
+    B, T = ids.shape
+    x = w["embed_tokens.weight"][ids_t] + w["embed_positions.weight"][:T]
+    for i in range(num_layers):
+        p = {n: w[f"layers.{i}.self_attn.{n}_proj.weight"] for n in "qkvo"}
+        q, k, v = (F.linear(x, p[n]).view(B, T, H, -1).transpose(1, 2)
+                   for n in "qkv")
+        z = F.scaled_dot_product_attention(q, k, v, is_causal=is_causal,
+                                           scale=scale)
+        x = x + F.linear(z.transpose(1, 2).reshape(B, T, -1), p["o"])
+    logits = F.linear(x, w["lm_head.weight"])
+    loss = F.cross_entropy(logits.reshape(B * T, -1),
+                           torch.tensor(labels).reshape(-1), ignore_index=-100)
+    return loss, logits, w
+
+
+@needs_torch
+@pytest.mark.parametrize("num_layers", [1, 2, 3])
+@pytest.mark.parametrize("num_heads", [1, 2, 4])
+@pytest.mark.parametrize("scale", [None, 1.0])
+def test_loss_and_grads_match_torch_autograd(num_layers, num_heads, scale):
+    rng = np.random.default_rng(100 * num_layers + num_heads)
+    V = int(rng.integers(3, 12))
+    d_model = num_heads * int(rng.integers(1, 5))
+    T_max = int(rng.integers(2, 9))
+    B, T = int(rng.integers(1, 4)), int(rng.integers(1, T_max + 1))
+    model = px.AttentionOnlyTransformer(V, d_model, num_layers, num_heads,
+                                        T_max, scale=scale, seed=int(V))
+    ids, labels = batch(rng, V, B, T)
+    loss, grads = model.loss_and_grads(ids, labels)
+    ref, logits, leaves = torch_loss(model.state_dict(), ids, labels,
+                                     num_layers, num_heads, model.scale)
+    ref.backward()
+    assert loss == pytest.approx(ref.item(), rel=1e-12)
+    np.testing.assert_allclose(model(ids), logits.detach().numpy(),
+                               rtol=1e-10, atol=1e-12)
+    assert list(grads) == list(model.state_dict())
+    for key, g in grads.items():
+        np.testing.assert_allclose(g, leaves[key].grad.numpy(),
+                                   rtol=1e-10, atol=1e-12, err_msg=key)
+
+
+@needs_torch
+def test_forward_without_mask_matches_torch():
+    model = px.AttentionOnlyTransformer(7, 8, 2, 2, 6, seed=3)
+    ids, labels = batch(np.random.default_rng(0), 7, 2, 6)
+    _, logits, _ = torch_loss(model.state_dict(), ids, labels, 2, 2,
+                              model.scale, is_causal=False)
+    np.testing.assert_allclose(model(ids, is_causal=False),
+                               logits.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_finite_differences_agree_with_loss_and_grads():
+    model = px.AttentionOnlyTransformer(9, 6, 2, 3, 5, seed=1)
+    ids, labels = batch(np.random.default_rng(1), 9, 2, 5)
+    errors = px.gradient_check(model, ids, labels, per_key=3)
+    assert set(errors) == set(model.state_dict())
+    assert max(errors.values()) < 1e-6, errors
+
+
+def test_softmax_backward_is_the_jacobian_product():
+    rng = np.random.default_rng(2)
+    scores, g = rng.standard_normal((2, 7))
+    p = px.softmax(scores)
+    expected = px.softmax_jacobian(scores) @ g
+    np.testing.assert_allclose(px.softmax_backward(p, g), expected,
+                               rtol=1e-12, atol=1e-15)
+
+
+def test_weights_are_causal_and_shaped():
+    model = px.AttentionOnlyTransformer(5, 8, 3, 4, 6)
+    ids = np.zeros((2, 6), dtype=int)
+    logits, weights = model.forward(ids, return_weights=True)
+    assert logits.shape == (2, 6, 5) and len(weights) == 3
+    for w in weights:
+        assert w.shape == (2, 4, 6, 6)
+        assert np.all(np.triu(w[0, 0], k=1) == 0)
+        np.testing.assert_allclose(w.sum(-1), 1.0)
+
+
+def test_float32_stays_float32():
+    model = px.AttentionOnlyTransformer(5, 8, 1, 2, 4, dtype=np.float32)
+    ids, labels = batch(np.random.default_rng(3), 5, 2, 4)
+    _, grads = model.loss_and_grads(ids, labels)
+    assert model(ids).dtype == np.float32
+    assert all(g.dtype == np.float32 for g in grads.values())
+
+
+def test_adam_lowers_the_loss_and_updates_in_place():
+    model = px.AttentionOnlyTransformer(6, 8, 1, 2, 4, seed=0)
+    before = model.state_dict()["lm_head.weight"]
+    ids, labels = batch(np.random.default_rng(4), 6, 4, 4, ignore=0.0)
+    opt = px.Adam(model.state_dict(), lr=0.05)
+    first, _ = model.loss_and_grads(ids, labels)
+    for _ in range(30):
+        opt.step(model.loss_and_grads(ids, labels)[1])
+    assert model.loss_and_grads(ids, labels)[0] < 0.5 * first
+    assert model.state_dict()["lm_head.weight"] is before
+
+
+def test_repeated_tokens_repeat_and_label_the_next_token():
+    ids, labels, halves = px.repeated_tokens(
+        8, (3, 5), 20, np.random.default_rng(5))
+    assert ids.shape == labels.shape == (8, 10)
+    for row, lab, h in zip(ids, labels, halves):
+        assert np.array_equal(row[h:2 * h], row[:h])
+        assert np.array_equal(lab[:2 * h - 1], row[1:2 * h])
+        assert np.all(lab[2 * h - 1:] == -100)
+    first, second = px.half_masks(halves, 10)
+    assert not np.any(first & second)
+
+
+def test_state_dict_round_trip():
+    a = px.AttentionOnlyTransformer(5, 8, 2, 2, 4, seed=0)
+    b = px.AttentionOnlyTransformer(5, 8, 2, 2, 4, seed=1)
+    b.load_state_dict(a.state_dict())
+    ids = np.arange(4)[None] % 5
+    np.testing.assert_array_equal(a(ids), b(ids))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(d_model=10, num_heads=4), "divisible by num_heads"),
+    (dict(scale=0.0), "scale"),
+    (dict(num_layers=0), "num_layers"),
+    (dict(dtype=np.int64), "dtype"),
+])
+def test_bad_config_raises(kwargs, match):
+    config = dict(vocab_size=5, d_model=8, num_layers=1, num_heads=2,
+                  max_seq_len=4)
+    with pytest.raises(ValueError, match=match):
+        px.AttentionOnlyTransformer(**dict(config, **kwargs))
+
+
+@pytest.mark.parametrize("ids, labels, match", [
+    ([[0, 5]], [[1, 1]], r"input_ids must hold ids in \[0, 5\)"),
+    ([[0, -1]], [[1, 1]], r"input_ids must hold ids"),
+    ([[0, 1, 2, 3, 4]], [[1] * 5], "more than max_seq_len"),
+    ([[0.0, 1.0]], [[1, 1]], "integer"),
+    ([[0, 1]], [[1, 1, 1]], r"labels has shape \(1, 3\), expected \(1, 2\)"),
+    ([[0, 1]], [[1, 7]], r"labels must hold ids in \[0, 5\) or -100"),
+    ([[0, 1]], [[-100, -100]], "all -100"),
+])
+def test_bad_input_raises(ids, labels, match):
+    model = px.AttentionOnlyTransformer(5, 8, 1, 2, 4)
+    with pytest.raises(ValueError, match=match):
+        model.loss_and_grads(np.array(ids), np.array(labels))
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda d: d.pop("lm_head.weight"), r"missing \['lm_head.weight'\]"),
+    (lambda d: d.update(extra=np.zeros(1)), r"unexpected \['extra'\]"),
+    (lambda d: d.update({"lm_head.weight": np.zeros((5, 4))}),
+     r"has shape \(5, 4\), expected \(5, 8\)"),
+    (lambda d: d.update({"lm_head.weight": np.zeros((5, 8), int)}),
+     "floating-point"),
+])
+def test_bad_state_dict_raises(change, match):
+    model = px.AttentionOnlyTransformer(5, 8, 1, 2, 4)
+    state = model.state_dict()
+    change(state)
+    with pytest.raises(ValueError, match=match):
+        model.load_state_dict(state)
+
+
+def test_stored_weights_reproduce_from_their_seed():
+    """The first steps of `make trained-heads`, retrained, give the stored
+    history; the stored weights give the stored model's behaviour."""
+    model, history = px.load_trained_heads("main")
+    _, short = px.train_run("main", steps=40)
+    for part in ("first_half", "second_half"):
+        np.testing.assert_allclose(short[part], history[part][:40], rtol=1e-9)
+    ids, labels, halves = px.repeated_tokens(
+        32, 8, model.vocab_size, np.random.default_rng(0))
+    _, weights = model.forward(ids, return_weights=True)
+    assert px.induction_score(weights[1], 8).max() > 0.8
