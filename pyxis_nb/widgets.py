@@ -367,9 +367,13 @@ def attention_explorer(
             alt = (f"Heatmap of attention weights, {name}: rows are the query tokens "
                    f"{', '.join(tokens)}; columns the keys; the row of {tokens[i]!r} "
                    f"is outlined.")
+            # the cell numbers' size in image pixels: the website check keeps
+            # them >= 9 CSS px on a phone
+            points = [t.get_fontsize() for t in ax.texts] or [0]
             frames.append(widgets.HTML(png_figure_html(
                 figure_png(ax.figure), alt=alt, view=name,
-                data={"weights": np.round(w, 4).tolist(), "query": i})))
+                data={"weights": np.round(w, 4).tolist(), "query": i,
+                      "annotation-px": round(min(points) * 100 / 72, 1)})))
         heatmaps.append(widgets.Stack(frames, selected_index=query_index))
         lines = [
             widgets.HTML(f"<p class='pyxis-describe'>{html.escape(describe_attention(w[i], tokens, i, key_tokens=key_tokens))}</p>")
