@@ -4,9 +4,32 @@
   page throws ``Identifier 'THEBE_JS_URL' has already been declared``; keep one.
 * pydata-sphinx-theme logs ``Got invalid theme mode`` when no default mode is
   set; Jupyter Book 1 sets none, so choose "auto" (follow the reader's system).
+* The theme ships files no reader's browser loads: source maps, translation
+  catalogues, TrueType copies of fonts every browser takes as woff2. After the
+  build they are removed (the site's weight is measured by the website check).
+* The theme's icon script (Font Awesome's SVG replacer, 1.5 MB) draws the same
+  icons that its stylesheet already draws with the Font Awesome web fonts; the
+  script is replaced by a one-line stub, so the icons come from the fonts.
+* Those fonts (and the widget manager's older copies, which its stylesheet puts
+  on the theme's ``fas``/``fab`` icons) hold 2,000 icons; the site shows about
+  20. They are cut to the icons that a built page or the theme's stylesheet
+  names, as small WOFF files in ``_static/icons/`` that ``pyxis.css`` declares.
+* Static figures (matplotlib PNGs in ``_images/``) are stored as 256-colour
+  palette PNGs: the same look, a third to half of the bytes.
 """
 
 from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+ICON_FONTS = ("fa-solid-900", "fa-regular-400", "fa-brands-400")
+
+ICON_SCRIPT_STUB = (
+    "/* Pyxis Notebooks: the theme's icons are drawn by its Font Awesome web"
+    " fonts (see _ext/pyxis_book.py). */\n"
+)
 
 
 def _dedupe_scripts(app, pagename, templatename, context, doctree):
@@ -24,8 +47,87 @@ def _default_mode(app, config):
     config.html_context.setdefault("default_mode", "auto")
 
 
+def _used_icons(outdir: Path, css: str) -> set[int]:
+    """Code points of the Font Awesome icons the site can show."""
+    names = set()
+    for page in outdir.rglob("*.html"):
+        names |= set(re.findall(r"\bfa-[a-z0-9-]+", page.read_text(errors="ignore")))
+    points = set()
+    for selectors, char in re.findall(r"([^{}]+)\{content:\"([^\"]+)\"\}", css):
+        if set(re.findall(r"\.(fa-[a-z0-9-]+):+before", selectors)) & names:
+            points.add(_char(char))
+    for char in re.findall(r"--pst-icon-[a-z-]+:\"([^\"]+)\"", css):
+        points.add(_char(char))
+    return points
+
+
+def _char(text: str) -> int:
+    return int(text[1:], 16) if text.startswith("\\") else ord(text)
+
+
+def _subset_icon_fonts(static: Path, theme_static: Path) -> None:
+    from fontTools import subset
+
+    css = (static / "styles" / "pydata-sphinx-theme.css").read_text()
+    points = _used_icons(static.parent, css)
+    (static / "icons").mkdir(exist_ok=True)
+    for name in ICON_FONTS:
+        ttf = theme_static / "vendor" / "fontawesome" / "webfonts" / f"{name}.ttf"
+        options = subset.Options()
+        options.flavor = "woff"
+        font = subset.load_font(str(ttf), options)
+        subsetter = subset.Subsetter(options)
+        subsetter.populate(unicodes=points)
+        subsetter.subset(font)
+        subset.save_font(font, str(static / "icons" / f"{name}.woff"), options)
+
+
+def _palette_images(images: Path) -> None:
+    from PIL import Image
+
+    for png in images.glob("*.png"):
+        image = Image.open(png)
+        if image.mode == "P":
+            continue
+        palette = image.convert("RGB").quantize(
+            colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+        buf = io.BytesIO()
+        palette.save(buf, format="png", optimize=True)
+        if buf.tell() < png.stat().st_size:
+            png.write_bytes(buf.getvalue())
+
+
+def _prune(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    static = Path(app.outdir) / "_static"
+    import pydata_sphinx_theme
+
+    theme_static = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme" / "static"
+    _subset_icon_fonts(static, theme_static)
+    _palette_images(Path(app.outdir) / "_images")
+    unused = [*static.rglob("*.map"), *static.glob("vendor/fontawesome/webfonts/*")]
+    for path in unused:
+        path.unlink()
+    for path in sorted(static.glob("locales/**/*"), reverse=True):
+        path.rmdir() if path.is_dir() else path.unlink()
+    if (static / "locales").is_dir():
+        (static / "locales").rmdir()
+    # html_extra_path only adds files: drop what an earlier vendoring left behind
+    for extra in app.config.html_extra_path:
+        vendored = Path(app.confdir) / extra / "_static"
+        for top in vendored.iterdir() if vendored.is_dir() else []:
+            built = static / top.name
+            for path in sorted(built.rglob("*"), reverse=True) if top.is_dir() else []:
+                if not (vendored / path.relative_to(static)).exists():
+                    path.rmdir() if path.is_dir() else path.unlink()
+    icons = static / "scripts" / "fontawesome.js"
+    if icons.exists():
+        icons.write_text(ICON_SCRIPT_STUB)
+
+
 def setup(app):
     app.connect("config-inited", _default_mode)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
+    app.connect("build-finished", _prune)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
-

@@ -10,17 +10,31 @@ Debian's Chromium through Playwright, then asserts that
 * every widget output renders (the widget manager is vendored, not a CDN),
 * every view control switches its views in the browser, with no kernel, and
   the attention explorer's causal view has zeros above the diagonal,
-* the site works opened as a file (file://) too.
+* the site works opened as a file (file://) too, and its search page says
+  what search needs there;
+* weight: the site is at most 20 MB on disk, and no page loads more than
+  1.5 MB gzipped (the page and everything it requests);
+* every figure has alt text (a sentence, not a file name);
+* widgets work with the keyboard alone and tell a screen reader their state:
+  toggle buttons say aria-pressed, a selected one differs from an unselected
+  one by contrast >= 3:1, the focus ring is >= 2 px, sliders have a name and
+  a value text, the explorer's sentence is a polite live region;
+* on a phone (390 x 844) no page scrolls sideways and no heatmap's numbers
+  fall below 9 px; at 1280 px no code block scrolls sideways.
 
-A full-page screenshot of each page goes to _build/screenshots/.
+A full-page screenshot of each page goes to _build/screenshots/, and of one
+chapter on a phone and in dark mode.
 """
 
 from __future__ import annotations
 
 import functools
+import gzip
 import http.server
 import json
+import re
 import threading
+from urllib.parse import unquote, urlparse
 from pathlib import Path
 
 import pytest
@@ -35,6 +49,13 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 WIDGET_VIEW = 'script[type="application/vnd.jupyter.widget-view+json"]'
+SITE_MAX_BYTES = 20 * 10**6        # the whole site on disk
+PAGE_MAX_GZIP_BYTES = 1_500_000    # one page and everything it loads, gzipped
+MIN_CELL_NUMBER_PX = 9             # heatmap numbers on a phone
+PHONE = {"width": 390, "height": 844}
+SHOWCASE = "book/causal_mask.html"  # the chapter shot on a phone and in dark mode
+# heatmap numbers drawn at 8 pt and 100 dpi, unless a figure says (data-annotation-px)
+DEFAULT_ANNOTATION_PX = 8 * 100 / 72
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
@@ -81,9 +102,12 @@ def browser():
 class PageWatch:
     """Opens one page and records its console errors and off-site or failed requests."""
 
-    def __init__(self, browser, allowed_prefixes: tuple[str, ...]):
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+    def __init__(self, browser, allowed_prefixes: tuple[str, ...], viewport=None, **options):
+        self.context = browser.new_context(viewport=viewport or {"width": 1280, "height": 900},
+                                           **options)
         self.page = self.context.new_page()
+        self.requested: list[str] = []
+        self.page.on("request", lambda r: self.requested.append(r.url))
         self.errors: list[str] = []
         self.offsite: list[str] = []
         self.failed: list[str] = []
@@ -115,6 +139,26 @@ class PageWatch:
 
     def close(self):
         self.context.close()
+
+    def gzip_weight(self, base_url: str) -> tuple[int, list[tuple[int, str]]]:
+        """Bytes, gzipped, of every site file this page requested; and the files."""
+        sizes = []
+        for url in dict.fromkeys(self.requested):
+            if url.startswith(base_url):
+                data = (SITE / unquote(urlparse(url).path).lstrip("/")).read_bytes()
+                sizes.append((len(gzip.compress(data, 6)), url.removeprefix(base_url)))
+        return sum(n for n, _ in sizes), sorted(sizes, reverse=True)
+
+
+PATH_LIKE = re.compile(r"(^|[/\\])[\w.-]+\.(png|jpe?g|gif|svg|webp)$|^[0-9a-f]{16,}|/", re.I)
+
+
+def bad_alt_texts(page) -> list[str]:
+    """The images of the page's content whose alt text is missing, empty or a file path."""
+    alts = page.evaluate(
+        """() => Array.from(document.querySelectorAll('article img, main img'))
+              .map(i => i.getAttribute('alt'))""")
+    return [repr(a) for a in alts if a is None or not a.strip() or PATH_LIKE.search(a.strip())]
 
 
 def option_count(control) -> int:
@@ -178,6 +222,99 @@ def test_page_renders_offline(browser, base_url, path):
         assert watch.errors == [], f"console errors on {path}: {watch.errors}"
         assert watch.offsite == [], f"requests leaving the site from {path}: {watch.offsite}"
         assert watch.failed == [], f"failed requests on {path}: {watch.failed}"
+        weight, files = watch.gzip_weight(base_url)
+        assert weight <= PAGE_MAX_GZIP_BYTES, (
+            f"{path} loads {weight / 1e6:.2f} MB gzipped (at most {PAGE_MAX_GZIP_BYTES / 1e6} MB); "
+            f"largest: {files[:5]}")
+    finally:
+        watch.close()
+
+
+def test_site_size():
+    total = sum(f.stat().st_size for f in SITE.rglob("*") if f.is_file())
+    largest = sorted(((f.stat().st_size, str(f.relative_to(SITE))) for f in SITE.rglob("*")
+                      if f.is_file()), reverse=True)[:5]
+    assert total <= SITE_MAX_BYTES, (
+        f"the site is {total / 1e6:.1f} MB on disk (at most {SITE_MAX_BYTES / 1e6:.0f} MB); "
+        f"largest files: {largest}")
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_figures_have_alt_text(browser, base_url, path):
+    """Every image says what it shows in a sentence (myst-nb cell metadata
+    "mystnb": {"image": {"alt": ...}}, see CONTRIBUTING.md), not its file name."""
+    watch = PageWatch(browser, (base_url, "data:", "blob:", "about:"))
+    try:
+        watch.open(base_url + path)
+        bad = bad_alt_texts(watch.page)
+        assert bad == [], f"{path}: {len(bad)} images with no real alt text: {bad[:5]}"
+    finally:
+        watch.close()
+
+
+def no_sideways_scroll(page) -> int:
+    """How far the page is wider than the window, in px (0: no sideways scroll)."""
+    # against the device's width: a phone browser widens its layout viewport to
+    # fit content that overflows, so innerWidth alone would hide the overflow
+    return page.evaluate("w => document.documentElement.scrollWidth - w", PHONE["width"])
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_phone(browser, base_url, path):
+    """390 x 844: the page does not scroll sideways, and heatmap numbers stay >= 9 px."""
+    watch = PageWatch(browser, (base_url, "data:", "blob:", "about:"), viewport=PHONE,
+                      device_scale_factor=1, is_mobile=True, has_touch=True)
+    try:
+        watch.open(base_url + path)
+        over = no_sideways_scroll(watch.page)
+        wide = watch.page.evaluate(
+            """() => Array.from(document.querySelectorAll('article *'))
+                  .filter(e => e.getBoundingClientRect().right > 391 && !e.closest('pre, mjx-container')
+                           && !e.classList.contains('skip-link'))
+                  .slice(0, 5).map(e => e.tagName + '.' + e.className + ': '
+                                   + e.textContent.slice(0, 40))""")
+        assert over <= 0, f"{path} scrolls {over} px sideways at 390 px; too wide: {wide}"
+        small = watch.page.evaluate(
+            """px => Array.from(document.querySelectorAll('.pyxis-view img, div.cell_output img'))
+                  .filter(i => i.getClientRects().length && i.naturalWidth)
+                  .map(i => {
+                     const f = i.closest('[data-annotation-px]');
+                     const a = f ? parseFloat(f.getAttribute('data-annotation-px')) : px;
+                     return [i.getBoundingClientRect().width / i.naturalWidth * a, i.alt.slice(0, 50)];
+                  })""", DEFAULT_ANNOTATION_PX)
+        tiny = [(round(p, 1), alt) for p, alt in small if 0 < p < MIN_CELL_NUMBER_PX]
+        assert tiny == [], f"{path}: heatmap numbers below {MIN_CELL_NUMBER_PX} px: {tiny[:5]}"
+        if path == SHOWCASE:
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            watch.page.screenshot(path=str(SHOTS / "phone_causal_mask.png"), full_page=True)
+    finally:
+        watch.close()
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_code_blocks_fit_at_desktop_width(browser, base_url, path):
+    """At 1280 px no code block (input or output) scrolls sideways: lines <= 79 columns."""
+    watch = PageWatch(browser, (base_url, "data:", "blob:", "about:"))
+    try:
+        watch.open(base_url + path)
+        wide = watch.page.evaluate(
+            """() => Array.from(document.querySelectorAll('article pre'))
+                  .filter(p => p.getClientRects().length && p.scrollWidth > p.clientWidth + 1)
+                  .map(p => p.textContent.split('\\n')
+                             .reduce((a, b) => a.length >= b.length ? a : b).slice(0, 90))""")
+        assert wide == [], f"{path}: {len(wide)} code blocks scroll sideways; longest lines: {wide[:5]}"
+    finally:
+        watch.close()
+
+
+def test_dark_mode_screenshot(browser, base_url):
+    watch = PageWatch(browser, (base_url, "data:", "blob:", "about:"), color_scheme="dark")
+    try:
+        watch.open(base_url + SHOWCASE)
+        assert watch.page.evaluate("() => document.documentElement.dataset.theme") == "dark"
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        watch.page.screenshot(path=str(SHOTS / "dark_causal_mask.png"), full_page=True)
+        assert watch.errors == [], watch.errors
     finally:
         watch.close()
 
@@ -282,5 +419,94 @@ def test_site_works_from_file(browser):
             assert watch.page.locator(".widget-subarea > .jupyter-widgets").count() == n
         assert watch.errors == [], watch.errors
         assert watch.offsite == [], watch.offsite
+    finally:
+        watch.close()
+
+
+CONTRAST_JS = """([a, b]) => {
+  const lum = el => {
+    const [r, g, b] = getComputedStyle(el).backgroundColor.match(/[\\d.]+/g).slice(0, 3)
+      .map(v => { v = v / 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p);
+  return (x + 0.05) / (y + 0.05);
+}"""
+
+
+def keyboard_focus(page, locator) -> float:
+    """Focus an element as a keyboard user does (Tab from the element before it);
+    return the width in px of its focus outline."""
+    locator.focus()
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Tab")
+    assert locator.evaluate("el => el === document.activeElement"), "not reachable with Tab"
+    return locator.evaluate("el => parseFloat(getComputedStyle(el).outlineWidth) || 0")
+
+
+@pytest.mark.parametrize("path", WIDGET_PAGES)
+def test_widgets_keyboard_and_screen_reader(browser, base_url, path):
+    """Each control works from the keyboard alone, and says its state (ARIA)."""
+    watch = PageWatch(browser, (base_url, "data:", "blob:", "about:"))
+    try:
+        watch.open(base_url + path)
+        page = watch.page
+        groups = page.locator(".widget-toggle-buttons")
+        for g in range(groups.count()):
+            buttons = groups.nth(g).locator("button.widget-toggle-button")
+            n = buttons.count()
+            for k in list(range(1, n)) + [0]:
+                outline = keyboard_focus(page, buttons.nth(k))
+                assert outline >= 2, f"{path}: toggle focus ring is {outline} px"
+                page.keyboard.press("Enter")
+                page.wait_for_timeout(100)
+                pressed = [buttons.nth(i).get_attribute("aria-pressed") for i in range(n)]
+                assert pressed == ["true" if i == k else "false" for i in range(n)], (
+                    f"{path}, toggle {g}: after Enter on button {k}, aria-pressed is {pressed}")
+                if n > 1:
+                    other = buttons.nth((k + 1) % n)
+                    ratio = page.evaluate(CONTRAST_JS, [buttons.nth(k).element_handle(),
+                                                        other.element_handle()])
+                    assert ratio >= 3, f"{path}: selected vs unselected button contrast {ratio:.2f}:1"
+        sliders = page.locator(".noUi-handle")
+        for s in range(sliders.count()):
+            handle = sliders.nth(s)
+            assert keyboard_focus(page, handle) >= 2, f"{path}: slider focus ring under 2 px"
+            handle.press("Home")
+            page.keyboard.press("ArrowRight")
+            page.wait_for_timeout(100)
+            name = handle.get_attribute("aria-label")
+            text = handle.get_attribute("aria-valuetext") or ""
+            control = handle.locator("xpath=ancestor::div[contains(@class, 'widget-inline-hbox')][1]")
+            readout = control.locator(".widget-readout").inner_text().replace("\xa0", " ").strip()
+            assert name, f"{path}: slider {s} has no accessible name"
+            assert text == f"{name} {readout}", f"{path}: slider {s} reads {text!r}, shows {readout!r}"
+        selects = page.locator(".jupyter-widgets select")
+        for s in range(selects.count()):
+            select = selects.nth(s)
+            assert select.get_attribute("aria-label") or select.evaluate(
+                "el => el.labels && el.labels.length > 0"), f"{path}: dropdown {s} has no name"
+            assert keyboard_focus(page, select) >= 2, f"{path}: dropdown focus ring under 2 px"
+            before = select.input_value()
+            page.keyboard.press("ArrowDown" if select.evaluate("el => el.selectedIndex + 1 < el.length")
+                                else "ArrowUp")
+            page.wait_for_timeout(100)
+            assert select.input_value() != before, f"{path}: dropdown {s} ignores the arrow keys"
+        for d in range(page.locator(".pyxis-describe-stack").count()):
+            stack = page.locator(".pyxis-describe-stack").nth(d)
+            assert stack.get_attribute("aria-live") == "polite", f"{path}: the sentence is not announced"
+        assert watch.errors == [], watch.errors
+    finally:
+        watch.close()
+
+
+def test_search_from_file_says_what_it_needs(browser):
+    watch = PageWatch(browser, ("file://", "data:", "blob:", "about:"))
+    try:
+        watch.page.goto((SITE / "search.html").as_uri() + "?q=causal", wait_until="load")
+        watch.page.wait_for_selector("#search-results li", timeout=10_000)
+        note = watch.page.locator(".pyxis-search-note")
+        assert note.count() == 1 and "http.server" in note.inner_text()
+        assert watch.errors == [], watch.errors
     finally:
         watch.close()
