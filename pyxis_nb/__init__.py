@@ -54,4 +54,4 @@ _MODULES = ["softmax", "masks", "attention", "head", "plotting", "widgets",
 __all__ = sorted(
     name for module in _MODULES for name in _sys.modules[f"{__name__}.{module}"].__all__
 )
-__version__ = "0.1.0"
+__version__ = "0.2.0"
