@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: site test unit nbval webcheck execute lab bench vendor venv wheel clean
+.PHONY: site test unit nbval webcheck execute lab bench vendor venv wheel standalone clean
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,11 @@ nbval: venv
 
 webcheck: site
 	$(PY) -m pytest tests/test_website.py -p no:cacheprovider
+
+# Each chapter alone, as a reader gets it: a fresh env with numpy, matplotlib,
+# ipywidgets and ipykernel, pyxis-nb from the checkout's wheel, no index.
+standalone: venv
+	$(PY) tools/run_standalone.py $(NB)
 
 # Re-execute notebooks (all, or NB=book/x.ipynb) and store their outputs.
 execute: venv
