@@ -88,7 +88,8 @@ def test_older_package_stops_with_one_line(standalone, tmp_path):
                        "--no-deps", str(old)], check=True,
                       env=rs.kernel_env(env, tmp_path / "old"))
     with pytest.raises(CellExecutionError):
-        rs.run_chapter(ROOT / "book" / "qkv.ipynb", env, wheels, tmp_path / "run")
+        rs.run_chapter(ROOT / "book" / "qkv.ipynb", env, wheels, tmp_path / "run",
+                       clear=True)
     error = _stopped_at_install_cell(tmp_path / "run" / "qkv.ipynb")
     assert error.ename == "ImportError"
     assert "\n" not in error.evalue
@@ -103,7 +104,8 @@ def test_no_index_stops_naming_the_wheel(standalone, tmp_path):
     nothing = tmp_path / "no-wheels"
     nothing.mkdir()
     with pytest.raises(CellExecutionError):
-        rs.run_chapter(ROOT / "book" / "qkv.ipynb", env, nothing, tmp_path / "run")
+        rs.run_chapter(ROOT / "book" / "qkv.ipynb", env, nothing, tmp_path / "run",
+                       clear=True)
     error = _stopped_at_install_cell(tmp_path / "run" / "qkv.ipynb")
     assert error.ename == "ModuleNotFoundError"
     assert "\n" not in error.evalue

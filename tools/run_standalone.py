@@ -140,9 +140,10 @@ def kernel_env(env: Path, find_links: Path) -> dict:
 
 
 def run_chapter(chapter: Path, env: Path, find_links: Path, workdir: Path,
-                timeout: int = 600) -> nbformat.NotebookNode:
+                timeout: int = 600, clear: bool = False) -> nbformat.NotebookNode:
     """Run ``chapter`` alone in ``workdir`` with ``env``'s Python; raises
-    nbclient's CellExecutionError at the first failing cell."""
+    nbclient's CellExecutionError at the first failing cell. ``clear``: drop
+    the stored outputs first, so the copy shows which cells ran."""
     workdir.mkdir(parents=True, exist_ok=True)
     copy = workdir / chapter.name
     shutil.copy(chapter, copy)
@@ -155,6 +156,10 @@ def run_chapter(chapter: Path, env: Path, find_links: Path, workdir: Path,
     km = KernelManager(kernel_name="standalone",
                        kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]))
     nb = nbformat.read(copy, as_version=4)
+    if clear:
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
     client = NotebookClient(nb, km=km, timeout=timeout, record_timing=False,
                             resources={"metadata": {"path": str(workdir)}})
     try:
