@@ -105,3 +105,23 @@ def test_version_agrees():
     import pyxis_nb
 
     assert pyxis_nb.__version__ == SETTINGS["version"]
+
+
+def test_widget_bundle_carries_its_default_view_as_png():
+    """The PNG is the view shown before any control is touched."""
+    import base64
+
+    import numpy as np
+    import pyxis_nb as px
+
+    w = np.array([[1.0, 0.0], [0.5, 0.5]])
+    explorer = px.attention_explorer(["a", "b"], {"causal": w, "full": np.full((2, 2), 0.5)})
+    grid = px.view_grid({"x": {"1": b"\x89PNG one", "2": b"\x89PNG two"},
+                         "y": {"1": b"\x89PNG three", "2": b"\x89PNG four"}})
+    for widget, first in [(grid, b"\x89PNG one"), (explorer, None)]:
+        bundle = widget._repr_mimebundle_()
+        assert WIDGET in bundle and bundle["text/plain"] == repr(widget)
+        png = base64.b64decode(bundle["image/png"])
+        assert png.startswith(b"\x89PNG")
+        if first is not None:
+            assert png == first
