@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: site test unit nbval webcheck execute lab bench vendor venv clean
+.PHONY: site test unit nbval webcheck execute lab bench vendor venv wheel standalone clean
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,16 @@ venv: $(STAMP)
 vendor:
 	bash tools/vendor_web.sh
 
-site: venv vendor
+# The pyxis-nb wheel, built from the checkout; the website serves it from
+# _downloads/ (html_extra_path in _config.yml), linked from book/intro.md.
+WHEEL_DIR := _build/wheel/_downloads
+wheel: venv
+	rm -rf $(WHEEL_DIR) build
+	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w $(WHEEL_DIR) .
+	rm -rf build
+	@ls $(WHEEL_DIR)/*.whl
+
+site: venv vendor wheel
 	$(VENV)/bin/jupyter-book build . --builder html -n -W --keep-going
 	@echo
 	@echo "The website is in _build/html. Open _build/html/index.html in a browser,"
@@ -53,6 +62,11 @@ nbval: venv
 
 webcheck: site
 	$(PY) -m pytest tests/test_website.py -p no:cacheprovider
+
+# Each chapter alone, as a reader gets it: a fresh env with numpy, matplotlib,
+# ipywidgets and ipykernel, pyxis-nb from the checkout's wheel, no index.
+standalone: venv
+	$(PY) tools/run_standalone.py $(NB)
 
 # Re-execute notebooks (all, or NB=book/x.ipynb) and store their outputs.
 execute: venv

@@ -84,7 +84,7 @@ __all__ = sorted(
      for name in _sys.modules[f"{__name__}.{module}"].__all__]
     + list(_LAZY_NAMES)
 )
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def __getattr__(name: str):

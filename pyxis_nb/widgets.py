@@ -17,6 +17,7 @@ import base64
 import html
 import io
 import json
+import re
 from typing import Mapping, Sequence
 
 import ipywidgets as widgets
@@ -105,6 +106,38 @@ class LinkedViews(widgets.VBox):
 
     def __repr__(self) -> str:
         return self._summary
+
+    def _repr_mimebundle_(self, **kwargs):
+        """The widget, plus a PNG of its default view for viewers without one.
+
+        GitHub, nbviewer, Colab's preview and an untrusted JupyterLab cannot
+        show the widget; they fall back to this picture. The website and a
+        live kernel still prefer the widget-view mime type.
+        """
+        bundle = super()._repr_mimebundle_(**kwargs)
+        png = _default_png(self)
+        if bundle is not None and png is not None:
+            bundle["image/png"] = base64.b64encode(png).decode("ascii")
+        return bundle
+
+
+def _default_png(widget) -> bytes | None:
+    """The first PNG that the widget shows before any control is touched."""
+    if isinstance(widget, widgets.Stack):
+        index = widget.selected_index
+        return None if index is None else _default_png(widget.children[index])
+    if isinstance(widget, widgets.Box):
+        for child in widget.children:
+            png = _default_png(child)
+            if png is not None:
+                return png
+        return None
+    if isinstance(widget, widgets.Image) and widget.format == "png":
+        return widget.value
+    if isinstance(widget, widgets.HTML):
+        found = re.search(r'src="data:image/png;base64,([^"]+)"', widget.value)
+        return base64.b64decode(found.group(1)) if found else None
+    return None
 
 
 def _as_view_widget(name: str, view) -> widgets.Widget:

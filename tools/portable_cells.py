@@ -1,0 +1,321 @@
+"""Make chapters run and read right outside the website. Idempotent.
+
+    python tools/portable_cells.py                 # every book/*.ipynb, README, intro
+    python tools/portable_cells.py book/x.ipynb    # some chapters (and README, intro)
+    python tools/portable_cells.py --check         # change nothing; exit 1 if a
+                                                   # file is not up to date
+
+Run it with ``PYTHONPATH=$PWD`` (it imports ``pyxis_nb`` to name listings),
+then re-execute the chapters it changed (``make execute NB=...``).
+
+What it does to each chapter (nbformat, outputs of untouched cells kept):
+
+* inserts or updates the **install cell**, the first code cell: it imports
+  ``pyxis_nb`` and only if that fails runs ``%pip install "pyxis-nb>=X.Y,<X.Y+1"``
+  (the range from pyproject.toml's version); with no index reachable it names
+  the wheel the website offers and the repository (``repository.url`` of
+  _config.yml), and an older installed package stops the run with one line.
+  Code cells tagged ``before-install`` (environment variables that must be set
+  before numpy loads) stay ahead of it. The website removes the cell
+  (``remove-cell``); its first line says what it is for.
+* replaces every MyST ``literalinclude`` listing by a code cell
+  ``px.show_source(px.<name>)`` whose output is the listing, read from the
+  installed package. A listing inside a ``{dropdown} Source: ...`` gets a
+  short markdown lead-in and stays folded on the website (``hide-output``,
+  prompt "Show source"); the website never shows the ``px.show_source`` line
+  (``remove-input``).
+* turns ``{warning}``, ``{note}``, ``{tip}`` (and other admonitions) into
+  Markdown block quotes ``> **Warning.** ...`` and any other ``{dropdown}``
+  into a bold title and its text, so no raw directive is left for JupyterLab,
+  Colab, VS Code or GitHub to show.
+
+And it writes the repository URL and the wheel's name into the marked blocks
+of README.md and book/intro.md (between ``<!-- portable:... -->`` comments).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+import nbformat
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+INSTALL_KEY = "pyxis_install_cell"
+BEFORE_TAG = "before-install"
+ADMONITIONS = {"warning": "Warning", "note": "Note", "tip": "Tip",
+               "important": "Important", "caution": "Caution",
+               "attention": "Attention", "danger": "Danger", "hint": "Hint",
+               "seealso": "See also", "admonition": None}
+FENCE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w-]+)\}\s*(?P<arg>.*?)\s*$")
+
+
+# ---------------------------------------------------------------- settings
+def settings(root: Path = ROOT) -> dict:
+    """Repository URL, version, requirement range and wheel name, from their
+    one home each: _config.yml and pyproject.toml."""
+    config = yaml.safe_load((root / "_config.yml").read_text())
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    version = project["version"]
+    major, minor = (int(p) for p in version.split(".")[:2])
+    dist = project["name"]
+    return {
+        "repo": config["repository"]["url"].rstrip("/"),
+        "branch": config["repository"].get("branch", "main"),
+        "dist": dist,
+        "version": version,
+        "low": (major, minor),
+        "high": (major, minor + 1),
+        "spec": f"{dist}>={major}.{minor},<{major}.{minor + 1}",
+        "wheel": f"{dist.replace('-', '_')}-{version}-py3-none-any.whl",
+    }
+
+
+def install_source(s: dict) -> str:
+    low, high = s["low"], s["high"]
+    return f'''\
+# Colab, Binder or a bare kernel: install the book's package if it is missing.
+try:
+    import pyxis_nb as px
+except ModuleNotFoundError:
+    %pip install --quiet "{s["spec"]}"
+    import importlib; importlib.invalidate_caches()
+    try:
+        import pyxis_nb as px
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError(
+            "{s["dist"]} could not be installed (no package index?): download "
+            "{s["wheel"]} from the book's website or "
+            "{s["repo"]} "
+            "and %pip install that file") from None
+if not {low} <= tuple(map(int, px.__version__.split(".")[:2])) < {high}:
+    raise ImportError(
+        f"pyxis_nb {{px.__version__}} is installed, this chapter needs "
+        "{s["spec"]}: run "
+        '%pip install --upgrade "{s["spec"]}" and restart the kernel')'''
+
+
+def install_cell(s: dict) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell(install_source(s))
+    cell.metadata = {INSTALL_KEY: True, "tags": ["remove-cell"]}
+    return cell
+
+
+# ---------------------------------------------------------------- markdown
+def _blocks(lines: list[str]):
+    """Split markdown lines into ('text', lines) and ('directive', name, arg,
+    options, body) pieces; directives are the top-level MyST fences."""
+    out, text, i = [], [], 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            text.append(lines[i])
+            i += 1
+            continue
+        fence = m["fence"]
+        close = re.compile(rf"^{re.escape(fence[0])}{{{len(fence)},}}\s*$")
+        j = i + 1
+        while j < len(lines) and not close.match(lines[j]):
+            j += 1
+        body = lines[i + 1:j]
+        options = {}
+        while body and re.match(r"^:[\w-]+:", body[0]):
+            key, _, value = body.pop(0)[1:].partition(":")
+            options[key] = value.strip()
+        if text:
+            out.append(("text", text))
+            text = []
+        out.append(("directive", m["name"], m["arg"], options, body))
+        i = j + 1
+    if text:
+        out.append(("text", text))
+    return out
+
+
+def _listing_expr(path: str, pyobject: str) -> str:
+    """``px.name`` for a public name, ``px.module.name`` for a private one."""
+    import pyxis_nb as px
+
+    module = Path(path).stem
+    head = pyobject.split(".")[0]
+    expr = f"px.{pyobject}" if head in px.__all__ else f"px.{module}.{pyobject}"
+    obj = px
+    for part in expr.split(".")[1:]:
+        obj = getattr(obj, part, None)
+    if obj is None:
+        raise SystemExit(f"{path}: cannot find {pyobject} as {expr}")
+    return expr
+
+
+def _listing_cell(expr: str, folded: bool) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell(f"px.show_source({expr})")
+    tags = ["remove-input"] + (["hide-output"] if folded else [])
+    cell.metadata = {"tags": tags}
+    if folded:
+        cell.metadata["mystnb"] = {"code_prompt_show": "Show source",
+                                   "code_prompt_hide": "Hide source"}
+    return cell
+
+
+def _literalinclude(body: list[str]):
+    """The (path, pyobject) of the first literalinclude in ``body``, if any."""
+    for piece in _blocks(body):
+        if piece[0] == "directive" and piece[1] == "literalinclude":
+            return piece[2], piece[3].get("pyobject")
+    return None
+
+
+def _quote(title: str, body: list[str]) -> list[str]:
+    while body and not body[0].strip():
+        body = body[1:]
+    lines = [f"**{title}.** " + (body[0] if body else "")] + body[1:]
+    return [("> " + line).rstrip() for line in lines]
+
+
+def convert_markdown(source: str) -> list[nbformat.NotebookNode]:
+    """One markdown cell's source -> the cells that replace it."""
+    cells, text = [], []
+
+    def flush():
+        joined = "\n".join(text).strip("\n")
+        if joined.strip():
+            cells.append(nbformat.v4.new_markdown_cell(joined))
+        text.clear()
+
+    for piece in _blocks(source.split("\n")):
+        if piece[0] == "text":
+            text.extend(piece[1])
+            continue
+        _, name, arg, options, body = piece
+        if name == "literalinclude":
+            flush()
+            cells.append(_listing_cell(_listing_expr(arg, options["pyobject"]),
+                                       folded=False))
+        elif name == "dropdown" and _literalinclude(body):
+            path, pyobject = _literalinclude(body)
+            expr = _listing_expr(path, pyobject)
+            while text and not text[-1].strip():
+                text.pop()
+            text.append("")
+            text.append(f"**Source:** `{expr}`")
+            flush()
+            cells.append(_listing_cell(expr, folded=True))
+        elif name in ADMONITIONS:
+            title = ADMONITIONS[name] or arg or "Note"
+            if ADMONITIONS[name] and arg:
+                title = f"{title}: {arg}"
+            text.extend(["", *_quote(title, body), ""])
+        elif name == "dropdown":
+            text.extend(["", f"**{arg}**" if arg else "", *body, ""])
+        else:
+            raise SystemExit(f"no plain-Markdown form for the directive {{{name}}}")
+    flush()
+    return cells
+
+
+def _has_directive(source: str) -> bool:
+    return any(p[0] == "directive" for p in _blocks(source.split("\n")))
+
+
+# ---------------------------------------------------------------- notebooks
+def transform(nb: nbformat.NotebookNode, s: dict) -> nbformat.NotebookNode:
+    """A portable copy of ``nb``; cells that need no change keep their outputs."""
+    nb = copy.deepcopy(nb)
+    cells = []
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.metadata.get(INSTALL_KEY):
+            continue  # written afresh below
+        if cell.cell_type == "markdown" and _has_directive(cell.source):
+            new = convert_markdown(cell.source)
+            for c in new:
+                if c.cell_type == "markdown" and cell.metadata:
+                    c.metadata = copy.deepcopy(cell.metadata)
+            cells.extend(new)
+        else:
+            cells.append(cell)
+    # the install cell goes right before the first code cell that is not
+    # tagged before-install
+    old = next((c for c in nb.cells if c.metadata.get(INSTALL_KEY)), None)
+    fresh = install_cell(s)
+    if old is not None and old.source == fresh.source:
+        fresh = old  # keep its (empty) outputs and execution count
+    elif "id" in fresh:
+        fresh["id"] = old["id"] if old is not None and "id" in old else "install"
+    at = next((i for i, c in enumerate(cells) if c.cell_type == "code"
+               and BEFORE_TAG not in c.metadata.get("tags", [])), len(cells))
+    cells.insert(at, fresh)
+    nb.cells = cells
+    return nb
+
+
+# ---------------------------------------------------------------- docs
+def blocks_for_docs(s: dict) -> dict[str, str]:
+    repo, wheel = s["repo"], s["wheel"]
+    colab_repo = repo.replace("https://github.com/", "")
+    return {
+        "README.md:links": (
+            f"Repository: {repo}. Run a chapter without installing anything: "
+            f"[Binder](https://mybinder.org/v2/gh/{colab_repo}/{s['branch']}"
+            f"?urlpath=lab/tree/book/qkv.ipynb) or "
+            f"[Colab](https://colab.research.google.com/github/{colab_repo}"
+            f"/blob/{s['branch']}/book/qkv.ipynb)."),
+        "README.md:wheel": (
+            "```bash\n"
+            f"pip install {wheel}              # the wheel the website offers\n"
+            f'pip install "{s["spec"]}"           # from the package index, once released\n'
+            f"pip install git+{repo}  # straight from the repository\n"
+            "```"),
+        "book/intro.md:wheel": (
+            f'The package itself: <a href="../_downloads/{wheel}" download>'
+            f"{wheel}</a> (`pip install {wheel}`), or from {repo}."),
+    }
+
+
+def update_docs(s: dict, root: Path = ROOT, write: bool = True) -> list[str]:
+    changed = []
+    for key, text in blocks_for_docs(s).items():
+        name, block = key.split(":")
+        path = root / name
+        old = path.read_text()
+        pattern = re.compile(rf"(<!-- portable:{block} -->\n)(?:.*?\n)?"
+                             rf"(<!-- /portable:{block} -->)", re.S)
+        if not pattern.search(old):
+            raise SystemExit(f"{name}: no <!-- portable:{block} --> block")
+        new = pattern.sub(lambda m: m.group(1) + text + "\n" + m.group(2), old)
+        if new != old:
+            if name not in changed:
+                changed.append(name)
+            if write:
+                path.write_text(new)
+    return changed
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("notebooks", nargs="*", type=Path)
+    parser.add_argument("--check", action="store_true",
+                        help="change nothing; exit 1 if a file is not up to date")
+    args = parser.parse_args(argv)
+    s = settings()
+    paths = args.notebooks or sorted((ROOT / "book").glob("*.ipynb"))
+    stale = update_docs(s, write=not args.check)
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        new = transform(nb, s)
+        if nbformat.writes(new) != nbformat.writes(nb):
+            stale.append(str(path))
+            if not args.check:
+                nbformat.write(new, path)
+    verb = "not up to date" if args.check else "updated"
+    for name in stale:
+        print(f"{verb}: {name}")
+    return 1 if args.check and stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

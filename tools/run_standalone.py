@@ -1,0 +1,199 @@
+"""Run chapters alone, as a reader would after downloading one. No network.
+
+    python tools/run_standalone.py                  # every book/*.ipynb
+    python tools/run_standalone.py book/qkv.ipynb   # some chapters
+
+Each chapter is copied alone into an empty temporary folder and run top to
+bottom (nbclient) by a kernel whose Python has only numpy, matplotlib,
+ipywidgets and ipykernel, pinned from constraints.txt, and no pyxis_nb. Its
+install cell then runs ``%pip install "pyxis-nb>=..."``, which pip satisfies
+from the wheel built from this checkout, with no index (PIP_NO_INDEX=1,
+PIP_FIND_LINKS=<wheel dir>, no pip config file).
+
+The environment with those four packages is created once and cached under
+``_build/standalone/env-<hash of the pins>``. Each chapter gets a throwaway
+environment on top of it (``venv --without-pip`` plus a .pth file naming the
+cached site-packages), so what one chapter installs never leaks into another.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+import nbformat
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNTIME = ("numpy", "matplotlib", "ipywidgets", "ipykernel")
+CACHE = ROOT / "_build" / "standalone"
+PY = f"python{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def pins(root: Path = ROOT) -> list[str]:
+    """``name==version`` of the four runtime packages, from constraints.txt."""
+    found = {}
+    for line in (root / "constraints.txt").read_text().splitlines():
+        m = re.match(r"^([A-Za-z0-9_.-]+)==(\S+)", line.strip())
+        if m and m[1].lower() in RUNTIME:
+            found[m[1].lower()] = f"{m[1]}=={m[2]}"
+    missing = set(RUNTIME) - set(found)
+    if missing:
+        raise RuntimeError(f"constraints.txt pins none of {sorted(missing)}")
+    return [found[name] for name in RUNTIME]
+
+
+def _bin(env: Path, name: str = "python") -> Path:
+    return env / "bin" / name
+
+
+def _site(env: Path) -> Path:
+    return env / "lib" / PY / "site-packages"
+
+
+def base_env() -> Path:
+    """The cached environment with the four pinned packages (created once)."""
+    key = hashlib.sha256(
+        "\n".join([sys.version, *pins()]).encode()).hexdigest()[:12]
+    env = CACHE / f"env-{key}"
+    if (env / ".ready").exists():
+        return env
+    shutil.rmtree(env, ignore_errors=True)
+    # the base interpreter, not this venv's: the new env must not see .venv
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", str(env)], check=True)
+    subprocess.run([_bin(env), "-m", "pip", "install", "-q",
+                    "--disable-pip-version-check", *pins()], check=True)
+    # matplotlib's font cache, so that its one-time notice is not a cell output
+    subprocess.run([_bin(env), "-c", "import matplotlib.pyplot"], check=True,
+                   env={**os.environ, "MPLBACKEND": "Agg"})
+    (env / ".ready").touch()
+    return env
+
+
+def build_wheel(out: Path) -> Path:
+    """The pyxis-nb wheel of this checkout, built into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("*.whl"):
+        old.unlink()
+    shutil.rmtree(ROOT / "build", ignore_errors=True)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                    "--no-build-isolation", "-w", str(out), str(ROOT)],
+                   check=True, cwd=ROOT)
+    shutil.rmtree(ROOT / "build", ignore_errors=True)
+    (wheel,) = out.glob("*.whl")
+    return wheel
+
+
+def fake_wheel(out: Path, version: str = "0.1.0") -> Path:
+    """A wheel of an old pyxis-nb that has nothing but its version."""
+    out.mkdir(parents=True, exist_ok=True)
+    dist = f"pyxis_nb-{version}.dist-info"
+    files = {
+        "pyxis_nb/__init__.py": f'__version__ = "{version}"\n',
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: pyxis-nb\nVersion: {version}\n",
+        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: fake\nRoot-Is-Purelib: true\n"
+                         "Tag: py3-none-any\n",
+    }
+    files[f"{dist}/RECORD"] = "".join(f"{name},,\n" for name in [*files, f"{dist}/RECORD"])
+    path = out / f"pyxis_nb-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, text in files.items():
+            zf.writestr(name, text)
+    return path
+
+
+def child_env(base: Path, where: Path) -> Path:
+    """A throwaway environment that sees the base's packages and adds its own."""
+    subprocess.run([_bin(base), "-m", "venv", "--without-pip", str(where)], check=True)
+    (_site(where) / "standalone_base.pth").write_text(
+        f"import site; site.addsitedir({str(_site(base))!r})\n")
+    return where
+
+
+def kernel_env(env: Path, find_links: Path) -> dict:
+    """What the kernel sees: no PYTHONPATH, no pip config, no package index."""
+    keep = {k: v for k, v in os.environ.items()
+            if not k.startswith(("PIP_", "PYTHON", "VIRTUAL_ENV", "JUPYTER"))}
+    return {
+        **keep,
+        "PATH": f"{env / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        "VIRTUAL_ENV": str(env),
+        "PYTHONNOUSERSITE": "1",
+        "PIP_CONFIG_FILE": os.devnull,
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": str(find_links),
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
+
+
+def run_chapter(chapter: Path, env: Path, find_links: Path, workdir: Path,
+                timeout: int = 600, clear: bool = False) -> nbformat.NotebookNode:
+    """Run ``chapter`` alone in ``workdir`` with ``env``'s Python; raises
+    nbclient's CellExecutionError at the first failing cell. ``clear``: drop
+    the stored outputs first, so the copy shows which cells ran."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    copy = workdir / chapter.name
+    shutil.copy(chapter, copy)
+    kernels = workdir / ".kernels"
+    spec = kernels / "standalone"
+    spec.mkdir(parents=True, exist_ok=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [str(_bin(env)), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "standalone", "language": "python"}))
+    km = KernelManager(kernel_name="standalone",
+                       kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]))
+    nb = nbformat.read(copy, as_version=4)
+    if clear:
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+    client = NotebookClient(nb, km=km, timeout=timeout, record_timing=False,
+                            resources={"metadata": {"path": str(workdir)}})
+    try:
+        client.execute(env=kernel_env(env, find_links), cwd=str(workdir))
+    finally:
+        nbformat.write(nb, copy)
+    return nb
+
+
+def installed_version(env: Path) -> str | None:
+    found = list(_site(env).glob("pyxis_nb-*.dist-info"))
+    return found[0].name.removesuffix(".dist-info").split("-")[1] if found else None
+
+
+def main(argv: list[str]) -> int:
+    chapters = [Path(a) for a in argv] or sorted((ROOT / "book").glob("*.ipynb"))
+    base = base_env()
+    with tempfile.TemporaryDirectory() as tmp:
+        wheels = Path(tmp) / "wheels"
+        print("wheel:", build_wheel(wheels).name)
+        failed = 0
+        for chapter in chapters:
+            start = time.perf_counter()
+            work = Path(tmp) / chapter.stem
+            env = child_env(base, work / "env")
+            try:
+                run_chapter(chapter.resolve(), env, wheels, work / "run")
+                status = f"ok (installed pyxis-nb {installed_version(env)})"
+            except Exception as err:  # report and go on to the next chapter
+                failed += 1
+                status = f"FAILED: {str(err).strip().splitlines()[-1]}"
+            print(f"{chapter.name}: {status}, {time.perf_counter() - start:.1f} s")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
