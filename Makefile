@@ -47,11 +47,18 @@ site: venv vendor wheel
 	@echo "The website is in _build/html. Open _build/html/index.html in a browser,"
 	@echo "or serve it: $(PY) -m http.server -d _build/html 8000"
 
-# Everything, in one pytest run: unit and property tests, nbval (strict) on every
-# notebook, and the website check (which needs the site built first).
+# Everything, in one pytest run on 2 workers: unit and property tests, the
+# website check (which needs the site built first), and nbval (strict) on every
+# chapter run alone, as a reader gets it: a copy in an empty folder, a fresh
+# kernel with only numpy, matplotlib, ipywidgets and ipykernel, and pyxis-nb
+# installed by the chapter's own install cell from the checkout's wheel, with
+# no index (tools/run_standalone.py --prepare). Each chapter executes once.
+ALONE := _build/standalone/copies
 test: site
-	$(PY) -m pytest tests $(NOTEBOOKS) --nbval --nbval-current-env \
-	  --nbval-sanitize-with tools/nbval_sanitize.cfg --nbval-cell-timeout=600 -p no:cacheprovider
+	$(PY) tools/run_standalone.py --prepare $(ALONE)
+	JUPYTER_PATH=$(ALONE) $(PY) -m pytest -n 2 --dist loadfile tests \
+	  $(ALONE)/*/run/*.ipynb --nbval --nbval-sanitize-with tools/nbval_sanitize.cfg \
+	  --nbval-cell-timeout=600 -p no:cacheprovider --durations=15
 
 unit: venv
 	$(PY) -m pytest tests --ignore=tests/test_website.py -p no:cacheprovider

@@ -1,11 +1,12 @@
-"""Every chapter runs alone, as a reader gets it: downloaded into an empty
-folder, in a fresh Python that has only numpy, matplotlib, ipywidgets and
-ipykernel. Its install cell must fetch pyxis-nb, here from the wheel built
-from this checkout with no package index (tools/run_standalone.py).
+"""The two ways a chapter's install cell can go wrong for a reader: an older
+pyxis-nb already installed, and no index to install from. Each must stop the
+chapter at its install cell with one line that says what to do.
 
-Also the two ways that can go wrong for a reader: an older pyxis-nb already
-installed, and no index to install from. Each must stop the chapter at its
-install cell with one line that says what to do.
+That every chapter runs alone, as a reader gets it (downloaded into an empty
+folder, in a fresh Python with only numpy, matplotlib, ipywidgets and
+ipykernel, installing pyxis-nb from this checkout's wheel with no index), is
+checked by nbval itself: ``make test`` runs nbval on copies made by
+``tools/run_standalone.py --prepare``, each with its own fresh kernel.
 
 The environment with the four packages is created once (about a minute, the
 first time only) and cached under _build/standalone/.
@@ -14,9 +15,7 @@ first time only) and cached under _build/standalone/.
 from __future__ import annotations
 
 import sys
-import time
 import tomllib
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -27,7 +26,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import run_standalone as rs  # noqa: E402
 
-CHAPTERS = sorted((ROOT / "book").glob("*.ipynb"))
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 INSTALL_KEY = "pyxis_install_cell"
 
@@ -39,35 +37,6 @@ def standalone(tmp_path_factory):
     wheels = tmp / "wheels"
     rs.build_wheel(wheels)
     return base, wheels, tmp
-
-
-@pytest.fixture(scope="module")
-def results(standalone):
-    """Run every chapter, two at a time; chapter name -> (error, version, s)."""
-    base, wheels, tmp = standalone
-
-    def one(chapter):
-        start = time.perf_counter()
-        env = rs.child_env(base, tmp / chapter.stem / "env")
-        try:
-            rs.run_chapter(chapter, env, wheels, tmp / chapter.stem / "run")
-            error = None
-        except Exception as err:  # reported by the chapter's own test
-            error = err
-        return chapter.name, (error, rs.installed_version(env),
-                              time.perf_counter() - start)
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(pool.map(one, CHAPTERS))
-
-
-@pytest.mark.parametrize("chapter", [c.name for c in CHAPTERS])
-def test_chapter_runs_alone_in_a_fresh_environment(results, chapter):
-    error, version, seconds = results[chapter]
-    assert error is None, f"{chapter} failed when run alone:\n{error}"
-    # the install cell ran pip, and pip took the checkout's wheel
-    assert version == VERSION, f"{chapter} installed pyxis-nb {version}"
-    print(f"{chapter}: {seconds:.1f} s")
 
 
 def _stopped_at_install_cell(path: Path) -> dict:
@@ -111,3 +80,24 @@ def test_no_index_stops_naming_the_wheel(standalone, tmp_path):
     assert "\n" not in error.evalue
     assert "could not be installed" in error.evalue
     assert f"pyxis_nb-{VERSION}-py3-none-any.whl" in error.evalue
+
+
+def test_prepared_copies_run_alone_with_their_own_kernel(tmp_path):
+    """What `make test` hands to nbval: each chapter alone in its folder, a
+    kernel of its own with no pyxis_nb, no index and the checkout's wheel."""
+    chapter = ROOT / "book" / "qkv.ipynb"
+    (copy,) = rs.prepare(tmp_path / "copies", [chapter])
+    assert [p.name for p in copy.parent.iterdir()] == ["qkv.ipynb"]
+    nb = nbformat.read(copy, as_version=4)
+    spec = tmp_path / "copies" / "kernels" / nb.metadata.kernelspec.name
+    kernel = rs.json.loads((spec / "kernel.json").read_text())
+    env = Path(kernel["argv"][0]).parent.parent
+    assert rs.installed_version(env) is None  # the install cell must install
+    assert kernel["env"]["PIP_NO_INDEX"] == "1"
+    wheels = Path(kernel["env"]["PIP_FIND_LINKS"])
+    assert [w.name for w in wheels.glob("*.whl")] == [
+        f"pyxis_nb-{VERSION}-py3-none-any.whl"]
+    # the stored cells are unchanged but for one tag; one checking cell added
+    original = nbformat.read(chapter, as_version=4)
+    assert [c.source for c in nb.cells[:-1]] == [c.source for c in original.cells]
+    assert f"__version__ == {VERSION!r}" in nb.cells[-1].source

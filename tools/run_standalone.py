@@ -2,6 +2,7 @@
 
     python tools/run_standalone.py                  # every book/*.ipynb
     python tools/run_standalone.py book/qkv.ipynb   # some chapters
+    python tools/run_standalone.py --prepare DIR    # copies for nbval (make test)
 
 Each chapter is copied alone into an empty temporary folder and run top to
 bottom (nbclient) by a kernel whose Python has only numpy, matplotlib,
@@ -169,12 +170,62 @@ def run_chapter(chapter: Path, env: Path, find_links: Path, workdir: Path,
     return nb
 
 
+def prepare(out: Path, chapters: list[Path]) -> list[Path]:
+    """Copies of ``chapters`` that nbval runs alone, each with its own kernel.
+
+    ``out/<stem>/run/<stem>.ipynb`` sits alone in its folder, and its
+    kernelspec ``pyxis-<stem>`` (``out/kernels/``, found through
+    JUPYTER_PATH=out) starts a fresh child environment with no pyxis_nb, no
+    index and the checkout's wheel to install from. So ``make test`` executes
+    every chapter once: as a reader gets it, and compared with its stored
+    outputs (nbval, strict). Two changes to each copy: the install cell's
+    output (pip's notes) is not compared, and a last cell asserts that the
+    install cell installed this checkout's wheel.
+    """
+    shutil.rmtree(out, ignore_errors=True)
+    base, wheels = base_env(), out / "wheels"
+    version = build_wheel(wheels).name.split("-")[1]
+    copies = []
+    for chapter in chapters:
+        env = child_env(base, out / chapter.stem / "env")
+        name = f"pyxis-{chapter.stem}"
+        spec = out / "kernels" / name
+        spec.mkdir(parents=True)
+        (spec / "kernel.json").write_text(json.dumps({
+            "argv": [str(_bin(env)), "-m", "ipykernel_launcher",
+                     "-f", "{connection_file}"],
+            "display_name": name, "language": "python",
+            "env": {**kernel_env(env, wheels), "PYTHONPATH": ""},
+        }))
+        nb = nbformat.read(chapter, as_version=4)
+        nb.metadata["kernelspec"] = {"name": name, "display_name": name,
+                                     "language": "python"}
+        for cell in nb.cells:
+            if cell.metadata.get("pyxis_install_cell"):
+                tags = cell.metadata.setdefault("tags", [])
+                tags.append("nbval-ignore-output")
+        nb.cells.append(nbformat.v4.new_code_cell(
+            "import pyxis_nb, sys\n"
+            "assert pyxis_nb.__file__.startswith(sys.prefix), pyxis_nb.__file__\n"
+            f"assert pyxis_nb.__version__ == {version!r}, pyxis_nb.__version__"))
+        copy = out / chapter.stem / "run" / chapter.name
+        copy.parent.mkdir(parents=True)
+        nbformat.write(nb, copy)
+        copies.append(copy)
+    return copies
+
+
 def installed_version(env: Path) -> str | None:
     found = list(_site(env).glob("pyxis_nb-*.dist-info"))
     return found[0].name.removesuffix(".dist-info").split("-")[1] if found else None
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--prepare"]:
+        chapters = sorted((ROOT / "book").glob("*.ipynb"))
+        for copy in prepare(Path(argv[1]).resolve(), chapters):
+            print(copy.relative_to(ROOT))
+        return 0
     chapters = [Path(a) for a in argv] or sorted((ROOT / "book").glob("*.ipynb"))
     base = base_env()
     with tempfile.TemporaryDirectory() as tmp:
