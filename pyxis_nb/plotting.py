@@ -257,15 +257,16 @@ def plot_decode_step(weights, head_weights, tokens: Sequence[str], t: int):
     Returns
     -------
     matplotlib Figure
-        Two panels stacked, so each keeps a readable size in a page column.
+        Two panels side by side, short enough that the figure and a slider
+        above it fit on one screen.
     """
     w = as_float_array("weights", weights, ndim=2)
     S = len(_labels("tokens", tokens, w.shape[1]))
     t = check_int("t", t, low=0, high=S - 1)
     per_head = as_float_array("head_weights", head_weights, ndim=2)
     fig, (ax_l, ax_r) = plt.subplots(
-        2, 1, figsize=(7.5, 10), facecolor="white",
-        gridspec_kw={"height_ratios": [2.2, 1], "hspace": 0.55})
+        1, 2, figsize=(11, 4.6), facecolor="white", layout="constrained",
+        gridspec_kw={"width_ratios": [1, 1.15]})
     # NaN: no query yet, or no such key yet
     cmap = plt.get_cmap(CMAP).with_extremes(bad="lightgrey")
     im = ax_l.imshow(np.ma.masked_invalid(w), cmap=cmap, vmin=0, vmax=1)
@@ -279,6 +280,7 @@ def plot_decode_step(weights, head_weights, tokens: Sequence[str], t: int):
                  label="weight (mean over heads)")
     plot_attention(per_head, [f"head {h}" for h in range(len(per_head))],
                    key_tokens=list(tokens)[:t + 1], ax=ax_r, annotate=t < 8,
+                   colorbar=False,
                    title=f"query '{tokens[t]}' (position {t}), per head")
     ax_r.set(xlabel="key (cached position)", ylabel="query head")
     return fig
