@@ -21,10 +21,14 @@ from matplotlib.patches import Rectangle
 import numpy as np
 
 from ._checks import as_float_array, check_heads, check_int
+from .memory import kv_cache_bytes, score_matrix_bytes
 from .rope import rope_frequencies
 
 __all__ = ["plot_attention", "plot_attention_grid", "plot_gqa_mapping",
-           "plot_decode_step", "plot_tile_step", "plot_rope_rotation"]
+           "plot_decode_step", "plot_tile_step", "plot_rope_rotation",
+           # inference chapters
+           "plot_decode_times", "plot_kv_cache_memory",
+           "plot_online_softmax", "plot_tiled_cost"]
 
 CMAP = "viridis"
 
@@ -257,15 +261,16 @@ def plot_decode_step(weights, head_weights, tokens: Sequence[str], t: int):
     Returns
     -------
     matplotlib Figure
-        Two panels stacked, so each keeps a readable size in a page column.
+        Two panels side by side, short enough that the figure and a slider
+        above it fit on one screen.
     """
     w = as_float_array("weights", weights, ndim=2)
     S = len(_labels("tokens", tokens, w.shape[1]))
     t = check_int("t", t, low=0, high=S - 1)
     per_head = as_float_array("head_weights", head_weights, ndim=2)
     fig, (ax_l, ax_r) = plt.subplots(
-        2, 1, figsize=(7.5, 10), facecolor="white",
-        gridspec_kw={"height_ratios": [2.2, 1], "hspace": 0.55})
+        1, 2, figsize=(11, 4.6), facecolor="white", layout="constrained",
+        gridspec_kw={"width_ratios": [1, 1.15]})
     # NaN: no query yet, or no such key yet
     cmap = plt.get_cmap(CMAP).with_extremes(bad="lightgrey")
     im = ax_l.imshow(np.ma.masked_invalid(w), cmap=cmap, vmin=0, vmax=1)
@@ -279,6 +284,7 @@ def plot_decode_step(weights, head_weights, tokens: Sequence[str], t: int):
                  label="weight (mean over heads)")
     plot_attention(per_head, [f"head {h}" for h in range(len(per_head))],
                    key_tokens=list(tokens)[:t + 1], ax=ax_r, annotate=t < 8,
+                   colorbar=False,
                    title=f"query '{tokens[t]}' (position {t}), per head")
     ax_r.set(xlabel="key (cached position)", ylabel="query head")
     return fig
@@ -417,3 +423,158 @@ def _rotate(p: np.ndarray, angle: float) -> np.ndarray:
     """The 2-D point ``p`` rotated by ``angle`` radians."""
     c, s = np.cos(angle), np.sin(angle)
     return np.array([[c, -s], [s, c]]) @ p
+
+
+# --- inference chapters (kv_cache, long_context)
+
+
+def _plain_log_ticks(ax, ticks) -> None:
+    """Label a log x axis at ``ticks`` with plain numbers, no minor labels."""
+    ax.set_xticks(list(ticks), [f"{t:,}" for t in ticks])
+    ax.set_xticks([], minor=True)
+
+
+def plot_decode_times(contexts: Sequence[int], cached_s, full_s):
+    """Time per generated token against the context, with and without cache.
+
+    Parameters
+    ----------
+    contexts : sequence of int
+        Context lengths ``S``.
+    cached_s, full_s : sequence of float, same length
+        Seconds per decode step with the KV cache, and recomputing all.
+
+    Returns
+    -------
+    matplotlib Figure
+        Log-log axes, one line each, plain tick labels.
+    """
+    cached = as_float_array("cached_s", cached_s, ndim=1)
+    full = as_float_array("full_s", full_s, ndim=1)
+    fig, ax = plt.subplots(figsize=(7, 4), facecolor="white",
+                           layout="constrained")
+    ax.loglog(contexts, full * 1e3, "o-", color="tab:red",
+              label="no cache: recompute all S tokens")
+    ax.loglog(contexts, cached * 1e3, "o-", color="tab:blue",
+              label="KV cache: 1 new token")
+    _plain_log_ticks(ax, contexts)
+    ax.set(xlabel="context length S (tokens)",
+           ylabel="time per generated token (ms, log scale)",
+           title="One decode step, measured on the machine that built "
+                 "this page")
+    ax.legend()
+    return fig
+
+
+def plot_kv_cache_memory(config, kv_heads, *, dtype_bytes: int = 2):
+    """KV-cache bytes per sequence for several ``H_kv``, and one score matrix.
+
+    Parameters
+    ----------
+    config : ModelConfig
+        Layers, ``d_head`` and ``max_position_embeddings`` come from it.
+    kv_heads : mapping of str to int
+        A label per variant and its ``H_kv``, e.g. ``{"GQA (8 K/V)": 8}``.
+    dtype_bytes : int, default 2
+
+    Returns
+    -------
+    matplotlib Figure
+        Log-log: cache lines of slope 1, the (T, T) matrix of slope 2.
+    """
+    T = np.unique(np.geomspace(128, config.max_position_embeddings,
+                               60).astype(int))
+    fig, ax = plt.subplots(figsize=(7, 4.2), facecolor="white",
+                           layout="constrained")
+    for (name, h_kv), colour in zip(kv_heads.items(), plt.cm.tab10.colors):
+        ax.loglog(T, [kv_cache_bytes(config.num_hidden_layers, h_kv,
+                                     config.head_dim, int(t), dtype_bytes)
+                      for t in T], color=colour, label=f"KV cache, {name}")
+    ax.loglog(T, [score_matrix_bytes(int(t), dtype_bytes) for t in T], "--",
+              color="grey", label="one head's (T, T) score matrix")
+    ax.set(xlabel="context length T (tokens, log scale)",
+           ylabel=f"bytes at {dtype_bytes} bytes/value (log scale)",
+           title="The cache grows like T, a stored score matrix like T²")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def plot_online_softmax(scores, block: int, maxima, sums):
+    """One row of scores in blocks, and the running max and sum per block.
+
+    Parameters
+    ----------
+    scores : ndarray, shape (S,)
+    block : int
+        Block size; blocks are drawn in alternating colours.
+    maxima, sums : sequence of float
+        The running ``m`` and ``l`` after each block; the last ones are
+        drawn as the true values (dashed).
+
+    Returns
+    -------
+    matplotlib Figure
+    """
+    s = as_float_array("scores", scores, ndim=1)
+    block = check_int("block", block, low=1)
+    fig, axes = plt.subplot_mosaic(
+        [["row", "row"], ["max", "sum"]], figsize=(7, 5.6),
+        facecolor="white", height_ratios=[1, 1.1], layout="constrained")
+    axes["row"].bar(np.arange(s.size), s,
+                    color=[f"C{(j // block) % 2}" for j in range(s.size)])
+    axes["row"].set(title=f"one row of scores, blocks of {block} "
+                          "(alternating colours)",
+                    xlabel="key position j", ylabel="score $s_j$")
+    seen = np.arange(1, len(maxima) + 1)
+    for key, ys, name, sym in (("max", maxima, "max", "m"),
+                               ("sum", sums, "sum", r"\ell")):
+        ax = axes[key]
+        if key == "max":
+            ax.step(seen, ys, where="post", marker="o")
+        else:
+            ax.plot(seen, ys, marker="o", c="C2")
+        ax.axhline(ys[-1], ls="--", c="gray", label=f"true {name}")
+        against = " (against current $m$)" if key == "sum" else ""
+        ax.set(title=f"running {name} ${sym}${against}",
+               xlabel="blocks seen", ylabel=f"${sym}$")
+        ax.legend(loc="lower right" if key == "max" else "upper right")
+    return fig
+
+
+def plot_tiled_cost(Ts: Sequence[int], naive_peak, tiled_peak, naive_flops,
+                    tiled_flops):
+    """Peak memory and FLOPs of one call, naive against tiled, against T.
+
+    Parameters
+    ----------
+    Ts : sequence of int
+        Sequence lengths.
+    naive_peak, tiled_peak : sequence of float
+        Peak bytes of one call (e.g. from ``tracemalloc``).
+    naive_flops, tiled_flops : sequence of float
+        FLOPs of the two matmuls.
+
+    Returns
+    -------
+    matplotlib Figure
+        Two log-log panels with plain tick labels for ``T``.
+    """
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(8, 3.6), facecolor="white",
+                                 layout="constrained")
+    mb = [np.round(np.asarray(p, float) / 1e6, 1)  # 0.1 MB: Python objects
+          for p in (naive_peak, tiled_peak)]
+    ax.loglog(Ts, mb[0], "o-", label="naive SDPA")
+    ax.loglog(Ts, mb[1], "s-", label="tiled")
+    ax.set(title="peak memory of one call", xlabel="sequence length T",
+           ylabel="MB (tracemalloc)")
+    bx.loglog(Ts, np.asarray(naive_flops) / 1e9, "o-", label="naive SDPA")
+    bx.loglog(Ts, np.asarray(tiled_flops) / 1e9, "s-", label="tiled, causal")
+    ref = np.asarray(Ts, float) ** 2 / Ts[-1] ** 2 * tiled_flops[-1] / 1e9
+    bx.loglog(Ts, ref, "k:", label="∝ T² (for the slope)")
+    bx.set(title="work of one call", xlabel="sequence length T",
+           ylabel="GFLOP (matmuls)")
+    for a in (ax, bx):
+        _plain_log_ticks(a, Ts)
+        a.tick_params(axis="x", labelrotation=45)
+        a.legend(fontsize=8)
+    return fig

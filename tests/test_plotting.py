@@ -199,3 +199,47 @@ def test_rope_rotation_scores_depend_on_m_minus_n():
     assert "pair score = " in titles[0][0]
     inv_freq = px.rope_frequencies(128)
     assert f"{np.cos(2 * inv_freq[8]):+.3f}" in titles[0][1]
+
+
+# --- inference chapters
+
+
+def test_decode_times_has_plain_context_ticks():
+    fig = px.plot_decode_times([64, 128, 256], [1e-3, 1.1e-3, 1.2e-3],
+                               [2e-3, 5e-3, 2e-2])
+    ax = fig.axes[0]
+    assert ticks(ax.get_xticklabels()) == ["64", "128", "256"]
+    assert not ax.get_xticks(minor=True).size
+    assert [len(line.get_xdata()) for line in ax.lines] == [3, 3]
+    plt.close(fig)
+
+
+def test_kv_cache_memory_lines_follow_the_heads():
+    kv = {"MHA": 16, "GQA": 8}
+    fig = px.plot_kv_cache_memory(px.QWEN3_1_7B, kv)
+    ax = fig.axes[0]
+    mha, gqa, scores = ax.lines
+    np.testing.assert_allclose(mha.get_ydata(), 2 * gqa.get_ydata())
+    T = scores.get_xdata()
+    np.testing.assert_allclose(scores.get_ydata(), 2 * T.astype(float) ** 2)
+    plt.close(fig)
+
+
+def test_online_softmax_figure_marks_the_final_state():
+    scores = np.arange(8.0)
+    fig = px.plot_online_softmax(scores, 4, [3.0, 7.0], [1.5, 1.9])
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles[0].startswith("one row of scores, blocks of 4")
+    assert len(fig.axes[0].patches) == 8
+    assert fig.axes[1].lines[-1].get_ydata()[0] == 7.0
+    plt.close(fig)
+
+
+def test_tiled_cost_has_plain_ticks_for_T():
+    Ts = [512, 1024, 2048]
+    fig = px.plot_tiled_cost(Ts, [3e6, 13e6, 50e6], [1e6, 1.5e6, 2e6],
+                             [1e8, 4e8, 16e8], [5e7, 2e8, 8e8])
+    for ax in fig.axes:
+        assert ticks(ax.get_xticklabels()) == ["512", "1,024", "2,048"]
+        assert not ax.get_xticks(minor=True).size
+    plt.close(fig)
