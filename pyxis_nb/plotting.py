@@ -20,7 +20,8 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
 import numpy as np
 
-from ._checks import as_float_array, check_heads, check_int
+from ._checks import (as_float_array, check_heads, check_int,
+                      check_positive_int)
 from .memory import kv_cache_bytes, score_matrix_bytes
 from .rope import rope_frequencies
 
@@ -28,7 +29,9 @@ __all__ = ["plot_attention", "plot_attention_grid", "plot_gqa_mapping",
            "plot_decode_step", "plot_tile_step", "plot_rope_rotation",
            # inference chapters
            "plot_decode_times", "plot_kv_cache_memory",
-           "plot_online_softmax", "plot_tiled_cost"]
+           "plot_online_softmax", "plot_tiled_cost",
+           # foundations chapters
+           "plot_max_weight", "plot_std_growth", "plot_position_encodings"]
 
 CMAP = "viridis"
 
@@ -578,3 +581,99 @@ def plot_tiled_cost(Ts: Sequence[int], naive_peak, tiled_peak, naive_flops,
         a.tick_params(axis="x", labelrotation=45)
         a.legend(fontsize=8)
     return fig
+# --- foundations chapters (qkv, scaling, causal_mask, permutation)
+
+
+def plot_max_weight(ds: Sequence[int], columns, *, T: int = 6,
+                    styles=None, title: str | None = None):
+    """The largest weight of a row against the head size ``d``.
+
+    Parameters
+    ----------
+    ds : sequence of int
+        Head sizes, drawn on a log2 axis.
+    columns : mapping of str to sequence of float, each of length len(ds)
+        One curve per label, e.g. ``{"not scaled": [...], "scaled": [...]}``.
+    T : int, default 6
+        Tokens per row; a grey line marks the uniform row ``1 / T``.
+    styles : mapping of str to str, optional
+        A matplotlib format per label (``"o"``: points only); the default
+        cycles ``"o-"``, ``"s-"``, ``"^--"``, ``"D-."``.
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib Axes
+    """
+    ds = [check_positive_int("ds", d) for d in ds]
+    log_d = np.log2(ds)
+    styles = dict(styles or {})
+    fig, ax = plt.subplots(figsize=(7, 4.2), facecolor="white")
+    cycle = ["o-", "s-", "^--", "D-."]
+    for n, (label, values) in enumerate(columns.items()):
+        values = as_float_array(f"columns[{label!r}]", values, ndim=1)
+        if len(values) != len(log_d):
+            raise ValueError(f"columns[{label!r}] has {len(values)} values, "
+                             f"expected {len(log_d)} (one per d)")
+        ax.plot(log_d, values, styles.get(label, cycle[n % 4]), label=label)
+    ax.axhline(1 / T, color="grey", linestyle=":", label=f"uniform row, 1/{T}")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(log_d, [str(d) for d in ds])
+    ax.set(ylim=(0, 1.05), xlabel=r"head size $d$ (log$_2$ scale)",
+           ylabel="largest weight in a row (mean)", title=title)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    return ax
+
+
+def plot_std_growth(ds: Sequence[int], raw, after):
+    """Measured std of ``q . k`` and of ``q . k / sqrt(d)`` against ``d``.
+
+    Parameters
+    ----------
+    ds : sequence of int
+        Vector sizes (log2 axes).
+    raw, after : sequence of float, length len(ds)
+        The std without and with the ``1 / sqrt(d)`` factor.
+
+    Returns
+    -------
+    matplotlib Axes
+    """
+    ds = np.array([check_positive_int("ds", d) for d in ds])
+    fig, ax = plt.subplots(figsize=(7, 4.2), facecolor="white")
+    d_line = np.logspace(0, np.log2(ds.max()), 50, base=2)
+    ax.plot(d_line, np.sqrt(d_line), color="grey", linestyle=":",
+            label=r"$\sqrt{d}$")
+    ax.plot(ds, as_float_array("raw", raw, ndim=1), "o",
+            label=r"measured std of $q \cdot k$")
+    ax.plot(ds, as_float_array("after", after, ndim=1), "s",
+            label=r"measured std of $q \cdot k / \sqrt{d}$")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set(xlabel=r"vector size $d$", ylabel="standard deviation",
+           title=r"A dot product of $d$ unit-variance terms spreads "
+                 r"like $\sqrt{d}$")
+    ax.legend()
+    return ax
+
+
+def plot_position_encodings(pe, *, title: str | None = None):
+    """A table of position encodings: positions across, dimensions down.
+
+    Parameters
+    ----------
+    pe : ndarray, shape (T, d_model)
+        For example :func:`pyxis_nb.sinusoidal_positions`; values in [-1, 1].
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib Axes
+    """
+    pe = as_float_array("pe", pe, ndim=2)
+    fig, ax = plt.subplots(figsize=(7, 3.5), facecolor="white")
+    im = ax.imshow(pe.T, cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
+    ax.set(xlabel="position", ylabel="dimension (even: sin, odd: cos)",
+           title=title)
+    fig.colorbar(im, ax=ax, label="value")
+    return ax

@@ -243,3 +243,26 @@ def test_tiled_cost_has_plain_ticks_for_T():
         assert ticks(ax.get_xticklabels()) == ["512", "1,024", "2,048"]
         assert not ax.get_xticks(minor=True).size
     plt.close(fig)
+# --- foundations chapters
+
+
+def test_max_weight_one_curve_per_column_and_the_uniform_line():
+    ds = [8, 32, 64]
+    ax = px.plot_max_weight(ds, {"a": [0.3, 0.5, 0.9], "b": [0.2, 0.2, 0.3]},
+                            styles={"a": "o"}, title="t")
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert labels[:3] == ["a", "b", "uniform row, 1/6"]
+    assert ax.get_lines()[0].get_linestyle() == "None"  # "o": points only
+    assert ticks(ax.get_xticklabels()) == ["8", "32", "64"]
+    with pytest.raises(ValueError, match="one per d"):
+        px.plot_max_weight(ds, {"a": [0.3, 0.5]})
+
+
+def test_std_growth_and_position_encodings_draw():
+    ax = px.plot_std_growth([1, 4, 16], [1.0, 2.0, 4.0], [1.0, 1.0, 1.0])
+    assert ax.get_xscale() == "log" and len(ax.get_lines()) == 3
+    pe = px.sinusoidal_positions(8, 4)
+    ax = px.plot_position_encodings(pe, title="pe")
+    assert ax.images[0].get_array().shape == (4, 8)  # dimensions down
+    with pytest.raises(ValueError):
+        px.plot_std_growth([0, 4], [1.0, 2.0], [1.0, 1.0])
