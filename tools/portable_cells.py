@@ -230,6 +230,11 @@ def transform(nb: nbformat.NotebookNode, s: dict) -> nbformat.NotebookNode:
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.metadata.get(INSTALL_KEY):
             continue  # written afresh below
+        if (cell.cell_type == "code"
+                and re.fullmatch(r"px\.show_source\([^\n]*\)", cell.source)):
+            tags = cell.metadata.setdefault("tags", [])
+            if "remove-input" not in tags:  # a listing written by hand
+                tags.insert(0, "remove-input")
         if cell.cell_type == "markdown" and _has_directive(cell.source):
             new = convert_markdown(cell.source)
             for c in new:
