@@ -450,7 +450,9 @@ def plot_rope_decay(similarity, bound, decades, *, context: int):
                              facecolor="white", layout="constrained")
     colours = ("tab:orange", "tab:blue", "tab:green", "tab:red")
     for ax, curves in zip(axes, (similarity, bound)):
-        for colour, (label, y) in zip(colours, curves.items()):
+        for k, (label, y) in enumerate(curves.items()):
+            colour = colours[k % len(colours)]
+            below = k == 0 and len(curves) > 1  # first curve: label under
             y = as_float_array(label, y, ndim=1)
             ax.semilogx(d, y[d - 1], color=colour, lw=1, alpha=0.6,
                         label=label)
@@ -458,8 +460,13 @@ def plot_rope_decay(similarity, bound, decades, *, context: int):
                 mean = y[a - 1:b - 1].mean()
                 ax.hlines(mean, a, b, color=colour, lw=3)
                 ax.annotate(f"{mean:.3f}", (np.sqrt(a * b), mean),
-                            textcoords="offset points", xytext=(0, 5),
-                            ha="center", fontsize=8, color=colour)
+                            textcoords="offset points",
+                            xytext=(0, -6 if below else 5),
+                            va="top" if below else "bottom",
+                            ha="center", fontsize=9, color=colour,
+                            fontweight="bold", zorder=4,
+                            bbox=dict(fc="white", ec="none", alpha=0.8,
+                                      pad=0.5))
         ax.axvline(context, color="black", ls="--", lw=1)
         ax.grid(alpha=0.3)
     axes[0].set(ylabel="mean over pairs of cos(d ω_i)",
