@@ -266,3 +266,29 @@ def test_std_growth_and_position_encodings_draw():
     assert ax.images[0].get_array().shape == (4, 8)  # dimensions down
     with pytest.raises(ValueError):
         px.plot_std_growth([0, 4], [1.0, 2.0], [1.0, 1.0])
+# --- heads chapters
+
+
+def test_rope_decay_draws_the_decade_means():
+    y = np.linspace(1.0, 0.0, 1000)
+    decades = [(10, 100), (100, 1000)]
+    fig = px.plot_rope_decay({"a": y}, {"a": 2 * y}, decades, context=1000)
+    top, bottom = fig.axes[:2]
+    labels = [t.get_text() for t in top.texts]
+    assert labels == [f"{y[a - 1:b - 1].mean():.3f}" for a, b in decades]
+    assert [t.get_text() for t in bottom.texts] == [
+        f"{2 * y[a - 1:b - 1].mean():.3f}" for a, b in decades]
+    plt.close(fig)
+
+
+def test_rope_layout_bug_difference_is_diverging_and_own_scale():
+    rng = np.random.default_rng(0)
+    w = px.softmax(rng.standard_normal((3, 4, 4)), axis=-1)
+    fig = px.plot_rope_layout_bug(w[0], w[1], w[2], list("abcd"))
+    im = fig.axes[3].images[0]
+    assert im.get_cmap().name == "RdBu_r"
+    lo, hi = im.get_clim()
+    assert np.isclose(-lo, hi) and np.isclose(hi, np.abs(w[1] - w[0]).max())
+    assert fig.axes[0].images[0].get_clim() == (0.0, 1.0)
+    assert len(fig.axes) == 6  # four panels, two colour bars
+    plt.close(fig)
