@@ -515,25 +515,6 @@ def plot_online_softmax(scores, block: int, maxima, sums):
     maxima, sums : sequence of float
         The running ``m`` and ``l`` after each block; the last ones are
         drawn as the true values (dashed).
-# --- heads chapters
-
-
-def plot_rope_decay(similarity, bound, decades, *, context: int):
-    """Self-similarity and RoFormer's bound against distance, log-x.
-
-    Each curve gets horizontal segments at its mean over each range of
-    distances in ``decades``, labelled with that mean (3 decimals): the
-    numbers the chapter prints, computed the same way.
-
-    Parameters
-    ----------
-    similarity, bound : dict of str -> ndarray, shape (context,)
-        One curve per label (e.g. a RoPE base); entry ``d - 1`` is the
-        value at distance ``d``.
-    decades : sequence of (int, int)
-        Ranges ``[a, b)`` of distances; the mean is ``y[a - 1:b - 1]``.
-    context : int
-        The longest distance, drawn as a dashed line.
 
     Returns
     -------
@@ -577,58 +558,6 @@ def plot_tiled_cost(Ts: Sequence[int], naive_peak, tiled_peak, naive_flops,
         Peak bytes of one call (e.g. from ``tracemalloc``).
     naive_flops, tiled_flops : sequence of float
         FLOPs of the two matmuls.
-    context = check_int("context", context, low=2)
-    d = np.unique(np.geomspace(1, context, 400).astype(int))  # log grid
-    fig, axes = plt.subplots(2, 1, figsize=(7, 7), sharex=True,
-                             facecolor="white", layout="constrained")
-    colours = ("tab:orange", "tab:blue", "tab:green", "tab:red")
-    for ax, curves in zip(axes, (similarity, bound)):
-        for k, (label, y) in enumerate(curves.items()):
-            colour = colours[k % len(colours)]
-            below = k == 0 and len(curves) > 1  # first curve: label under
-            y = as_float_array(label, y, ndim=1)
-            ax.semilogx(d, y[d - 1], color=colour, lw=1, alpha=0.6,
-                        label=label)
-            for a, b in decades:  # the decade mean, drawn and labelled
-                mean = y[a - 1:b - 1].mean()
-                ax.hlines(mean, a, b, color=colour, lw=3)
-                ax.annotate(f"{mean:.3f}", (np.sqrt(a * b), mean),
-                            textcoords="offset points",
-                            xytext=(0, -6 if below else 5),
-                            va="top" if below else "bottom",
-                            ha="center", fontsize=9, color=colour,
-                            fontweight="bold", zorder=4,
-                            bbox=dict(fc="white", ec="none", alpha=0.8,
-                                      pad=0.5))
-        ax.axvline(context, color="black", ls="--", lw=1)
-        ax.grid(alpha=0.3)
-    axes[0].set(ylabel="mean over pairs of cos(d ω_i)",
-                title="Self-similarity of a rotated vector "
-                      "(thick: mean over each decade)")
-    axes[0].legend(loc="lower left")
-    axes[1].set(ylabel="relative upper bound",
-                title="RoFormer's long-term decay bound",
-                xlabel="distance d between query and key "
-                       "(positions, log scale)")
-    return fig
-
-
-def plot_rope_layout_bug(right, wrong, fixed, tokens: Sequence[str], *,
-                         mask=None):
-    """Attention weights under two RoPE layouts, the fix, and the change.
-
-    Three weight panels share one colour scale (0 to 1); the fourth shows
-    ``wrong - right`` on a diverging scale symmetric around 0 with its own
-    colour bar, so a small change never looks like a large weight.
-
-    Parameters
-    ----------
-    right, wrong, fixed : ndarray, shape (T, T)
-        Weights with the layout the projections were made for, with the
-        other layout, and with permuted projections and the other layout.
-    tokens : sequence of str, length T
-    mask : ndarray of bool, shape (T, T), optional
-        True = may attend; forbidden cells are hatched.
 
     Returns
     -------
@@ -750,6 +679,88 @@ def plot_position_encodings(pe, *, title: str | None = None):
            title=title)
     fig.colorbar(im, ax=ax, label="value")
     return ax
+
+
+# --- heads chapters
+
+
+def plot_rope_decay(similarity, bound, decades, *, context: int):
+    """Self-similarity and RoFormer's bound against distance, log-x.
+
+    Each curve gets horizontal segments at its mean over each range of
+    distances in ``decades``, labelled with that mean (3 decimals): the
+    numbers the chapter prints, computed the same way.
+
+    Parameters
+    ----------
+    similarity, bound : dict of str -> ndarray, shape (context,)
+        One curve per label (e.g. a RoPE base); entry ``d - 1`` is the
+        value at distance ``d``.
+    decades : sequence of (int, int)
+        Ranges ``[a, b)`` of distances; the mean is ``y[a - 1:b - 1]``.
+    context : int
+        The longest distance, drawn as a dashed line.
+
+    Returns
+    -------
+    matplotlib Figure
+    """
+    context = check_int("context", context, low=2)
+    d = np.unique(np.geomspace(1, context, 400).astype(int))  # log grid
+    fig, axes = plt.subplots(2, 1, figsize=(7, 7), sharex=True,
+                             facecolor="white", layout="constrained")
+    colours = ("tab:orange", "tab:blue", "tab:green", "tab:red")
+    for ax, curves in zip(axes, (similarity, bound)):
+        for k, (label, y) in enumerate(curves.items()):
+            colour = colours[k % len(colours)]
+            below = k == 0 and len(curves) > 1  # first curve: label under
+            y = as_float_array(label, y, ndim=1)
+            ax.semilogx(d, y[d - 1], color=colour, lw=1, alpha=0.6,
+                        label=label)
+            for a, b in decades:  # the decade mean, drawn and labelled
+                mean = y[a - 1:b - 1].mean()
+                ax.hlines(mean, a, b, color=colour, lw=3)
+                ax.annotate(f"{mean:.3f}", (np.sqrt(a * b), mean),
+                            textcoords="offset points",
+                            xytext=(0, -6 if below else 5),
+                            va="top" if below else "bottom",
+                            ha="center", fontsize=9, color=colour,
+                            fontweight="bold", zorder=4,
+                            bbox=dict(fc="white", ec="none", alpha=0.8,
+                                      pad=0.5))
+        ax.axvline(context, color="black", ls="--", lw=1)
+        ax.grid(alpha=0.3)
+    axes[0].set(ylabel="mean over pairs of cos(d ω_i)",
+                title="Self-similarity of a rotated vector "
+                      "(thick: mean over each decade)")
+    axes[0].legend(loc="lower left")
+    axes[1].set(ylabel="relative upper bound",
+                title="RoFormer's long-term decay bound",
+                xlabel="distance d between query and key "
+                       "(positions, log scale)")
+    return fig
+
+
+def plot_rope_layout_bug(right, wrong, fixed, tokens: Sequence[str], *,
+                         mask=None):
+    """Attention weights under two RoPE layouts, the fix, and the change.
+
+    Three weight panels share one colour scale (0 to 1); the fourth shows
+    ``wrong - right`` on a diverging scale symmetric around 0 with its own
+    colour bar, so a small change never looks like a large weight.
+
+    Parameters
+    ----------
+    right, wrong, fixed : ndarray, shape (T, T)
+        Weights with the layout the projections were made for, with the
+        other layout, and with permuted projections and the other layout.
+    tokens : sequence of str, length T
+    mask : ndarray of bool, shape (T, T), optional
+        True = may attend; forbidden cells are hatched.
+
+    Returns
+    -------
+    matplotlib Figure
     """
     panels = [as_float_array(n, w, ndim=2) for n, w in
               (("right", right), ("wrong", wrong), ("fixed", fixed))]

@@ -266,6 +266,8 @@ def test_std_growth_and_position_encodings_draw():
     assert ax.images[0].get_array().shape == (4, 8)  # dimensions down
     with pytest.raises(ValueError):
         px.plot_std_growth([0, 4], [1.0, 2.0], [1.0, 1.0])
+
+
 # --- heads chapters
 
 
