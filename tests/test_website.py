@@ -150,7 +150,10 @@ class PageWatch:
         return sum(n for n, _ in sizes), sorted(sizes, reverse=True)
 
 
-PATH_LIKE = re.compile(r"(^|[/\\])[\w.-]+\.(png|jpe?g|gif|svg|webp)$|^[0-9a-f]{16,}|/", re.I)
+# a file name or path ("_images/abc.png", "fig 1.png"), or a bare hash: not a
+# sentence. A sentence may still contain a slash ("1/sqrt(d_head)").
+PATH_LIKE = re.compile(
+    r"\.(png|jpe?g|gif|svg|webp)$|^[0-9a-f]{16,}$|^\S*/\S*$", re.I)
 
 
 def bad_alt_texts(page) -> list[str]:
