@@ -1,0 +1,188 @@
+"""The website check, widgets and phone: every view control switches its
+views in the browser with no kernel, the explorer's causal view has zeros
+above the diagonal, every control works from the keyboard and tells a screen
+reader its state, and at 390 px no page scrolls sideways and no heatmap's
+numbers fall below 9 px. Shared parts: website.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from website import (  # noqa: F401 (fixtures)
+    CONTRAST_JS, DEFAULT_ANNOTATION_PX, MIN_CELL_NUMBER_PX, PAGES, PHONE, SHOTS,
+    SHOWCASE, WIDGET_PAGES, PageWatch, base_url, browser, choose, keyboard_focus,
+    no_sideways_scroll, option_count, shown_view)
+
+
+@pytest.mark.parametrize("path", WIDGET_PAGES)
+def test_view_controls_switch_views(browser, base_url, path):
+    """Every control drives its views in the browser: option k shows view k."""
+    watch = PageWatch(browser, (base_url, "data:", "blob:", "about:"))
+    try:
+        watch.open(base_url + path)
+        roots = watch.page.locator(".pyxis-switcher, .pyxis-explorer")
+        assert roots.count() > 0, f"{path} has widget state but no pyxis view"
+        for r in range(roots.count()):
+            root = roots.nth(r)
+            control = root.locator(".pyxis-view-control").first
+            stack = root.locator(".pyxis-view-stack").first
+            n = option_count(control)
+            shown = {}
+            for k in list(range(1, n)) + [0]:
+                label = choose(control, k)
+                name, html = shown_view(stack)
+                if name is not None:  # a view_grid names its views "outer / inner"
+                    assert name == label or name.startswith(f"{label} / "), (
+                        f"{path}, control {r}: option {label!r} shows {name!r}")
+                shown[k] = html
+            assert len(set(shown.values())) == n, f"{path}, control {r}: views do not change"
+            inner = root.locator(".pyxis-inner-control")
+            if inner.count():  # a view_grid: the second control picks within the first
+                m = option_count(inner.first)
+                inner_shown = {}
+                for k in range(m):
+                    label = choose(inner.first, k)
+                    name, inner_shown[k] = shown_view(stack)
+                    if name is not None:
+                        assert name.endswith(f" / {label}"), f"{path}, grid {r}: {label!r} shows {name!r}"
+                assert len(set(inner_shown.values())) == m, f"{path}, grid {r}: inner views"
+        assert watch.errors == [], watch.errors
+    finally:
+        watch.close()
+
+
+@pytest.mark.parametrize("path", WIDGET_PAGES)
+def test_explorer_mask_toggle(browser, base_url, path):
+    """The causal view has zeros above the diagonal and the no-mask view does not;
+    the query-token choice changes the sentence."""
+    watch = PageWatch(browser, (base_url, "data:", "blob:", "about:"))
+    try:
+        watch.open(base_url + path)
+        explorers = watch.page.locator(".pyxis-explorer")
+        for e in range(explorers.count()):
+            root = explorers.nth(e)
+            toggle = root.locator(".pyxis-view-control").first
+            stack = root.locator(".pyxis-view-stack").first
+            for k in range(option_count(toggle)):
+                label = choose(toggle, k)
+                name, _ = shown_view(stack)
+                assert name == label
+                view = stack.locator(".pyxis-view").first
+                w = json.loads(view.get_attribute("data-weights"))
+                above = [w[i][j] for i in range(len(w)) for j in range(len(w[i])) if j > i]
+                if "causal" in label:
+                    assert all(x == 0 for x in above), f"{label}: nonzero weight above the diagonal"
+                    assert w[0][0] == 1.0, "under the causal mask the first token attends only to itself"
+                elif label == "no mask":
+                    assert any(x > 0 for x in above), "no mask: expected weight above the diagonal"
+            query = root.locator(".pyxis-query-control")
+            sentences = root.locator(".pyxis-describe-stack")
+            texts = set()
+            for i in range(option_count(query)):
+                token = choose(query, i).split(": ", 1)[1]
+                text = sentences.inner_text().strip()
+                assert text.startswith(f"'{token}' attends"), text
+                texts.add(text)
+                # the heatmap shown is the one with this query's row outlined
+                shown = stack.evaluate(
+                    """el => Array.from(el.querySelectorAll('.pyxis-view'))
+                          .filter(v => v.getClientRects().length > 0)
+                          .map(v => v.getAttribute('data-query'))""")
+                assert shown == [str(i)], f"query {i} shows heatmap frames {shown}"
+            assert len(texts) == option_count(query), "each query token must get its own sentence"
+        assert watch.errors == [], watch.errors
+    finally:
+        watch.close()
+
+
+@pytest.mark.parametrize("path", WIDGET_PAGES)
+def test_widgets_keyboard_and_screen_reader(browser, base_url, path):
+    """Each control works from the keyboard alone, and says its state (ARIA)."""
+    watch = PageWatch(browser, (base_url, "data:", "blob:", "about:"))
+    try:
+        watch.open(base_url + path)
+        page = watch.page
+        groups = page.locator(".widget-toggle-buttons")
+        for g in range(groups.count()):
+            buttons = groups.nth(g).locator("button.widget-toggle-button")
+            n = buttons.count()
+            for k in list(range(1, n)) + [0]:
+                outline = keyboard_focus(page, buttons.nth(k))
+                assert outline >= 2, f"{path}: toggle focus ring is {outline} px"
+                page.keyboard.press("Enter")
+                page.wait_for_timeout(100)
+                pressed = [buttons.nth(i).get_attribute("aria-pressed") for i in range(n)]
+                assert pressed == ["true" if i == k else "false" for i in range(n)], (
+                    f"{path}, toggle {g}: after Enter on button {k}, aria-pressed is {pressed}")
+                if n > 1:
+                    other = buttons.nth((k + 1) % n)
+                    ratio = page.evaluate(CONTRAST_JS, [buttons.nth(k).element_handle(),
+                                                        other.element_handle()])
+                    assert ratio >= 3, f"{path}: selected vs unselected button contrast {ratio:.2f}:1"
+        sliders = page.locator(".noUi-handle")
+        for s in range(sliders.count()):
+            handle = sliders.nth(s)
+            assert keyboard_focus(page, handle) >= 2, f"{path}: slider focus ring under 2 px"
+            handle.press("Home")
+            page.keyboard.press("ArrowRight")
+            page.wait_for_timeout(100)
+            name = handle.get_attribute("aria-label")
+            text = handle.get_attribute("aria-valuetext") or ""
+            control = handle.locator("xpath=ancestor::div[contains(@class, 'widget-inline-hbox')][1]")
+            readout = control.locator(".widget-readout").inner_text().replace("\xa0", " ").strip()
+            assert name, f"{path}: slider {s} has no accessible name"
+            assert text == f"{name} {readout}", f"{path}: slider {s} reads {text!r}, shows {readout!r}"
+        selects = page.locator(".jupyter-widgets select")
+        for s in range(selects.count()):
+            select = selects.nth(s)
+            assert select.get_attribute("aria-label") or select.evaluate(
+                "el => el.labels && el.labels.length > 0"), f"{path}: dropdown {s} has no name"
+            assert keyboard_focus(page, select) >= 2, f"{path}: dropdown focus ring under 2 px"
+            before = select.input_value()
+            page.keyboard.press("ArrowDown" if select.evaluate("el => el.selectedIndex + 1 < el.length")
+                                else "ArrowUp")
+            page.wait_for_timeout(100)
+            assert select.input_value() != before, f"{path}: dropdown {s} ignores the arrow keys"
+        for d in range(page.locator(".pyxis-describe-stack").count()):
+            stack = page.locator(".pyxis-describe-stack").nth(d)
+            assert stack.get_attribute("aria-live") == "polite", f"{path}: the sentence is not announced"
+        assert watch.errors == [], watch.errors
+    finally:
+        watch.close()
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_phone(browser, base_url, path):
+    """390 x 844: the page does not scroll sideways, and heatmap numbers stay >= 9 px."""
+    watch = PageWatch(browser, (base_url, "data:", "blob:", "about:"), viewport=PHONE,
+                      device_scale_factor=1, is_mobile=True, has_touch=True)
+    try:
+        watch.open(base_url + path)
+        over = no_sideways_scroll(watch.page)
+        wide = watch.page.evaluate(
+            """() => Array.from(document.querySelectorAll('article *'))
+                  .filter(e => e.getBoundingClientRect().right > 391 && !e.closest('pre, mjx-container')
+                           && !e.classList.contains('skip-link'))
+                  .slice(0, 5).map(e => e.tagName + '.' + e.className + ': '
+                                   + e.textContent.slice(0, 40))""")
+        assert over <= 0, f"{path} scrolls {over} px sideways at 390 px; too wide: {wide}"
+        small = watch.page.evaluate(
+            """px => Array.from(document.querySelectorAll('.pyxis-view img, div.cell_output img'))
+                  .filter(i => i.getClientRects().length && i.naturalWidth)
+                  .map(i => {
+                     const f = i.closest('[data-annotation-px]');
+                     const a = f ? parseFloat(f.getAttribute('data-annotation-px')) : px;
+                     return [i.getBoundingClientRect().width / i.naturalWidth * a, i.alt.slice(0, 50)];
+                  })""", DEFAULT_ANNOTATION_PX)
+        tiny = [(round(p, 1), alt) for p, alt in small if 0 < p < MIN_CELL_NUMBER_PX]
+        assert tiny == [], f"{path}: heatmap numbers below {MIN_CELL_NUMBER_PX} px: {tiny[:5]}"
+        if path == SHOWCASE:
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            watch.page.screenshot(path=str(SHOTS / "phone_causal_mask.png"), full_page=True)
+    finally:
+        watch.close()
+
+

@@ -1,0 +1,219 @@
+"""Shared parts of the website check (tests/test_website*.py): the built
+site served on 127.0.0.1, Debian's Chromium through Playwright, and the
+helpers that read widgets, images and code blocks off a page.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import http.server
+import re
+import threading
+from urllib.parse import unquote, urlparse
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT / "_build" / "html"
+SHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+WIDGET_VIEW = 'script[type="application/vnd.jupyter.widget-view+json"]'
+SITE_MAX_BYTES = 20 * 10**6        # the whole site on disk
+PAGE_MAX_GZIP_BYTES = 1_500_000    # one page and everything it loads, gzipped
+MIN_CELL_NUMBER_PX = 9             # heatmap numbers on a phone
+PHONE = {"width": 390, "height": 844}
+SHOWCASE = "book/causal_mask.html"  # the chapter shot on a phone and in dark mode
+# heatmap numbers drawn at 8 pt and 100 dpi, unless a figure says (data-annotation-px)
+DEFAULT_ANNOTATION_PX = 8 * 100 / 72
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+
+def toc_pages() -> list[str]:
+    """Every document of _toc.yml, as a path relative to the site root."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc.get("parts", []):
+        files += [c["file"] for c in part.get("chapters", [])]
+    return [f"{f}.html" for f in files]
+
+
+PAGES = toc_pages()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def base_url():
+    if not (SITE / "index.html").exists():
+        pytest.fail("the site is not built: run `make site` (or `make test`) first")
+    handler = functools.partial(_QuietHandler, directory=str(SITE))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
+    with playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+class PageWatch:
+    """Opens one page and records its console errors and off-site or failed requests."""
+
+    def __init__(self, browser, allowed_prefixes: tuple[str, ...], viewport=None, **options):
+        self.context = browser.new_context(viewport=viewport or {"width": 1280, "height": 900},
+                                           **options)
+        self.page = self.context.new_page()
+        self.requested: list[str] = []
+        self.page.on("request", lambda r: self.requested.append(r.url))
+        self.errors: list[str] = []
+        self.offsite: list[str] = []
+        self.failed: list[str] = []
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("requestfailed", lambda r: r.url not in self.offsite and self.failed.append(r.url))
+        self.page.on("response", lambda r: r.status >= 400 and self.failed.append(f"{r.status} {r.url}"))
+
+        def route(r):
+            if r.request.url.startswith(allowed_prefixes):
+                r.continue_()
+            else:
+                self.offsite.append(r.request.url)
+                r.abort()
+
+        self.page.route("**/*", route)
+
+    def open(self, url: str):
+        self.page.goto(url, wait_until="load")
+        n = self.page.locator(WIDGET_VIEW).count()
+        if n:
+            # the manager replaces each view script with the rendered widget
+            self.page.wait_for_function(
+                "n => document.querySelectorAll('.widget-subarea > .jupyter-widgets').length >= n",
+                arg=n, timeout=30_000,
+            )
+        self.page.wait_for_timeout(300)
+        return n
+
+    def close(self):
+        self.context.close()
+
+    def gzip_weight(self, base_url: str) -> tuple[int, list[tuple[int, str]]]:
+        """Bytes, gzipped, of every site file this page requested; and the files."""
+        sizes = []
+        for url in dict.fromkeys(self.requested):
+            if url.startswith(base_url):
+                data = (SITE / unquote(urlparse(url).path).lstrip("/")).read_bytes()
+                sizes.append((len(gzip.compress(data, 6)), url.removeprefix(base_url)))
+        return sum(n for n, _ in sizes), sorted(sizes, reverse=True)
+
+
+# a file name or path ("_images/abc.png", "fig 1.png"), or a bare hash: not a
+# sentence. A sentence may still contain a slash ("1/sqrt(d_head)").
+PATH_LIKE = re.compile(
+    r"\.(png|jpe?g|gif|svg|webp)$|^[0-9a-f]{16,}$|^\S*/\S*$", re.I)
+
+
+def bad_alt_texts(page) -> list[str]:
+    """The images of the page's content whose alt text is missing, empty or a file path."""
+    alts = page.evaluate(
+        """() => Array.from(document.querySelectorAll('article img, main img'))
+              .map(i => i.getAttribute('alt'))""")
+    return [repr(a) for a in alts if a is None or not a.strip() or PATH_LIKE.search(a.strip())]
+
+
+def option_count(control) -> int:
+    """Number of options of a toggle-buttons, dropdown or selection-slider widget."""
+    buttons = control.locator("button.widget-toggle-button")
+    if buttons.count():
+        return buttons.count()
+    if control.locator("select").count():
+        return control.locator("select option").count()
+    return int(float(control.locator(".noUi-handle").get_attribute("aria-valuemax"))) + 1
+
+
+def choose(control, k: int) -> str:
+    """Select option k of a toggle-buttons, dropdown or selection-slider widget;
+    return the label the control now shows."""
+    buttons = control.locator("button.widget-toggle-button")
+    if buttons.count():
+        buttons.nth(k).click()
+        label = buttons.nth(k).inner_text()
+    elif control.locator("select").count():
+        control.locator("select").select_option(index=k)
+        label = control.locator("select option").nth(k).inner_text()
+    else:
+        handle = control.locator(".noUi-handle")
+        handle.focus()
+        handle.press("Home")
+        for _ in range(k):
+            handle.press("ArrowRight")
+        label = None
+    control.page.wait_for_timeout(150)
+    if label is None:
+        label = control.locator(".widget-readout").inner_text()
+    return label.replace("\xa0", " ").strip()
+
+
+def shown_view(stack) -> tuple[str | None, str]:
+    """The view a Stack shows now: the data-view name of its own visible view (not one
+    of a switcher nested inside it), if any, and the stack's HTML."""
+    names = stack.evaluate(
+        """el => Array.from(el.querySelectorAll('.pyxis-view'))
+              .filter(v => v.closest('.pyxis-view-stack') === el && v.getClientRects().length > 0)
+              .map(v => v.getAttribute('data-view'))"""
+    )
+    assert len(names) <= 1, f"a stack must show at most one view at a time, got {names}"
+    return (names[0] if names else None), stack.inner_html()
+
+
+def no_sideways_scroll(page) -> int:
+    """How far the page is wider than the window, in px (0: no sideways scroll)."""
+    # against the device's width: a phone browser widens its layout viewport to
+    # fit content that overflows, so innerWidth alone would hide the overflow
+    return page.evaluate("w => document.documentElement.scrollWidth - w", PHONE["width"])
+
+
+WIDGET_PAGES = [p for p in PAGES if '"application/vnd.jupyter.widget-state+json"' in
+                (SITE / p).read_text(errors="ignore")] if SITE.exists() else []
+
+
+CONTRAST_JS = """([a, b]) => {
+  const lum = el => {
+    const [r, g, b] = getComputedStyle(el).backgroundColor.match(/[\\d.]+/g).slice(0, 3)
+      .map(v => { v = v / 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p);
+  return (x + 0.05) / (y + 0.05);
+}"""
+
+
+def keyboard_focus(page, locator) -> float:
+    """Focus an element as a keyboard user does (Tab from the element before it);
+    return the width in px of its focus outline."""
+    locator.focus()
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Tab")
+    assert locator.evaluate("el => el === document.activeElement"), "not reachable with Tab"
+    return locator.evaluate("el => parseFloat(getComputedStyle(el).outlineWidth) || 0")
+
+
