@@ -29,6 +29,7 @@ from .kv_cache import KVCache
 from .multihead import attention_inputs
 from .norms import rms_norm_core
 from .qwen3 import ModelConfig, random_attention
+from .rope import rotary_cos_sin
 
 __all__ = ["TinyDecoder", "decode_step_flops"]
 
@@ -156,10 +157,12 @@ class TinyDecoder:
         past = past_key_values.get_seq_length(0) if cached else 0
         mask, pos = attention_inputs(attention_mask, position_ids, B, T,
                                      past, cached)  # once, for every layer
+        rope = rotary_cos_sin(pos, self.config.head_dim, dtype=self.dtype,
+                              theta=self.config.rope_theta)  # (B, T, d_head)
         h = self.embed_tokens[ids]  # (B, T) -> (B, T, d_model)
         for i, layer in enumerate(self.layers):
             normed = rms_norm_core(h, self.norm_weight)  # (B, T, d_model)
-            h = h + layer.attend(normed, mask, pos, past_key_values, i)[0]
+            h = h + layer.attend(normed, mask, rope, past_key_values, i)[0]
         h = rms_norm_core(h[:, -keep:] if keep else h, self.norm_weight)
         return h @ self.lm_head.T  # (B, T, d_model) @ (d_model, V)
 

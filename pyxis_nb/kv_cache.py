@@ -10,9 +10,9 @@ Shape legend:
     d_head  head size
 
 Each layer owns two arrays of shape (B, H_kv, max_seq_len, d_head),
-allocated once; an ``update`` writes ``T`` new positions after those already there and
-returns views of the first ``S``. Nothing is copied or reallocated while
-decoding.
+allocated once; an ``update`` writes ``T`` new positions after those
+already there and returns views of the first ``S``. Nothing is copied or
+reallocated while decoding.
 """
 
 from __future__ import annotations

@@ -419,24 +419,25 @@ class MultiHeadAttention:
         past = past_key_value.get_seq_length(layer_idx) if cached else 0
         mask, pos = attention_inputs(attention_mask, position_ids, B, T,
                                      past, cached, is_causal)
-        out, weights = self.attend(x, mask, pos, past_key_value, layer_idx)
+        rope = None if self.theta is None else rotary_cos_sin(
+            pos, self.head_dim, theta=self.theta, dtype=x.dtype)
+        out, weights = self.attend(x, mask, rope, past_key_value, layer_idx)
         return (out, weights) if return_weights else out
 
-    def attend(self, x, attn_mask, position_ids, past_key_value=None,
+    def attend(self, x, attn_mask, position_embeddings, past_key_value=None,
                layer_idx=0):
-        """Unchecked core of :meth:`forward`: norm, rotate, cache, attend.
+        """Unchecked core of :meth:`forward`: project, rotate, cache, attend.
 
         ``x`` (B, T, d_model) of the layer's dtype; ``attn_mask`` bool, True
         = may attend, broadcastable to (B, H, T, S), or None;
-        ``position_ids`` (B, T). Returns out (B, T, d_model) and weights
-        (B, H, T, S). HF: ``Qwen3Attention.forward``, which also trusts
-        the mask and positions its model built once for every layer.
+        ``position_embeddings`` (cos, sin), each (B, T, d_head), or None: no
+        RoPE. Returns out (B, T, d_model), weights (B, H, T, S). HF:
+        ``Qwen3Attention.forward``, given what its model builds once.
         """
         q, k, v = self.project(x)  # (B, H or H_kv, T, d_head)
-        if self.theta is not None:  # rotate before caching
-            cos, sin = rotary_cos_sin(position_ids, self.head_dim,
-                                      theta=self.theta, dtype=q.dtype)
-            cos, sin = cos[:, None], sin[:, None]  # (B, 1, T, d_head)
+        if position_embeddings is not None:  # rotate before caching
+            cos, sin = position_embeddings  # (B, T, d_head) each
+            cos, sin = cos[:, None], sin[:, None]  # -> (B, 1, T, d_head)
             q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
         if past_key_value is not None:  # -> (B, H_kv, S, d_head)
             k, v = past_key_value.update(k, v, layer_idx)
