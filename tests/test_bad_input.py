@@ -309,7 +309,8 @@ SIZES = dict(hidden_size=D_MODEL, num_attention_heads=4, num_key_value_heads=2,
 
 def layer_setup():
     """A layer, a float64 input, and a cache holding PAST positions."""
-    layer = px.random_attention(D_MODEL, 4, 2, 4, seed=0, qk_norm=True, theta=100.0)
+    layer = px.random_attention(D_MODEL, 4, 2, 4, seed=0, qk_norm=True,
+                                theta=100.0)
     x = np.random.default_rng(1).standard_normal((B, T, D_MODEL))
     cache = px.KVCache(1, B, 2, 4, max_seq_len=8)
     layer(x[:, :PAST], past_key_value=cache)
