@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ._checks import as_float_array, check_bool, check_int, check_positive_int
-from .softmax import softmax
+from .softmax import softmax_core
 
 __all__ = [
     "AttentionOnlyTransformer",
@@ -150,7 +150,7 @@ def attention_layer_forward(x, w, H, scale, is_causal):
     if is_causal:
         T = x.shape[1]
         scores = np.where(np.tri(T, dtype=bool), scores, -np.inf)
-    p = softmax(scores)  # (B, H, T, T), rows sum to 1
+    p = softmax_core(scores)  # (B, H, T, T), rows sum to 1
     # (B, H, T, T) @ (B, H, T, d_head) -> (B, H, T, d_head) -> (B, T, d_model)
     z = _merge_heads(p @ v)
     return z @ w["o_proj"].T, (x, q, k, v, p, z)
@@ -373,13 +373,8 @@ class AttentionOnlyTransformer:
 class Adam:
     """Adam (Kingma and Ba, 2015) over a state dict, updated in place.
 
-    Parameters
-    ----------
-    params : dict of str to ndarray
-        ``model.state_dict()``: the model's own arrays.
-    lr : float
-    betas : (float, float)
-    eps : float
+    ``params``: ``model.state_dict()``, the model's own arrays; ``lr``,
+    ``betas`` (float, float) and ``eps`` as torch's.
 
     See Also
     --------
@@ -407,22 +402,16 @@ class Adam:
 def repeated_tokens(batch_size, half, vocab_size, rng):
     """Random blocks repeated twice, ``[a b c .. | a b c ..]``, with labels.
 
-    Parameters
-    ----------
-    batch_size, vocab_size : int
-    half : int or (int, int)
-        Block length; a pair ``(low, high)`` draws each sequence's block
-        length from ``low .. high``, so the distance to the earlier copy
-        varies and position alone cannot find it. Shorter sequences are
-        filled up to ``T = 2 * high`` with random tokens labelled -100.
-    rng : numpy.random.Generator
+    ``half``: the block length, or ``(low, high)`` to draw each row's
+    from ``low .. high``, so the distance to the earlier copy varies and
+    position alone cannot find it; shorter rows are filled up to ``T = 2 *
+    high`` with random tokens labelled -100. ``rng``: a numpy Generator.
 
     Returns
     -------
-    input_ids : ndarray of int, shape (B, T)
-    labels : ndarray of int, shape (B, T)
-        The next token (``labels[:, t] = input_ids[:, t + 1]``) inside the
-        two copies; -100 after them (no next token to predict).
+    input_ids, labels : ndarray of int, shape (B, T)
+        ``labels[:, t] = input_ids[:, t + 1]`` inside the two copies; -100
+        after them (no next token to predict).
     halves : ndarray of int, shape (B,)
     """
     B = check_positive_int("batch_size", batch_size)

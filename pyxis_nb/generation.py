@@ -2,14 +2,15 @@
 
 Shape legend:
     B        batch
-    P        prompt length (left padding included)
-    N        new tokens to generate
     T        positions fed to one forward call (the whole sequence without
              a cache; a prompt chunk, or 1 when decoding, with one)
     S        positions the new queries attend over (cache + T)
     d_model  hidden_size
     V        vocab_size
     L        num_hidden_layers
+
+``generate`` takes a prompt of ``P`` positions (left padding included) and
+adds ``N = max_new_tokens``.
 
 The model is Qwen3's skeleton without the MLPs: embed the ids; in each layer
 add ``attention(rms_norm(h))`` to the residual stream ``h``; a final
@@ -25,8 +26,10 @@ import numpy as np
 
 from ._checks import check_01_mask, check_bool, check_int, check_positive_int
 from .kv_cache import KVCache
-from .norms import rms_norm
+from .multihead import attention_inputs
+from .norms import rms_norm_core
 from .qwen3 import ModelConfig, random_attention
+from .rope import rotary_cos_sin
 
 __all__ = ["TinyDecoder", "decode_step_flops"]
 
@@ -150,48 +153,54 @@ class TinyDecoder:
         """
         ids = self._check_ids(input_ids)  # (B, T)
         keep = check_int("logits_to_keep", logits_to_keep, low=0)
+        (B, T), cached = ids.shape, past_key_values is not None
+        past = past_key_values.get_seq_length(0) if cached else 0
+        mask, pos = attention_inputs(attention_mask, position_ids, B, T,
+                                     past, cached)  # once, for every layer
+        rope = rotary_cos_sin(pos, self.config.head_dim, dtype=self.dtype,
+                              theta=self.config.rope_theta)  # (B, T, d_head)
         h = self.embed_tokens[ids]  # (B, T) -> (B, T, d_model)
-        for i, layer in enumerate(self.layers):  # layer 0 checks the rest
-            normed = rms_norm(h, self.norm_weight)  # (B, T, d_model)
-            h = h + layer(normed, attention_mask=attention_mask,
-                          position_ids=position_ids,
-                          past_key_value=past_key_values, layer_idx=i)
-        h = rms_norm(h[:, -keep:] if keep else h, self.norm_weight)
+        for i, layer in enumerate(self.layers):
+            normed = rms_norm_core(h, self.norm_weight)  # (B, T, d_model)
+            h = h + layer.attend(normed, mask, rope, past_key_values, i)[0]
+        h = rms_norm_core(h[:, -keep:] if keep else h, self.norm_weight)
         return h @ self.lm_head.T  # (B, T, d_model) @ (d_model, V)
 
     __call__ = forward
 
-    def generate(self, prompt_ids, max_new_tokens: int, *,
-                 attention_mask=None, use_cache: bool = True,
-                 eos_token_id: int | None = None,
+    def generate(self, prompt_ids, max_new_tokens: int, *, attention_mask=None,
+                 use_cache: bool = True, eos_token_id: int | None = None,
                  prefill_chunk: int | None = None):
-        """Greedy generation: take the argmax, append it, repeat.
+        """Greedy decoding (HF ``generate(do_sample=False)``): argmax, append.
 
-        Without a cache every step reruns the whole sequence; with one the
-        prompt is prefilled (at once, or ``prefill_chunk`` tokens a call)
-        and each step feeds only the newest token. A left-padded batch
-        generates, row by row, what each row generates alone.
-
-        Parameters
-        ----------
-        prompt_ids : array_like of int, shape (B, P) or (P,)
-        max_new_tokens : int
-        attention_mask : ndarray of bool or 0/1, shape (B, P), optional
-            0 marks (left) padding; every row needs a real token.
-        use_cache : bool, default True
-        eos_token_id : int, optional
-            A row that produced it emits it again; all rows done: stop.
-        prefill_chunk : int, optional
-
-        Returns
-        -------
-        ids : ndarray of int64, shape (B, P + N) (or (P + N,))
-        step_logits : ndarray, shape (B, N, V) (or (N, V))
-
-        See Also
-        --------
-        transformers.GenerationMixin.generate : ``do_sample=False``.
+        Prompt (B, P) or (P,), mask (B, P), 0 = left padding -> ids (B, P+N),
+        logits (B, N, V). A cache prefills ``prefill_chunk`` tokens a call.
         """
+        ids, mask, one, eos, chunk = self._generate_args(
+            prompt_ids, max_new_tokens, attention_mask, use_cache,
+            eos_token_id, prefill_chunk)  # (B, P) each
+        (B, P), N = ids.shape, max_new_tokens
+        cache = self.new_cache(P + N, B) if use_cache else None
+        step = dict(past_key_values=cache, logits_to_keep=1)
+        for a in range(0, P, chunk):  # prefill (no cache: one chunk, P)
+            logits = self.forward(ids[:, a:a + chunk],
+                                  attention_mask=mask[:, :a + chunk], **step)
+        done, steps = np.zeros(B, bool), []
+        while len(steps) < N and not done.all():
+            if steps:  # decode the newest token (no cache: all of them)
+                logits = self.forward(ids[:, -1:] if use_cache else ids,
+                                      attention_mask=mask, **step)
+            steps.append(logits[:, -1])  # (B, V)
+            new = np.where(done, eos, np.argmax(steps[-1], axis=-1))  # (B,)
+            done |= new == eos  # a finished row repeats eos (-1: none)
+            ids = np.concatenate([ids, new[:, None]], axis=1)  # (B, P + 1..)
+            mask = np.pad(mask, ((0, 0), (0, 1)), constant_values=True)
+        steps = np.stack(steps, axis=1)  # (B, N, V)
+        return (ids[0], steps[0]) if one else (ids, steps)
+
+    def _generate_args(self, prompt_ids, max_new_tokens, attention_mask,
+                       use_cache, eos_token_id, prefill_chunk):
+        """generate's door: ids, mask (B, P), 1-D?, eos (-1: none), chunk."""
         ids = np.asarray(prompt_ids)
         one = ids.ndim == 1
         ids = ids[None] if one else ids  # (P,) -> (1, P)
@@ -200,7 +209,7 @@ class TinyDecoder:
             raise ValueError(
                 "prompt_ids must be a non-empty (B, P) or (P,) array of token "
                 f"ids, got shape {np.shape(prompt_ids)} and dtype {ids.dtype}")
-        ids = self._check_ids(ids)
+        ids = self._check_ids(ids).astype(np.int64)
         B, P = ids.shape
         n_new = check_positive_int("max_new_tokens", max_new_tokens)
         use_cache = check_bool("use_cache", use_cache)
@@ -215,38 +224,15 @@ class TinyDecoder:
             raise ValueError(
                 f"attention_mask has shape {mask.shape}, expected (B, P) = "
                 f"({B}, {P}) with a real token (1) in every row")
-        eos = None if eos_token_id is None else check_int(
+        eos = -1 if eos_token_id is None else check_int(
             "eos_token_id", eos_token_id, low=0, high=self.vocab_size - 1)
-        chunk = P
-        if prefill_chunk is not None:
-            if not use_cache:
-                raise ValueError("prefill_chunk needs use_cache=True: without "
-                                 "a cache every step reruns the sequence")
-            chunk = check_positive_int("prefill_chunk", prefill_chunk)
-        cache = self.new_cache(P + n_new, B) if use_cache else None
-        for a in range(0, P, chunk) if use_cache else ():  # prefill
-            b = min(a + chunk, P)
-            logits = self.forward(ids[:, a:b], attention_mask=mask[:, :b],
-                                  past_key_values=cache, logits_to_keep=1)
-        done, steps = np.zeros(B, bool), []
-        for n in range(n_new):
-            if not use_cache:  # recompute every position of the sequence
-                logits = self.forward(ids, attention_mask=mask,
-                                      logits_to_keep=1)  # (B, 1, V)
-            elif n > 0:  # decode: only the newest token goes in
-                logits = self.forward(ids[:, -1:], attention_mask=mask,
-                                      past_key_values=cache, logits_to_keep=1)
-            steps.append(logits[:, -1])  # (B, V)
-            new = np.argmax(logits[:, -1], axis=-1)  # (B,)
-            if eos is not None:  # finished rows repeat the end-of-sequence id
-                new = np.where(done, eos, new)
-                done |= new == eos
-            ids = np.concatenate([ids, new[:, None]], axis=1).astype(np.int64)
-            mask = np.concatenate([mask, np.ones((B, 1), bool)], axis=1)
-            if done.all():
-                break
-        step_logits = np.stack(steps, axis=1)  # (B, N, V)
-        return (ids[0], step_logits[0]) if one else (ids, step_logits)
+        if prefill_chunk is None:
+            return ids, mask, one, eos, P
+        if not use_cache:
+            raise ValueError("prefill_chunk needs use_cache=True: without "
+                             "a cache every step reruns the sequence")
+        chunk = check_positive_int("prefill_chunk", prefill_chunk)
+        return ids, mask, one, eos, chunk
 
     def __repr__(self) -> str:
         c = self.config
@@ -260,47 +246,15 @@ class TinyDecoder:
 
 def decode_step_flops(config, context_len: int, *,
                       use_cache: bool = True) -> int:
-    """Floating-point operations of one decode step, with or without a cache.
+    """FLOPs of one decode step, the matrix products only (2 a multiply-add).
 
-    Counts the matrix products only (2 FLOPs per multiply-add; norms, RoPE and
-    the softmax are lower order). The new token is the last of ``T =
-    context_len`` positions. With ``d_model`` = hidden_size, ``d_head`` =
-    head_dim, ``H`` / ``H_kv`` query / key-value heads and ``d_ff`` =
-    intermediate_size, per layer and per token the projections cost
-    ``2 d_model (H d_head + 2 H_kv d_head) + 2 H d_head d_model`` and the MLP
-    ``6 d_model d_ff`` (gate, up, down). Then:
+    ``config``: a ModelConfig (``QWEN3_1_7B``, ``TinyDecoder().config``;
+    ``intermediate_size`` 0: no MLP). The new token is the last of ``T =
+    context_len`` positions. With the cache: 1 token's projections and 1
+    query against T keys; without: T tokens' projections and the full
+    (T, T) scores. Both: ``lm_head`` of the last position. Linear in T
+    with the cache, quadratic without; norms, RoPE, softmax are left out.
 
-    * with the cache: the projections of 1 token, and 1 query against ``T``
-      keys, ``4 H d_head T`` (scores and weighted sum);
-    * without: the projections of all ``T`` tokens, and the full ``(T, T)``
-      score matrix as the matrix form computes it, ``4 H d_head T^2`` (the
-      mask discards half of it).
-
-    Both add the ``lm_head`` for the last position only, ``2 d_model V``.
-
-    Parameters
-    ----------
-    config : ModelConfig
-        Reads ``hidden_size``, ``num_attention_heads``,
-        ``num_key_value_heads``,
-        ``head_dim``, ``num_hidden_layers``, ``intermediate_size`` (0: no MLP)
-        and ``vocab_size``. ``QWEN3_1_7B`` or ``TinyDecoder(...).config``.
-    context_len : int
-        ``T >= 1``.
-    use_cache : bool, default True
-
-    Returns
-    -------
-    int
-        Linear in ``T`` with the cache, quadratic without.
-
-    Raises
-    ------
-    ValueError
-        If ``context_len`` is not an integer >= 1.
-
-    Examples
-    --------
     >>> import pyxis_nb as px
     >>> cached = decode_step_flops(px.QWEN3_1_7B, 2048)
     >>> round(decode_step_flops(px.QWEN3_1_7B, 2048, use_cache=False) / cached)
@@ -312,7 +266,7 @@ def decode_step_flops(config, context_len: int, *,
     d_ff = config.intermediate_size
     per_token = (2 * d_model * (H + 2 * H_kv) * d_head  # q, k, v
                  + 2 * H * d_head * d_model + 6 * d_model * d_ff)  # o, MLP
-    if use_cache:  # one token; one query row against T keys
+    if check_bool("use_cache", use_cache):  # one query row against T keys
         per_layer = per_token + 4 * H * d_head * T
     else:  # every token; the full (T, T) scores
         per_layer = T * per_token + 4 * H * d_head * T * T

@@ -7,13 +7,12 @@ Shape legend:
     T       positions appended by one ``update`` (a prompt chunk, or 1 when
             decoding)
     S       positions a layer holds after it
-    S_max   ``max_seq_len``, the positions allocated up front
     d_head  head size
 
-Each layer owns two arrays of shape (B, H_kv, S_max, d_head), allocated
-once; an ``update`` writes ``T`` new positions after those already there and
-returns views of the first ``S``. Nothing is copied or reallocated while
-decoding.
+Each layer owns two arrays of shape (B, H_kv, max_seq_len, d_head),
+allocated once; an ``update`` writes ``T`` new positions after those
+already there and returns views of the first ``S``. Nothing is copied or
+reallocated while decoding.
 """
 
 from __future__ import annotations
@@ -38,16 +37,17 @@ class KVCache:
     head_dim : int
         ``d_head``.
     max_seq_len : int
-        ``S_max``: positions allocated per layer; more is an error.
+        Positions allocated per layer (the most ``S`` can reach).
     dtype : numpy float dtype, default float64
         Every ``update`` must pass exactly this dtype (the package default,
         float64, as ``MultiHeadAttention`` and ``TinyDecoder``).
 
     Attributes
     ----------
-    key_cache, value_cache : list of ndarray, shape (B, H_kv, S_max, d_head)
-        The storage, one array per layer (HF 5.x keeps them per layer as
-        ``cache.layers[i].keys`` / ``.values``).
+    key_cache, value_cache : list of ndarray
+        Shape (B, H_kv, max_seq_len, d_head): the storage, one array per
+        layer (HF 5.x keeps them per layer as ``cache.layers[i].keys`` /
+        ``.values``).
 
     Raises
     ------

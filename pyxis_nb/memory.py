@@ -7,7 +7,10 @@ Shape legend (the sizes these formulas multiply; HF's names in brackets):
     H_kv     key/value heads (num_key_value_heads)
     d_head   head_dim
     T        sequence length (tokens)
-    bytes    bytes per stored value: 2 for bf16/fp16, 4 for fp32, 1 for fp8
+    B        batch (sequences held)
+
+``bytes`` is the size of one stored value: 2 for bf16/fp16, 4 for fp32, 1
+for fp8.
 
 The KV cache stores one key and one value vector of ``d_head`` numbers per
 key/value head, per layer, per token: it grows with ``H_kv``, not ``H``,
@@ -34,37 +37,19 @@ def _check_count(name: str, value) -> int:
 
 def kv_cache_bytes(num_layers: int, num_kv_heads: int, head_dim: int,
                    seq_len: int, dtype_bytes: int = 2, batch: int = 1) -> int:
-    """Bytes of a KV cache: ``2 x L x H_kv x d_head x bytes x T x batch``.
+    """Bytes of a KV cache: ``2 x L x H_kv x d_head x bytes x T x B``.
 
-    The leading 2 counts keys and values; ``seq_len=1`` gives the cost of a
-    token.
+    The 2 counts keys and values; ``seq_len=1`` gives the cost of a token.
 
     Parameters
     ----------
-    num_layers : int
-    num_kv_heads : int
-        ``num_key_value_heads`` (``H_kv``), *not* the group size ``n_rep``:
-        mixing the two up is a known error of published estimators.
-    head_dim : int
-    seq_len : int
-        Tokens held (>= 0).
+    num_layers, num_kv_heads, head_dim : int
+        ``L``, ``H_kv`` (*not* the group size ``n_rep``: a known error of
+        published estimators), ``d_head``.
+    seq_len, batch : int, >= 0
+        Tokens ``T`` held, and sequences (default 1).
     dtype_bytes : int, default 2
-        Bytes per value (bf16).
-    batch : int, default 1
-        Sequences held (>= 0).
-
-    Returns
-    -------
-    int
-
-    Raises
-    ------
-    ValueError
-        If a size is not an integer >= 1 (``seq_len`` and ``batch`` may be 0).
-
-    See Also
-    --------
-    KVCache.nbytes : the bytes a numpy cache actually allocates.
+        Bytes per value (bf16). Allocated by numpy: ``KVCache.nbytes``.
 
     Examples
     --------
@@ -75,41 +60,23 @@ def kv_cache_bytes(num_layers: int, num_kv_heads: int, head_dim: int,
     H_kv = check_positive_int("num_kv_heads", num_kv_heads)
     d_head = check_positive_int("head_dim", head_dim)
     nbytes = check_positive_int("dtype_bytes", dtype_bytes)
-    t = _check_count("seq_len", seq_len)
-    b = _check_count("batch", batch)
-    return 2 * layers * H_kv * d_head * nbytes * t * b
+    T = _check_count("seq_len", seq_len)
+    B = _check_count("batch", batch)
+    return 2 * layers * H_kv * d_head * nbytes * T * B
 
 
 def attention_parameter_count(hidden_size: int, num_attention_heads: int,
                               num_key_value_heads: int, head_dim: int, *,
                               qk_norm: bool = False, bias: bool = False
                               ) -> int:
-    """Weights of one attention layer: ``q_proj + k_proj + v_proj + o_proj``.
-
-    ``d_model*H*d_head`` (q) ``+ 2*d_model*H_kv*d_head`` (k, v)
-    ``+ H*d_head*d_model`` (o).
+    """Weights of one layer: ``q_proj + k_proj + v_proj + o_proj``.
 
     Parameters
     ----------
     hidden_size, num_attention_heads, num_key_value_heads, head_dim : int
-        ``d_model``, ``H``, ``H_kv``, ``d_head``.
-    qk_norm : bool, default False
-        Add Qwen3's ``q_norm`` and ``k_norm`` weights, ``2*d_head``.
-    bias : bool, default False
-        Add Qwen2's q/k/v biases, ``(H + 2*H_kv) * d_head``.
-
-    Returns
-    -------
-    int
-
-    Raises
-    ------
-    ValueError
-        If a size is not an integer >= 1.
-
-    See Also
-    --------
-    weight_shapes : the shapes counted here.
+        ``d_model``, ``H``, ``H_kv``, ``d_head`` (shapes: ``weight_shapes``).
+    qk_norm, bias : bool, default False
+        Add Qwen3's ``q_norm`` and ``k_norm``, or Qwen2's q/k/v biases.
 
     Examples
     --------
@@ -121,9 +88,10 @@ def attention_parameter_count(hidden_size: int, num_attention_heads: int,
     H_kv = check_positive_int("num_key_value_heads", num_key_value_heads)
     d_head = check_positive_int("head_dim", head_dim)
     qk_norm, bias = check_bool("qk_norm", qk_norm), check_bool("bias", bias)
-    count = 2 * d_model * H * d_head + 2 * d_model * H_kv * d_head
-    count += 2 * d_head if qk_norm else 0
-    return count + (H + 2 * H_kv) * d_head if bias else count
+    count = 2 * d_model * H * d_head  # q_proj, o_proj
+    count += 2 * d_model * H_kv * d_head  # k_proj, v_proj
+    count += 2 * d_head if qk_norm else 0  # q_norm, k_norm
+    return count + (H + 2 * H_kv) * d_head if bias else count  # biases
 
 
 def score_matrix_bytes(seq_len: int, dtype_bytes: int = 2,

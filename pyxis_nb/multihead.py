@@ -26,10 +26,10 @@ import numpy as np
 from ._checks import (as_float_array, check_01_mask, check_bool, check_even,
                       check_heads, check_nonempty, check_nonnegative,
                       check_positive_int, check_same_dtype, check_theta)
-from .attention import scaled_dot_product_attention
+from .attention import sdpa_core
 from .masks import causal_mask
-from .norms import rms_norm
-from .rope import apply_rope, apply_rotary_pos_emb, rotary_cos_sin
+from .norms import rms_norm_core
+from .rope import apply_rotary, rotary_cos_sin
 
 __all__ = [
     "split_heads",
@@ -233,6 +233,18 @@ def _positions(position_ids, real, past, cached):
     return pos
 
 
+def attention_inputs(attention_mask, position_ids, B, T, past, cached,
+                     is_causal=True):
+    """Check a layer's mask and positions; the SDPA mask and (B, T) ids.
+
+    ``forward`` runs it for its layer; a model runs it once for all of its
+    layers (HF: ``create_causal_mask`` and the position ids, built once in
+    ``Qwen3Model.forward``). ``past``: positions the cache holds already.
+    """
+    mask, real = _layer_mask(attention_mask, B, T, past, is_causal)
+    return mask, _positions(position_ids, real, past, cached)
+
+
 def _linear(x, weight, bias):
     """torch's ``F.linear``: (B, T, in) @ (in, out) -> (B, T, out), + bias."""
     y = x @ weight.T
@@ -279,6 +291,18 @@ def _checkpoint_arrays(state_dict: Mapping, prefix: str) -> dict:
             f"state_dict does not fit the layer under prefix {prefix!r}: "
             f"unknown keys {unknown}, missing keys {missing}")
     return {n: ours[k] for n, k in STATE_KEYS.items() if k in ours}
+
+
+def _checkpoint_theta(arrays: dict, theta):
+    """theta as given; if not given, None, unless the arrays are Qwen3's."""
+    if theta is not _NOT_GIVEN:
+        return theta
+    if "q_norm" in arrays or "k_norm" in arrays:
+        raise ValueError(
+            "state_dict has q_norm/k_norm (a Qwen3 checkpoint) but no "
+            "theta was given: pass theta=config.rope_theta, or "
+            "theta=None to leave RoPE out on purpose")
+    return None
 
 
 class MultiHeadAttention:
@@ -341,21 +365,11 @@ class MultiHeadAttention:
         """A layer from checkpoint arrays: ``{prefix}q_proj.weight``, ...
 
         All under ``prefix`` or nothing: an unknown key (``o_proj.bias``)
-        raises, as a missing one does. ``theta`` is not in the weights:
-        ``q_norm`` (Qwen3) needs it, or ``theta=None`` on purpose.
-
-        See Also
-        --------
-        torch.nn.Module.load_state_dict : ``strict=True``.
+        raises, as a missing one does (torch: ``strict=True``). ``theta`` is
+        not in the weights: ``q_norm`` (Qwen3) needs it, or ``theta=None``.
         """
         arrays = _checkpoint_arrays(state_dict, prefix)
-        if theta is _NOT_GIVEN:
-            if "q_norm" in arrays or "k_norm" in arrays:
-                raise ValueError(
-                    "state_dict has q_norm/k_norm (a Qwen3 checkpoint) but no "
-                    "theta was given: pass theta=config.rope_theta, or "
-                    "theta=None to leave RoPE out on purpose")
-            theta = None
+        theta = _checkpoint_theta(arrays, theta)
         return cls(hidden_size, num_attention_heads, num_key_value_heads,
                    head_dim, **arrays, rms_norm_eps=rms_norm_eps, theta=theta)
 
@@ -368,9 +382,11 @@ class MultiHeadAttention:
     def dtype(self):
         return self.q_proj.dtype
 
-    def project(self, hidden_states):
-        """(q, k, v): (B, H, T, d_head), (B, H_kv, T, d_head) x2, pre-RoPE."""
-        x = _check_hidden(self, hidden_states)
+    def project(self, x):
+        """(q, k, v): (B, H, T, d_head), (B, H_kv, T, d_head) x2, pre-RoPE.
+
+        Unchecked: ``x`` (B, T, d_model) as :meth:`forward` checked it.
+        """
         H, H_kv = self.num_attention_heads, self.num_key_value_heads
         # (B, T, d_model) @ (d_model, H*d_head) -> (B, H, T, d_head)
         q = _split(_linear(x, self.q_proj, self.q_proj_bias), H)
@@ -378,50 +394,57 @@ class MultiHeadAttention:
         k = _split(_linear(x, self.k_proj, self.k_proj_bias), H_kv)
         v = _split(_linear(x, self.v_proj, self.v_proj_bias), H_kv)
         if self.q_norm is not None:  # Qwen3: RMSNorm over d_head, per head
-            q = rms_norm(q, self.q_norm, self.rms_norm_eps)
-            k = rms_norm(k, self.k_norm, self.rms_norm_eps)
+            q = rms_norm_core(q, self.q_norm, self.rms_norm_eps)
+            k = rms_norm_core(k, self.k_norm, self.rms_norm_eps)
         return q, k, v
 
     def forward(self, hidden_states, *, attention_mask=None, position_ids=None,
                 past_key_value=None, layer_idx=0, is_causal=True,
                 return_weights=False):
-        """Project, norm, rotate, append to the cache, attend, ``o_proj``.
+        """Check the inputs, build the mask and positions, then ``attend``.
 
-        Parameters
-        ----------
-        hidden_states : ndarray, shape (B, T, d_model)
-        attention_mask : ndarray, shape (B, S) or (B or 1, 1, T, S), optional
-            (B, S): 1 = real token, 0 = padding, over the cached and the new
-            positions, combined with the causal mask. 4-D: True = may
-            attend, used as given (Hugging Face does the same).
-        position_ids : ndarray of int, shape (T,) or (B, T), optional
-            Default: from the mask (:func:`position_ids_from_mask`).
-        past_key_value : KVCache, optional
-            At ``layer_idx``. HF 5.x: ``cache`` (``past_key_values`` < 5.40).
-        is_causal, return_weights : bool, default True, False
-
-        Returns
-        -------
-        out : (B, T, d_model); weights : (B, H, T, S) with return_weights
+        ``hidden_states`` (B, T, d_model). ``attention_mask`` (B, S): 1 =
+        real token, 0 = padding, over cached and new positions, combined
+        with the causal mask; or 4-D (B or 1, 1, T, S), True = may attend,
+        used as given (as HF does). ``position_ids`` (T,) or (B, T),
+        default from the mask. ``past_key_value``: a KVCache, appended at
+        ``layer_idx`` (HF 5.x: ``cache``). Returns out (B, T, d_model),
+        and weights (B, H, T, S) with ``return_weights``.
         """
         is_causal = check_bool("is_causal", is_causal)
         return_weights = check_bool("return_weights", return_weights)
-        q, k, v = self.project(hidden_states)  # (B, H or H_kv, T, d_head)
-        B, _, T, _ = q.shape
+        x = _check_hidden(self, hidden_states)  # (B, T, d_model)
+        B, T, _ = x.shape
         cached = past_key_value is not None
         past = past_key_value.get_seq_length(layer_idx) if cached else 0
-        mask, real = _layer_mask(attention_mask, B, T, past, is_causal)
-        pos = _positions(position_ids, real, past, cached)  # (B, T)
-        if self.theta is not None:  # rotate before caching
-            cos, sin = rotary_cos_sin(pos, self.head_dim, theta=self.theta,
-                                      dtype=q.dtype)  # (B, T, d_head)
-            q, k = apply_rotary_pos_emb(q, k, cos, sin)
-        if cached:  # -> (B, H_kv, S, d_head)
-            k, v = past_key_value.update(k, v, layer_idx)
-        out, weights = scaled_dot_product_attention(  # (B, H, T, d_head)
-            q, k, v, attn_mask=mask, enable_gqa=True, return_weights=True)
-        out = _merge(out) @ self.o_proj.T  # (B, T, H*d_head) @ (., d_model)
+        mask, pos = attention_inputs(attention_mask, position_ids, B, T,
+                                     past, cached, is_causal)
+        rope = None if self.theta is None else rotary_cos_sin(
+            pos, self.head_dim, theta=self.theta, dtype=x.dtype)
+        out, weights = self.attend(x, mask, rope, past_key_value, layer_idx)
         return (out, weights) if return_weights else out
+
+    def attend(self, x, attn_mask, position_embeddings, past_key_value=None,
+               layer_idx=0):
+        """Unchecked core of :meth:`forward`: project, rotate, cache, attend.
+
+        ``x`` (B, T, d_model) of the layer's dtype; ``attn_mask`` bool, True
+        = may attend, broadcastable to (B, H, T, S), or None;
+        ``position_embeddings`` (cos, sin), each (B, T, d_head), or None: no
+        RoPE. Returns out (B, T, d_model), weights (B, H, T, S). HF:
+        ``Qwen3Attention.forward``, given what its model builds once.
+        """
+        q, k, v = self.project(x)  # (B, H or H_kv, T, d_head)
+        if position_embeddings is not None:  # rotate before caching
+            cos, sin = position_embeddings  # (B, T, d_head) each
+            cos, sin = cos[:, None], sin[:, None]  # -> (B, 1, T, d_head)
+            q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
+        if past_key_value is not None:  # -> (B, H_kv, S, d_head)
+            k, v = past_key_value.update(k, v, layer_idx)
+        out, weights = sdpa_core(q, k, v, attn_mask=attn_mask,
+                                 enable_gqa=True)  # (B, H, T, d_head)
+        out = _merge(out) @ self.o_proj.T  # (B, T, H*d_head) @ (., d_model)
+        return out, weights
 
     __call__ = forward
 
@@ -435,18 +458,13 @@ class MultiHeadAttention:
 
 def attention_per_head(layer: MultiHeadAttention, hidden_states, *,
                        is_causal: bool = True) -> np.ndarray:
-    """The layer as a loop over query heads, at positions 0 .. T-1, no cache.
+    """The layer as a loop over query heads, positions 0 .. T-1, no cache.
 
-    Query head ``h`` uses rows ``h*d_head:(h+1)*d_head`` of ``q_proj`` and
-    the rows of key/value head ``kv_head_for(h, H, H_kv)`` of ``k_proj``
-    and ``v_proj``; the head outputs are concatenated and mixed by
-    ``o_proj``. Slow; for teaching and tests.
-
-    Returns
-    -------
-    ndarray, shape (B, T, d_model)
+    Query head ``h`` uses its rows of ``q_proj`` and those of key/value
+    head ``kv_head_for(h, H, H_kv)`` of ``k_proj`` and ``v_proj``; ``o_proj``
+    mixes the concatenated heads: (B, T, d_model). For teaching and tests.
     """
-    x = _check_hidden(layer, hidden_states)
+    x = _check_hidden(layer, hidden_states)  # (B, T, d_model)
     is_causal = check_bool("is_causal", is_causal)
     d_head, H, T = layer.head_dim, layer.num_attention_heads, x.shape[1]
     heads = []
@@ -454,20 +472,22 @@ def attention_per_head(layer: MultiHeadAttention, hidden_states, *,
         g = kv_head_for(h, H, layer.num_key_value_heads)
         qr = slice(h * d_head, (h + 1) * d_head)  # query head h's rows
         kr = slice(g * d_head, (g + 1) * d_head)  # key/value head g's rows
-        q = x @ layer.q_proj[qr].T  # (B, T, d_model) @ (d_model, d_head)
-        k = x @ layer.k_proj[kr].T
-        v = x @ layer.v_proj[kr].T
-        if layer.q_proj_bias is not None:  # Qwen2
-            q = q + layer.q_proj_bias[qr]
-            k = k + layer.k_proj_bias[kr]
-            v = v + layer.v_proj_bias[kr]
+        # (B, T, d_model) @ (d_model, d_head) -> (B, T, d_head)
+        q = _linear(x, layer.q_proj[qr], _rows(layer.q_proj_bias, qr))
+        k = _linear(x, layer.k_proj[kr], _rows(layer.k_proj_bias, kr))
+        v = _linear(x, layer.v_proj[kr], _rows(layer.v_proj_bias, kr))
         if layer.q_norm is not None:  # Qwen3
-            q = rms_norm(q, layer.q_norm, layer.rms_norm_eps)  # (B, T, d_head)
-            k = rms_norm(k, layer.k_norm, layer.rms_norm_eps)
+            q = rms_norm_core(q, layer.q_norm, layer.rms_norm_eps)
+            k = rms_norm_core(k, layer.k_norm, layer.rms_norm_eps)
         if layer.theta is not None:
-            q = apply_rope(q, np.arange(T), theta=layer.theta)
-            k = apply_rope(k, np.arange(T), theta=layer.theta)
-        heads.append(scaled_dot_product_attention(q, k, v,
-                                                  is_causal=is_causal))
+            cos, sin = rotary_cos_sin(np.arange(T), d_head, theta=layer.theta,
+                                      dtype=x.dtype)  # (1, T, d_head)
+            q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
+        heads.append(sdpa_core(q, k, v, is_causal=is_causal)[0])
     concat = np.concatenate(heads, axis=-1)  # -> (B, T, H*d_head)
     return concat @ layer.o_proj.T  # (B, T, H*d_head) -> (B, T, d_model)
+
+
+def _rows(bias, rows):
+    """The bias of one head (None for a layer without biases)."""
+    return None if bias is None else bias[rows]

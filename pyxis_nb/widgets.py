@@ -9,6 +9,10 @@ therefore no kernel: the exported page switches views by itself.
 Each rendered image is wrapped in ``<figure class="pyxis-view">`` with the view
 name and, for heatmaps, the weights in ``data-*`` attributes, so that the
 website test can check which view is visible and what it shows.
+
+Shape legend:
+    T   query tokens: the rows of a heatmap
+    S   key tokens: its columns (S = T unless ``key_tokens`` is given)
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ def _style(control: str) -> dict:
 
 
 def figure_png(fig, dpi: int = 100, colors: int = 128) -> bytes:
-    """Render a matplotlib figure to a palette PNG (``colors`` colours) and close it.
+    """A matplotlib figure as a palette PNG of ``colors`` colours; closes it.
 
     A heatmap frame needs far fewer than the 16 million colours of an RGBA
     PNG: 128, chosen by median cut with no dithering, look the same and take
@@ -64,8 +68,8 @@ def figure_png(fig, dpi: int = 100, colors: int = 128) -> bytes:
     what is drawn (and the matplotlib and Pillow builds), not on when.
     """
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", facecolor="white",
-                metadata={"Software": None})
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight",
+                facecolor="white", metadata={"Software": None})
     plt.close(fig)
     if not colors:
         return buf.getvalue()
@@ -80,16 +84,18 @@ def figure_png(fig, dpi: int = 100, colors: int = 128) -> bytes:
     return out.getvalue()
 
 
-def png_figure_html(png: bytes, *, alt: str, view: str, data: Mapping[str, object] | None = None) -> str:
-    """An HTML ``<figure>`` holding a PNG inline, with the view name and data attributes."""
-    attrs = "".join(
-        f' data-{k}="{html.escape(json.dumps(v) if not isinstance(v, str) else v)}"'
-        for k, v in (data or {}).items()
-    )
+def png_figure_html(png: bytes, *, alt: str, view: str,
+                    data: Mapping[str, object] | None = None) -> str:
+    """An HTML ``<figure>``: a PNG inline, the view name, data attributes."""
+    values = {k: v if isinstance(v, str) else json.dumps(v)
+              for k, v in (data or {}).items()}
+    attrs = "".join(f' data-{k}="{html.escape(v)}"' for k, v in values.items())
     src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
     return (
-        f'<figure class="pyxis-view" data-view="{html.escape(view)}"{attrs} style="margin:0">'
-        f'<img src="{src}" alt="{html.escape(alt)}" style="max-width:100%;height:auto"></figure>'
+        f'<figure class="pyxis-view" data-view="{html.escape(view)}"{attrs}'
+        ' style="margin:0">'
+        f'<img src="{src}" alt="{html.escape(alt)}"'
+        ' style="max-width:100%;height:auto"></figure>'
     )
 
 
@@ -150,14 +156,13 @@ def _as_view_widget(name: str, view) -> widgets.Widget:
     if isinstance(view, str):
         return widgets.HTML(view)
     raise ValueError(
-        f"view {name!r} must be a matplotlib Figure, PNG bytes, an HTML string or a "
-        f"widget, got {type(view).__name__}"
+        f"view {name!r} must be a matplotlib Figure, PNG bytes, an HTML "
+        f"string or a widget, got {type(view).__name__}"
     )
 
 
-def view_switcher(
-    views: Mapping[str, object], *, control: str = "toggle", description: str = ""
-) -> LinkedViews:
+def view_switcher(views: Mapping[str, object], *, control: str = "toggle",
+                  description: str = "") -> LinkedViews:
     """A control linked client-side to a stack of pre-rendered views.
 
     Parameters
@@ -176,17 +181,21 @@ def view_switcher(
         Works after the kernel is gone: the link lives in the browser.
     """
     if control not in _CONTROLS:
-        raise ValueError(f"control must be one of {sorted(_CONTROLS)}, got {control!r}")
+        raise ValueError(
+            f"control must be one of {sorted(_CONTROLS)}, got {control!r}")
     if not views:
         raise ValueError("views is empty: expected at least one view")
     names = list(views)
-    ctrl = _CONTROLS[control](options=names, description=description, style=_style(control))
-    stack = widgets.Stack([_as_view_widget(n, v) for n, v in views.items()], selected_index=0)
+    ctrl = _CONTROLS[control](options=names, description=description,
+                              style=_style(control))
+    stack = widgets.Stack([_as_view_widget(n, v) for n, v in views.items()],
+                          selected_index=0)
     widgets.jslink((ctrl, "index"), (stack, "selected_index"))
-    # CSS classes let the website test find each control and the views it drives
+    # CSS classes let the website test find each control and its views
     ctrl.add_class("pyxis-view-control")
     stack.add_class("pyxis-view-stack")
-    root = LinkedViews([ctrl, stack], summary=f"view_switcher({control}: {names})")
+    root = LinkedViews([ctrl, stack],
+                       summary=f"view_switcher({control}: {names})")
     root.add_class("pyxis-switcher")
     return root
 
@@ -201,10 +210,11 @@ def view_grid(
 
     Parameters
     ----------
-    views : mapping of str to mapping of str to Figure, PNG bytes, HTML str or widget
-        ``views[outer][inner]``; every inner mapping has the same keys, in the
-        same order. The first control picks ``outer``, the second ``inner``; the
-        second keeps its choice when the first changes.
+    views : mapping of str to mapping of str to view
+        ``views[outer][inner]``, each a Figure, PNG bytes, HTML str or widget;
+        every inner mapping has the same keys, in the same order. The first
+        control picks ``outer``, the second ``inner``; the second keeps its
+        choice when the first changes.
     controls : pair of {"toggle", "dropdown", "slider"}
     descriptions : pair of str
         Labels shown before each control.
@@ -217,7 +227,7 @@ def view_grid(
     Raises
     ------
     ValueError
-        If ``views`` is empty, an inner mapping is empty, or the inner keys differ.
+        If ``views`` or an inner mapping is empty, or the inner keys differ.
     """
     if not views:
         raise ValueError("views is empty: expected at least one outer view")
@@ -226,19 +236,24 @@ def view_grid(
     for name in outer_names:
         if list(views[name]) != inner_names or not inner_names:
             raise ValueError(
-                f"views[{name!r}] has inner views {list(views[name])}, expected the same "
-                f"non-empty keys in the same order as views[{outer_names[0]!r}]: {inner_names}"
+                f"views[{name!r}] has inner views {list(views[name])}, "
+                "expected the same non-empty keys in the same order as "
+                f"views[{outer_names[0]!r}]: {inner_names}"
             )
     for control in controls:
         if control not in _CONTROLS:
-            raise ValueError(f"controls must be in {sorted(_CONTROLS)}, got {controls!r}")
-    first = _CONTROLS[controls[0]](options=outer_names, description=descriptions[0],
+            raise ValueError(f"controls must be in {sorted(_CONTROLS)}, "
+                             f"got {controls!r}")
+    first = _CONTROLS[controls[0]](options=outer_names,
+                                   description=descriptions[0],
                                    style=_style(controls[0]))
-    second = _CONTROLS[controls[1]](options=inner_names, description=descriptions[1],
+    second = _CONTROLS[controls[1]](options=inner_names,
+                                    description=descriptions[1],
                                     style=_style(controls[1]))
     inner_stacks = []
     for name in outer_names:
-        stack = widgets.Stack([_as_view_widget(f"{name} / {n}", v) for n, v in views[name].items()],
+        stack = widgets.Stack([_as_view_widget(f"{name} / {n}", v)
+                               for n, v in views[name].items()],
                               selected_index=0)
         widgets.jslink((second, "index"), (stack, "selected_index"))
         inner_stacks.append(stack)
@@ -247,8 +262,9 @@ def view_grid(
     first.add_class("pyxis-view-control")
     second.add_class("pyxis-inner-control")
     outer.add_class("pyxis-view-stack")
-    root = LinkedViews([first, second, outer],
-                       summary=f"view_grid({controls[0]}: {outer_names}, {controls[1]}: {inner_names})")
+    summary = (f"view_grid({controls[0]}: {outer_names}, "
+               f"{controls[1]}: {inner_names})")
+    root = LinkedViews([first, second, outer], summary=summary)
     root.add_class("pyxis-switcher")
     return root
 
@@ -258,19 +274,18 @@ def _quote(token: str) -> str:
 
 
 def _query_index(query_index, n: int) -> int:
-    """``query_index`` as a row in ``0 .. n-1`` (negative counts from the end, as in Python)."""
-    if isinstance(query_index, bool) or not isinstance(query_index, (int, np.integer)) \
-            or not -n <= query_index < n:
-        raise ValueError(
-            f"query_index must be in {-n} .. {n - 1} for {n} tokens, got {query_index!r}"
-        )
+    """``query_index`` as a row in ``0 .. n-1`` (negative: from the end)."""
+    if (isinstance(query_index, bool)
+            or not isinstance(query_index, (int, np.integer))
+            or not -n <= query_index < n):
+        raise ValueError(f"query_index must be in {-n} .. {n - 1} for {n} "
+                         f"tokens, got {query_index!r}")
     return int(query_index) % n
 
 
-def describe_attention(
-    weights_row, tokens: Sequence[str], query_index: int, *, key_tokens=None, top: int = 3,
-    min_share: float = 0.05,
-) -> str:
+def describe_attention(weights_row, tokens: Sequence[str], query_index: int,
+                       *, key_tokens=None, top: int = 3,
+                       min_share: float = 0.05) -> str:
     """Say in words where one query token's attention goes.
 
     Parameters
@@ -305,11 +320,13 @@ def describe_attention(
     w = as_float_array("weights_row", weights_row)
     keys = list(tokens if key_tokens is None else key_tokens)
     if w.ndim != 1 or w.shape[0] != len(keys):
-        raise ValueError(f"weights_row has shape {w.shape}, expected ({len(keys)},)")
+        raise ValueError(
+            f"weights_row has shape {w.shape}, expected ({len(keys)},)")
     query_index = _query_index(query_index, len(tokens))
     top = check_positive_int("top", top)
-    if not np.any(w > 0):  # a fully masked query row: SDPA gives it zero weights
-        return f"{_quote(tokens[query_index])} attends to no key: every key is masked"
+    who = _quote(tokens[query_index])
+    if not np.any(w > 0):  # a fully masked query row: SDPA gives it zeros
+        return f"{who} attends to no key: every key is masked"
     same = key_tokens is None
     order = sorted(range(len(keys)), key=lambda j: (-w[j], j))
     parts = []
@@ -322,11 +339,11 @@ def describe_attention(
         text = ", ".join(parts[:-1]) + " and " + parts[-1]
     else:
         text = parts[0]
-    return f"{_quote(tokens[query_index])} attends {text}"
+    return f"{who} attends {text}"
 
 
 class AttentionExplorer(LinkedViews):
-    """The attention explorer: heatmaps per view plus a sentence per query token."""
+    """The attention explorer: heatmaps per view, a sentence per query."""
 
 
 def attention_explorer(
@@ -338,14 +355,14 @@ def attention_explorer(
     query_index: int | None = None,
     masks: Mapping[str, np.ndarray] | None = None,
 ) -> AttentionExplorer:
-    """An interactive attention heatmap with a view toggle and a query-token choice.
+    """An attention heatmap with a view toggle and a query-token choice.
 
     Parameters
     ----------
-    tokens : sequence of str, length L
+    tokens : sequence of str, length T
         The query tokens (and the keys, unless ``key_tokens`` is given).
-    views : mapping of str to ndarray, shape (L, S)
-        Weights for each view, for example ``{"causal mask": w1, "no mask": w2}``.
+    views : mapping of str to ndarray, shape (T, S)
+        Weights for each view, e.g. ``{"causal mask": w1, "no mask": w2}``.
         The first view is shown first.
     key_tokens : sequence of str, length S, optional
     title : str, optional
@@ -353,7 +370,7 @@ def attention_explorer(
     query_index : int, optional
         The query token selected at first; defaults to the last token.
         Negative counts from the end.
-    masks : mapping of str to ndarray of bool, shape (L, S), optional
+    masks : mapping of str to ndarray of bool, shape (T, S), optional
         The mask behind some views (True = may attend); their forbidden cells
         are drawn hatched instead of showing 0.00.
 
@@ -367,39 +384,45 @@ def attention_explorer(
     Raises
     ------
     ValueError
-        If ``tokens`` or ``views`` is empty, a view is not a float (L, S) array,
-        or ``query_index`` is not a valid row.
+        If ``tokens`` or ``views`` is empty, a view is not a float (T, S)
+        array, or ``query_index`` is not a valid row.
     """
     tokens = [str(t) for t in tokens]
     if not tokens:
         raise ValueError("tokens is empty: expected at least one query token")
     if not views:
-        raise ValueError("views is empty: expected at least one (L, S) weights matrix")
+        raise ValueError(
+            "views is empty: expected at least one (T, S) weights matrix")
     names = list(views)
     masks = dict(masks or {})
     unknown = sorted(set(masks) - set(names))
     if unknown:
-        raise ValueError(f"masks has views {unknown} that are not in views {names}")
-    L = len(tokens)
-    query_index = L - 1 if query_index is None else _query_index(query_index, L)
+        raise ValueError(
+            f"masks has views {unknown} that are not in views {names}")
+    T = len(tokens)
+    query_index = (T - 1 if query_index is None
+                   else _query_index(query_index, T))
 
     heatmaps, sentences = [], []
     for name, w in views.items():
         w = as_float_array(f"views[{name!r}]", w)
-        S = len(key_tokens) if key_tokens is not None else L
-        if w.shape != (L, S):
-            raise ValueError(f"views[{name!r}] has shape {w.shape}, expected (L, S) = ({L}, {S})")
+        S = len(key_tokens) if key_tokens is not None else T
+        if w.shape != (T, S):
+            raise ValueError(f"views[{name!r}] has shape {w.shape}, "
+                             f"expected (T, S) = ({T}, {S})")
         # one heatmap per query token, its row outlined, so the dropdown shows
         # in the picture too which row the sentence below talks about
         frames = []
-        for i in range(L):
-            ax = plot_attention(w, tokens, key_tokens=key_tokens, mask=masks.get(name),
+        for i in range(T):
+            ax = plot_attention(w, tokens, key_tokens=key_tokens,
+                                mask=masks.get(name),
                                 title=f"{title}: {name}" if title else name)
-            ax.add_patch(Rectangle((-0.5, i - 0.5), S, 1, fill=False, edgecolor="#e8173a",
-                                   linewidth=2.5, clip_on=False))
-            alt = (f"Heatmap of attention weights, {name}: rows are the query tokens "
-                   f"{', '.join(tokens)}; columns the keys; the row of {tokens[i]!r} "
-                   f"is outlined.")
+            ax.add_patch(Rectangle((-0.5, i - 0.5), S, 1, fill=False,
+                                   edgecolor="#e8173a", linewidth=2.5,
+                                   clip_on=False))
+            alt = (f"Heatmap of attention weights, {name}: rows are the "
+                   f"query tokens {', '.join(tokens)}; columns the keys; "
+                   f"the row of {tokens[i]!r} is outlined.")
             # the cell numbers' size in image pixels: the website check keeps
             # them >= 9 CSS px on a phone
             points = [t.get_fontsize() for t in ax.texts] or [0]
@@ -408,16 +431,17 @@ def attention_explorer(
                 data={"weights": np.round(w, 4).tolist(), "query": i,
                       "annotation-px": round(min(points) * 100 / 72, 1)})))
         heatmaps.append(widgets.Stack(frames, selected_index=query_index))
-        lines = [
-            widgets.HTML(f"<p class='pyxis-describe'>{html.escape(describe_attention(w[i], tokens, i, key_tokens=key_tokens))}</p>")
-            for i in range(L)
-        ]
+        said = (describe_attention(w[i], tokens, i, key_tokens=key_tokens)
+                for i in range(T))
+        lines = [widgets.HTML(
+            f"<p class='pyxis-describe'>{html.escape(s)}</p>") for s in said]
         sentences.append(widgets.Stack(lines, selected_index=query_index))
 
     toggle = widgets.ToggleButtons(options=names, style=_style("toggle"))
-    query = widgets.Dropdown(options=[(f"{i}: {t}", i) for i, t in enumerate(tokens)],
-                             index=query_index, description="query token:",
-                             style={"description_width": "initial"})
+    query = widgets.Dropdown(
+        options=[(f"{i}: {t}", i) for i, t in enumerate(tokens)],
+        index=query_index, description="query token:",
+        style=_style("dropdown"))
     heat_stack = widgets.Stack(heatmaps, selected_index=0)
     text_stack = widgets.Stack(sentences, selected_index=0)
     widgets.jslink((toggle, "index"), (heat_stack, "selected_index"))
@@ -429,6 +453,7 @@ def attention_explorer(
     heat_stack.add_class("pyxis-view-stack")
     text_stack.add_class("pyxis-describe-stack")
     summary = f"AttentionExplorer(tokens={tokens}, views={names})"
-    root = AttentionExplorer([toggle, query, text_stack, heat_stack], summary=summary)
+    root = AttentionExplorer([toggle, query, text_stack, heat_stack],
+                             summary=summary)
     root.add_class("pyxis-explorer")
     return root

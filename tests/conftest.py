@@ -32,20 +32,43 @@ def _kind(nodeid: str) -> str:
     return "unit, property and reference tests"
 
 
+def _is_reference(nodeid: str) -> bool:
+    """A test that compares with PyTorch or Hugging Face."""
+    return "reference" in nodeid.split("::")[0]
+
+
+def _skip_reason(report) -> str:
+    """The reason a skip report carries (``(path, line, reason)``)."""
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return reason.removeprefix("Skipped: ")
+
+
 def pytest_terminal_summary(terminalreporter):
-    """One line per kind of test, so a CI log shows how many notebook cells passed."""
+    """One line per kind of test, so a CI log shows how many notebook cells
+    passed; then every skipped reference test by name, with the reason (a
+    green run without torch must not read like a run that checked torch)."""
     counts: dict[str, dict[str, int]] = {}
+    skipped_references = {}
     for outcome in ("passed", "failed", "skipped", "error"):
         for report in terminalreporter.stats.get(outcome, []):
             nodeid = getattr(report, "nodeid", "")
-            if not nodeid or getattr(report, "when", "call") not in ("call", "setup"):
+            when = getattr(report, "when", "call")  # a whole file: "collect"
+            if not nodeid or when not in ("call", "setup", "collect"):
+                continue
+            if when == "collect" and outcome != "skipped":
                 continue
             if outcome == "passed" and report.when != "call":
                 continue
             kind = counts.setdefault(_kind(nodeid), {})
             kind[outcome] = kind.get(outcome, 0) + 1
+            if outcome == "skipped" and _is_reference(nodeid):
+                skipped_references[nodeid] = _skip_reason(report)
     if counts:
         terminalreporter.section("pyxis summary")
         for kind, by_outcome in sorted(counts.items()):
             parts = ", ".join(f"{n} {o}" for o, n in by_outcome.items())
             terminalreporter.write_line(f"{kind}: {parts}")
+        for nodeid, reason in sorted(skipped_references.items()):
+            terminalreporter.write_line(
+                f"reference test skipped: {nodeid} ({reason})")

@@ -1,4 +1,4 @@
-"""Bad input, for every public function of the lean core, in one table.
+"""Bad input, for every public function of the package, in one table per part.
 
 Each row: the call, its arguments, the exception it must raise and a regex
 that names the argument and the numbers it got (not a whole sentence).
@@ -295,3 +295,146 @@ def test_plotting_bad_input_raises(name, kwargs, match):
             getattr(px, name)(**kwargs)
     finally:
         plt.close("all")
+
+
+# ------------------------------------ the layer, the cache and the decoder
+# Each row: an id, a call(layer, x, cache), the exception, a regex naming
+# the argument and its numbers. After every refused call the cache must be
+# exactly as it was.
+
+B, T, PAST, D_MODEL = 2, 3, 2, 6
+SIZES = dict(hidden_size=D_MODEL, num_attention_heads=4, num_key_value_heads=2,
+             head_dim=4)
+
+
+def layer_setup():
+    """A layer, a float64 input, and a cache holding PAST positions."""
+    layer = px.random_attention(D_MODEL, 4, 2, 4, seed=0, qk_norm=True,
+                                theta=100.0)
+    x = np.random.default_rng(1).standard_normal((B, T, D_MODEL))
+    cache = px.KVCache(1, B, 2, 4, max_seq_len=8)
+    layer(x[:, :PAST], past_key_value=cache)
+    return layer, x, cache
+
+
+def mask(S, pad=0):
+    m = np.ones((B, S), int)
+    m[1, :pad] = 0  # row 1 left-padded
+    return m
+
+
+def good_sd():
+    return px.random_attention(D_MODEL, 4, 2, 4, bias=True).state_dict("attn.")
+
+
+def from_sd(state_dict, **kw):
+    return px.MultiHeadAttention.from_state_dict(state_dict, **SIZES, **kw)
+
+
+def decoder():
+    return px.TinyDecoder(seed=0)
+
+
+LAYER_ROWS = [
+    ("mask too short",
+     lambda l, x, c: l(x, attention_mask=mask(PAST + T - 1),
+                       past_key_value=c),
+     ValueError, r"attention_mask .*\(2, 4\).*\(2, 5\)"),
+    ("mask without the cached part",
+     lambda l, x, c: l(x, attention_mask=mask(T), past_key_value=c),
+     ValueError, r"attention_mask .*\(2, 3\).*\(2, 5\)"),
+    ("mask 4-D of the wrong size",
+     lambda l, x, c: l(x, attention_mask=np.ones((B, 1, T, 4), bool),
+                       past_key_value=c),
+     ValueError, r"attention_mask .*\(2, 1, 3, 4\).*\(2, 1, 3, 5\)"),
+    ("mask of 2s",
+     lambda l, x, c: l(x, attention_mask=2 * mask(PAST + T),
+                       past_key_value=c),
+     ValueError, r"attention_mask .*\[2\]"),
+    ("mask of floats",
+     lambda l, x, c: l(x, attention_mask=0.5 * mask(PAST + T),
+                       past_key_value=c),
+     ValueError, r"attention_mask .*float64.*\[0.5\]"),
+    ("positions restart under a cache",
+     lambda l, x, c: l(x, position_ids=np.arange(T), past_key_value=c),
+     ValueError, r"position_ids .*row 0.*\[0, 1, 2\].*\[2, 3, 4\]"),
+    ("positions ignore the padding",
+     lambda l, x, c: l(x, attention_mask=mask(PAST + T, pad=1),
+                       position_ids=np.arange(PAST, PAST + T),
+                       past_key_value=c),
+     ValueError, r"position_ids .*row 1.*\[2, 3, 4\].*\[1, 2, 3\]"),
+    ("positions not consecutive",
+     lambda l, x, c: l(x, position_ids=np.array([2, 3, 5]),
+                       past_key_value=c),
+     ValueError, r"position_ids .*\[2, 3, 5\].*\[2, 3, 4\]"),
+    ("float positions",
+     lambda l, x, c: l(x, position_ids=np.arange(2.0, 5.0),
+                       past_key_value=c),
+     ValueError, r"position_ids .*\(3,\).*float64"),
+    ("is_causal as a string",
+     lambda l, x, c: l(x, is_causal="False", past_key_value=c),
+     TypeError, r"is_causal .*'False'"),
+    ("return_weights as 1",
+     lambda l, x, c: l(x, return_weights=1, past_key_value=c),
+     TypeError, r"return_weights .*int 1"),
+    ("flag passed positionally", lambda l, x, c: l(x, False),
+     TypeError, r"positional argument"),
+    ("float32 input, float64 weights",
+     lambda l, x, c: l(x.astype(np.float32), past_key_value=c),
+     ValueError, r"hidden_states .*float32.*q_proj.weight .*float64"),
+    ("float32 rms_norm weight",
+     lambda l, x, c: px.rms_norm(x, np.ones(D_MODEL, np.float32)),
+     ValueError, r"weight .*float32.*x .*float64"),
+    ("mixed-dtype weights",
+     lambda l, x, c: px.MultiHeadAttention(
+         D_MODEL, 4, 2, 4, q_proj=l.q_proj, k_proj=l.k_proj, v_proj=l.v_proj,
+         o_proj=l.o_proj.astype(np.float32)),
+     ValueError, r"o_proj .*float32.*q_proj .*float64"),
+    ("unknown state-dict key",
+     lambda l, x, c: from_sd(good_sd() | {
+         "attn.o_proj.bias": np.zeros(D_MODEL),
+         "attn.rotary.inv_freq": np.ones(2)}, prefix="attn."),
+     ValueError, r"\['attn.o_proj.bias', 'attn.rotary.inv_freq'\]"),
+    ("missing bias",
+     lambda l, x, c: from_sd({k: v for k, v in good_sd().items()
+                              if k != "attn.v_proj.bias"}, prefix="attn."),
+     ValueError, r"v_proj_bias.*\['q_proj_bias', 'k_proj_bias'\]"),
+    ("bias of the wrong size",
+     lambda l, x, c: from_sd(good_sd() | {"attn.k_proj.bias": np.zeros(16)},
+                             prefix="attn."),
+     ValueError, r"k_proj.bias .*\(16,\).*\(8,\)"),
+    ("q_norm without theta", lambda l, x, c: from_sd(l.state_dict()),
+     ValueError, r"q_norm.*theta"),
+    ("cache overflow",
+     lambda l, x, c: l(np.concatenate([x, x, x], 1), past_key_value=c),
+     ValueError, r"\b9\b.*layer 0.*max_seq_len.*2 \+ 9 = 11 > 8"),
+    ("decoder mask of the wrong length",
+     lambda l, x, c: decoder()(np.ones((B, 3), int),
+                               attention_mask=np.ones((B, 2), int)),
+     ValueError, r"attention_mask .*\(2, 2\).*\(2, 3\)"),
+    ("generate with an all-padding row",
+     lambda l, x, c: decoder().generate(
+         np.ones((B, 3), int), 2,
+         attention_mask=np.array([[1, 1, 1], [0, 0, 0]])),
+     ValueError, r"attention_mask .*\(2, 3\).*\(2, 3\)"),
+    ("generate with use_cache='yes'",
+     lambda l, x, c: decoder().generate([1, 2], 2, use_cache="yes"),
+     TypeError, r"use_cache .*'yes'"),
+    ("eos out of the vocabulary",
+     lambda l, x, c: decoder().generate([1, 2], 2, eos_token_id=64),
+     ValueError, r"eos_token_id .*63.*64"),
+]
+
+
+@pytest.mark.parametrize("call, error, pattern",
+                         [r[1:] for r in LAYER_ROWS],
+                         ids=[r[0] for r in LAYER_ROWS])
+def test_layer_refuses_and_nothing_changed(call, error, pattern):
+    layer, x, cache = layer_setup()
+    keys = cache.key_cache[0].copy()
+    values = cache.value_cache[0].copy()
+    with pytest.raises(error, match=pattern):
+        call(layer, x, cache)
+    assert cache.get_seq_length() == PAST
+    np.testing.assert_array_equal(cache.key_cache[0], keys)
+    np.testing.assert_array_equal(cache.value_cache[0], values)

@@ -4,30 +4,22 @@ import, one notation, 79 columns, no private imports, layered modules."""
 import ast
 import importlib
 import inspect
+import json
 import pathlib
 import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import pyxis_nb as px
+from pyxis_nb import _checks
 
 PKG = pathlib.Path(px.__file__).parent
 MODULES = sorted(p.stem for p in PKG.glob("*.py") if p.stem != "__init__")
 PUBLIC = [m for m in MODULES if not m.startswith("_")]
-
-# modules another helper owns this round: their failures are expected
-OWNERS = {"multihead": "layer helper", "memory": "layer helper",
-          "kv_cache": "kv_cache helper", "generation": "generation helper",
-          "widgets": "widgets helper", "source": "source helper"}
-
-
-def owned(module: str, ok: bool):
-    """xfail (not strict) for another helper's module that fails today."""
-    if ok or module not in OWNERS:
-        return ()
-    return (pytest.mark.xfail(strict=False, reason=OWNERS[module]),)
+BOOK = PKG.parent / "book"
 
 
 # ------------------------------------------------- (a) chapter listings
@@ -54,11 +46,16 @@ SHOWN = {
     "multihead:kv_head_for": 30, "multihead:repeat_kv": 30,
     "multihead:MultiHeadAttention.project": 30,
     "multihead:MultiHeadAttention.forward": 45,
-    "multihead:MultiHeadAttention.forward_per_head": 30,
+    "multihead:MultiHeadAttention.attend": 30,
+    "multihead:attention_per_head": 30,
     "multihead:MultiHeadAttention": 150,
     "memory:kv_cache_bytes": 30, "memory:attention_parameter_count": 30,
     "generation:decode_step_flops": 30,
     "kv_cache:KVCache.update": 30, "generation:TinyDecoder.generate": 30,
+    "attention_only:softmax_backward": 30,
+    "attention_only:attention_layer_forward": 30,
+    "attention_only:attention_layer_backward": 30,
+    "attention_only:Adam.step": 30,
 }
 
 
@@ -74,19 +71,37 @@ def n_lines(spec: str) -> int:
     return len(inspect.getsource(resolve(spec)).splitlines())
 
 
-def _listing_params():
-    for spec, limit in SHOWN.items():
-        module = spec.split(":")[0]
-        try:
-            ok = n_lines(spec) <= limit
-        except AttributeError:
-            ok = False
-        yield pytest.param(spec, limit, id=spec, marks=owned(module, ok))
-
-
-@pytest.mark.parametrize("spec, limit", list(_listing_params()))
+@pytest.mark.parametrize("spec, limit", list(SHOWN.items()), ids=list(SHOWN))
 def test_shown_objects_fit_their_listing(spec, limit):
     assert n_lines(spec) <= limit, f"{spec}: {n_lines(spec)} > {limit}"
+
+
+def chapter_listings() -> set[str]:
+    """Every ``px.show_source(px.X)`` target in the chapters' code cells."""
+    found = set()
+    for nb in BOOK.glob("*.ipynb"):
+        for cell in json.loads(nb.read_text())["cells"]:
+            if cell["cell_type"] == "code":
+                source = "".join(cell["source"])
+                found |= set(re.findall(r"show_source\(([\w.]+)\)", source))
+    return found
+
+
+def shown_object(expr: str):
+    """``px.rope.rotate_pairs`` or ``px.KVCache.update``: the object, or
+    None for a name the package lacks (nbval fails that chapter)."""
+    obj = px
+    for part in expr.removeprefix("px.").split("."):
+        obj = getattr(obj, part, None)
+    return obj
+
+
+def test_every_chapter_listing_has_a_budget():
+    budgeted = {id(resolve(spec)) for spec in SHOWN}
+    shown = {e: shown_object(e) for e in chapter_listings()}
+    missing = [e for e, obj in shown.items()
+               if obj is not None and id(obj) not in budgeted]
+    assert not missing, f"add to SHOWN: {sorted(missing)}"
 
 
 # ------------------------------------------------- (b) numpy-only import
@@ -143,16 +158,8 @@ def legend_symbols(module: str) -> list[str]:
     return symbols
 
 
-def _legend_params():
-    for module in MODULES:
-        symbols = legend_symbols(module)
-        ok = bool(symbols) and set(symbols) <= NOTATION
-        needs = module not in ("source", "_checks")
-        if needs or symbols:
-            yield pytest.param(module, id=module, marks=owned(module, ok))
-
-
-@pytest.mark.parametrize("module", list(_legend_params()))
+@pytest.mark.parametrize("module", [
+    m for m in MODULES if m not in ("source", "_checks") or legend_symbols(m)])
 def test_shape_legend_uses_the_notation(module):
     symbols = legend_symbols(module)
     assert symbols, f"{module} has no 'Shape legend:' block"
@@ -167,9 +174,7 @@ def long_lines(module: str) -> list[str]:
             for i, line in enumerate(text, 1) if len(line) > 79]
 
 
-@pytest.mark.parametrize("module", [
-    pytest.param(m, id=m, marks=owned(m, not long_lines(m)))
-    for m in MODULES + ["__init__"]])
+@pytest.mark.parametrize("module", MODULES + ["__init__"])
 def test_lines_fit_79_columns(module):
     assert not long_lines(module)
 
@@ -189,9 +194,7 @@ def private_imports(module: str) -> list[str]:
             for name in names if src != "_checks" and name.startswith("_")]
 
 
-@pytest.mark.parametrize("module", [
-    pytest.param(m, id=m, marks=owned(m, not private_imports(m)))
-    for m in MODULES])
+@pytest.mark.parametrize("module", MODULES)
 def test_no_private_name_from_another_module(module):
     assert not private_imports(module)
 
@@ -207,3 +210,70 @@ def test_modules_import_only_earlier_layers():
 
 def test_checks_imports_nothing_from_the_package():
     assert not list(imports("_checks"))
+
+
+# ------------------------------- (g) lean core: each array checked once
+
+ARRAY_CHECKS = ("as_float_array", "check_01_mask", "check_positions")
+
+
+@pytest.fixture
+def checked(monkeypatch):
+    """The arrays the ``_checks`` helpers are given, in call order.
+
+    Each module binds the helpers by name (``from ._checks import ...``),
+    so the spy replaces them in ``_checks`` and in every module that bound
+    them. The arrays themselves are kept, so no id is reused.
+    """
+    seen = []
+    for name in ARRAY_CHECKS:
+        real = getattr(_checks, name)
+
+        def spy(label, x, *args, _real=real, **kwargs):
+            seen.append((label, x))
+            return _real(label, x, *args, **kwargs)
+
+        monkeypatch.setattr(_checks, name, spy)
+        for module in MODULES:
+            mod = importlib.import_module(f"pyxis_nb.{module}")
+            if getattr(mod, name, None) is real:
+                monkeypatch.setattr(mod, name, spy)
+    return seen
+
+
+def twice(seen) -> list[str]:
+    """The labels of arrays that were checked more than once."""
+    out = []
+    for i, (label, x) in enumerate(seen):
+        if any(x is y for _, y in seen[:i]):
+            out.append(label)
+    return out
+
+
+def test_a_layer_checks_each_array_once(checked):
+    layer = px.random_attention(16, 4, 2, 8, qk_norm=True, theta=1e4)
+    x = np.random.default_rng(0).standard_normal((2, 3, 16))
+    mask = np.array([[0, 1, 1], [1, 1, 1]])
+    cache = px.KVCache(1, 2, 2, 8, 8)
+    checked.clear()  # the weights were checked once, when the layer was built
+    layer(x, attention_mask=mask, past_key_value=cache)
+    assert not twice(checked)
+    inputs = [label for label, a in checked if a is x or a is mask]
+    assert inputs == ["hidden_states", "attention_mask"]  # once each
+    # the rest are the cache's own door: the new keys and values, once
+    assert {label for label, _ in checked} - set(inputs) <= {
+        "key_states", "value_states", "position_ids"}
+
+
+def test_a_decoder_checks_its_mask_once_for_every_layer(checked):
+    model = px.TinyDecoder(num_hidden_layers=3)
+    ids = np.array([[0, 5, 7], [4, 5, 6]])
+    mask = np.array([[0, 1, 1], [1, 1, 1]])
+    cache = model.new_cache(4, 2)
+    checked.clear()
+    model(ids, attention_mask=mask, past_key_values=cache)
+    assert not twice(checked)
+    labels = [label for label, _ in checked]
+    assert labels.count("attention_mask") == 1
+    assert labels.count("position_ids") <= 1
+    assert "hidden_states" not in labels  # no layer re-checks its input

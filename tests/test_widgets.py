@@ -36,6 +36,30 @@ def links(source, target):
             and w.source[1] == "index" and w.target[1] == "selected_index"]
 
 
+def walk(widget):
+    """The widget and every widget inside it, depth first."""
+    yield widget
+    for child in getattr(widget, "children", ()):
+        yield from walk(child)
+
+
+def find(root, kind=widgets.Widget, css=None):
+    """The one widget in ``root`` of this class (and CSS class): by role,
+    not by its position among the children."""
+    found = [w for w in walk(root) if isinstance(w, kind)
+             and (css is None or css in w._dom_classes)]
+    assert len(found) == 1, f"{len(found)} {kind.__name__} {css or ''}"
+    return found[0]
+
+
+def explorer_parts(ex):
+    """toggle, query dropdown, sentence stack, heatmap stack, by role."""
+    return (find(ex, widgets.ToggleButtons, "pyxis-view-control"),
+            find(ex, widgets.Dropdown, "pyxis-query-control"),
+            find(ex, widgets.Stack, "pyxis-describe-stack"),
+            find(ex, widgets.Stack, "pyxis-view-stack"))
+
+
 def attribute(html_text, name):
     found = re.search(rf'data-{name}="([^"]*)"', html_text)
     assert found, f"no data-{name} in {html_text[:120]}"
@@ -117,9 +141,9 @@ def test_view_switcher_links_control_to_stack(control, cls):
     views = {"first": small_figure("1"), "second": px.figure_png(small_figure("2")),
              "third": "<p class='mine'>three</p>"}
     box = px.view_switcher(views, control=control, description="pick:")
-    ctrl, stack = box.children
+    ctrl = find(box, cls, "pyxis-view-control")
+    stack = find(box, widgets.Stack, "pyxis-view-stack")
     assert isinstance(box, widgets.VBox)
-    assert isinstance(ctrl, cls) and isinstance(stack, widgets.Stack)
     assert list(ctrl.options) == ["first", "second", "third"] and ctrl.description == "pick:"
     assert ctrl.index == 0 and stack.selected_index == 0
     assert len(links(ctrl, stack)) == 1
@@ -134,7 +158,7 @@ def test_view_switcher_links_control_to_stack(control, cls):
 def test_view_switcher_keeps_widgets():
     label = widgets.Label("hello")
     box = px.view_switcher({"only": label})
-    assert box.children[1].children[0] is label
+    assert find(box, widgets.Stack).children[0] is label
 
 
 @pytest.mark.parametrize("views, kwargs, match", [
@@ -159,9 +183,8 @@ def explorer():
 
 
 def test_explorer_layout_and_repr(explorer):
-    toggle, query, text_stack, heat_stack = explorer.children
+    toggle, query, _, _ = explorer_parts(explorer)
     assert isinstance(explorer, px.AttentionExplorer) and isinstance(explorer, widgets.VBox)
-    assert isinstance(toggle, widgets.ToggleButtons) and isinstance(query, widgets.Dropdown)
     assert list(toggle.options) == ["causal mask", "no mask"]
     assert [label for label, _ in query.options] == ["0: The", "1: cat", "2: sat"]
     assert query.index == 2  # the last token by default
@@ -169,7 +192,7 @@ def test_explorer_layout_and_repr(explorer):
 
 
 def test_explorer_one_prerendered_heatmap_per_view_and_query(explorer):
-    heat_stack = explorer.children[3]
+    heat_stack = explorer_parts(explorer)[3]
     assert len(heat_stack.children) == 2
     for inner, name, w in zip(heat_stack.children, ["causal mask", "no mask"], [W_CAUSAL, W_FULL]):
         # one frame per query token, each with that token's row outlined
@@ -188,7 +211,7 @@ def test_explorer_one_prerendered_heatmap_per_view_and_query(explorer):
 
 
 def test_explorer_sentences_per_view_and_query(explorer):
-    text_stack = explorer.children[2]
+    text_stack = explorer_parts(explorer)[2]
     assert len(text_stack.children) == 2
     for inner, w in zip(text_stack.children, [W_CAUSAL, W_FULL]):
         assert isinstance(inner, widgets.Stack) and inner.selected_index == 2
@@ -200,7 +223,7 @@ def test_explorer_sentences_per_view_and_query(explorer):
 
 
 def test_explorer_jslinks(explorer):
-    toggle, query, text_stack, heat_stack = explorer.children
+    toggle, query, text_stack, heat_stack = explorer_parts(explorer)
     assert len(links(toggle, heat_stack)) == 1
     assert len(links(toggle, text_stack)) == 1
     for inner in text_stack.children + heat_stack.children:
@@ -210,18 +233,20 @@ def test_explorer_jslinks(explorer):
 def test_explorer_query_index_and_key_tokens():
     w = np.array([[0.2, 0.8], [0.5, 0.5], [0.9, 0.1]])
     ex = px.attention_explorer(TOKENS, {"w": w}, key_tokens=["k0", "k1"], query_index=0)
-    assert ex.children[1].index == 0
-    assert ex.children[2].children[0].selected_index == 0
-    assert "80 % to &#x27;k1&#x27;" in ex.children[2].children[0].children[0].value
+    _, query, text_stack, _ = explorer_parts(ex)
+    sentences = text_stack.children[0]  # the one view's stack, a row a query
+    assert query.index == 0 and sentences.selected_index == 0
+    assert "80 % to &#x27;k1&#x27;" in sentences.children[0].value
     neg = px.attention_explorer(["a"], {"w": np.array([[1.0]])}, query_index=-1)
-    assert neg.children[1].index == 0 and neg.children[2].children[0].selected_index == 0
+    _, query, text_stack, _ = explorer_parts(neg)
+    assert query.index == 0 and text_stack.children[0].selected_index == 0
 
 
 @pytest.mark.parametrize("tokens, views, kwargs, match", [
     (TOKENS, {}, {}, r"views is empty"),
-    (TOKENS, {"a": np.ones((2, 3)) / 3}, {}, r"views\['a'\] has shape \(2, 3\), expected \(L, S\) = \(3, 3\)"),
+    (TOKENS, {"a": np.ones((2, 3)) / 3}, {}, r"views\['a'\] has shape \(2, 3\), expected \(T, S\) = \(3, 3\)"),
     (TOKENS, {"a": W_FULL}, {"key_tokens": ["x", "y"]},
-     r"views\['a'\] has shape \(3, 3\), expected \(L, S\) = \(3, 2\)"),
+     r"views\['a'\] has shape \(3, 3\), expected \(T, S\) = \(3, 2\)"),
     (TOKENS, {"a": np.eye(3, dtype=int)}, {}, r"views\['a'\] must be a floating-point array"),
     (TOKENS, {"a": W_FULL}, {"query_index": 3}, r"query_index must be in -3 \.\. 2 for 3 tokens, got 3"),
     ([], {"a": np.zeros((0, 0))}, {}, r"tokens is empty"),
@@ -242,9 +267,11 @@ def test_explorer_masks_hatch_only_their_view():
 def test_view_grid_links_both_controls():
     views = {m: {f"head {h}": small_figure(f"{m}{h}") for h in range(3)} for m in ("causal", "none")}
     grid = px.view_grid(views, controls=("toggle", "dropdown"))
-    first, second, outer = grid.children
-    assert isinstance(first, widgets.ToggleButtons) and first.options == ("causal", "none")
-    assert isinstance(second, widgets.Dropdown) and second.options == ("head 0", "head 1", "head 2")
+    first = find(grid, widgets.ToggleButtons, "pyxis-view-control")
+    second = find(grid, widgets.Dropdown, "pyxis-inner-control")
+    outer = find(grid, widgets.Stack, "pyxis-view-stack")
+    assert first.options == ("causal", "none")
+    assert second.options == ("head 0", "head 1", "head 2")
     assert len(links(first, outer)) == 1
     assert len(outer.children) == 2
     for inner in outer.children:
@@ -263,3 +290,19 @@ def test_view_grid_links_both_controls():
 def test_view_grid_bad_input(views, kwargs, match):
     with pytest.raises(ValueError, match=match):
         px.view_grid(views, **kwargs)
+
+
+@pytest.mark.parametrize("control, cls", [
+    ("toggle", widgets.ToggleButtons), ("dropdown", widgets.Dropdown),
+    ("slider", widgets.SelectionSlider),
+])
+def test_control_labels_are_not_clipped(control, cls):
+    """A label such as "tile:" keeps its natural width, sliders included."""
+    box = px.view_switcher({"a": "<p>a</p>", "b": "<p>b</p>"},
+                           control=control, description="query position:")
+    assert find(box, cls).style.description_width == "initial"
+    grid = px.view_grid({"x": {"a": "<p>a</p>"}}, controls=("slider", control),
+                        descriptions=("tile:", "head:"))
+    for ctrl in (find(grid, widgets.SelectionSlider, "pyxis-view-control"),
+                 find(grid, cls, "pyxis-inner-control")):
+        assert ctrl.style.description_width == "initial"
