@@ -27,7 +27,7 @@ def rng():
 def _kind(nodeid: str) -> str:
     if ".ipynb::" in nodeid:
         return "nbval notebook cells"
-    if "test_website.py" in nodeid:
+    if "tests/test_website" in nodeid:
         return "website checks"
     return "unit, property and reference tests"
 

@@ -80,9 +80,10 @@ def test_explorer_mask_toggle(browser, base_url, path):
                     assert any(x > 0 for x in above), "no mask: expected weight above the diagonal"
             query = root.locator(".pyxis-query-control")
             sentences = root.locator(".pyxis-describe-stack")
-            texts = set()
+            texts, tokens = set(), set()
             for i in range(option_count(query)):
                 token = choose(query, i).split(": ", 1)[1]
+                tokens.add(token)
                 text = sentences.inner_text().strip()
                 assert text.startswith(f"'{token}' attends"), text
                 texts.add(text)
@@ -92,7 +93,8 @@ def test_explorer_mask_toggle(browser, base_url, path):
                           .filter(v => v.getClientRects().length > 0)
                           .map(v => v.getAttribute('data-query'))""")
                 assert shown == [str(i)], f"query {i} shows heatmap frames {shown}"
-            assert len(texts) == option_count(query), "each query token must get its own sentence"
+            # a token said twice (the trained-heads chapter) may read the same
+            assert len(texts) >= len(tokens), "each query token must get its own sentence"
         assert watch.errors == [], watch.errors
     finally:
         watch.close()
