@@ -1,0 +1,118 @@
+"""The stored chapters fit the website's column (read, never executed).
+
+At 1280 px the site shows 79 columns of code without a sideways scroll bar,
+so every line of chapter code and every line of printed text output fits in
+79 characters; code cells stay short (figure plumbing lives in
+``pyxis_nb/plotting.py``); every figure carries a one-sentence alt text; and
+no markdown cell holds a directive that only the website understands.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted((ROOT / "book").glob("*.ipynb"))
+WIDTH = 79
+MEDIAN_LINES = 8
+MAX_LINES = 20
+EXERCISE_TAG = "hide-cell"
+WIDGET = "application/vnd.jupyter.widget-view+json"
+# a result that has one of these is shown by the site in that form, not as
+# its text/plain repr
+RICH = (WIDGET, "text/markdown", "text/html", "image/png", "image/svg+xml",
+        "image/jpeg")
+DIRECTIVE = re.compile(r"```+\s*\{|:::+\s*\{")
+FILE_NAME = re.compile(r"^\S+\.(png|jpe?g|svg|gif)$", re.IGNORECASE)
+
+
+def _read(path):
+    return nbformat.read(path, as_version=4)
+
+
+def _code_cells(nb):
+    return [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+
+
+def _text_lines(output):
+    """The lines the site prints as plain text for one output."""
+    if output.output_type == "stream":
+        return output.text.splitlines()
+    if output.output_type in ("execute_result", "display_data"):
+        data = output.get("data", {})
+        if "text/plain" in data and not any(k in data for k in RICH):
+            return data["text/plain"].splitlines()
+    return []
+
+
+def _long(lines):
+    return [(n, line) for n, line in enumerate(lines, 1) if len(line) > WIDTH]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_code_lines_fit(path):
+    bad = [f"{path.name} cell {i} line {n} ({len(line)} chars): {line}"
+           for i, c in _code_cells(_read(path))
+           for n, line in _long(c.source.splitlines())]
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_printed_lines_fit(path):
+    bad = [f"{path.name} cell {i} output line {n} ({len(line)} chars): {line}"
+           for i, c in _code_cells(_read(path))
+           for out in c.outputs
+           for n, line in _long(_text_lines(out))]
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_code_cells_are_short(path):
+    cells = _code_cells(_read(path))
+    sizes = [len(c.source.splitlines()) for _, c in cells]
+    median = statistics.median(sizes)
+    assert median <= MEDIAN_LINES, f"{path.name}: median {median} lines"
+    bad = [f"{path.name} cell {i}: {len(c.source.splitlines())} lines, "
+           f"first line: {c.source.splitlines()[0]}"
+           for i, c in cells
+           if len(c.source.splitlines()) > MAX_LINES
+           and EXERCISE_TAG not in c.metadata.get("tags", [])]
+    assert not bad, "\n".join(bad)
+
+
+def _has_figure(cell):
+    return any("image/png" in out.get("data", {})
+               and WIDGET not in out.get("data", {})
+               for out in cell.outputs)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_figures_have_alt_text(path):
+    bad = []
+    for i, c in _code_cells(_read(path)):
+        if not _has_figure(c):
+            continue
+        alt = c.metadata.get("mystnb", {}).get("image", {}).get("alt", "")
+        alt = alt.strip() if isinstance(alt, str) else ""
+        first = c.source.splitlines()[0] if c.source else ""
+        if not alt or FILE_NAME.match(alt) or len(alt.split()) < 4:
+            bad.append(f"{path.name} cell {i}: alt text {alt!r} "
+                       f"(cell begins: {first})")
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_markdown_has_no_directive(path):
+    bad = []
+    for i, c in enumerate(_read(path).cells):
+        if c.cell_type != "markdown":
+            continue
+        for n, line in enumerate(c.source.splitlines(), 1):
+            if "literalinclude" in line or DIRECTIVE.search(line):
+                bad.append(f"{path.name} cell {i} line {n}: {line}")
+    assert not bad, "\n".join(bad)
