@@ -68,7 +68,7 @@ nbval: venv
 	  --nbval-sanitize-with tools/nbval_sanitize.cfg --nbval-cell-timeout=600 -p no:cacheprovider
 
 webcheck: site
-	$(PY) -m pytest -n 2 --dist loadfile tests/test_website.py tests/test_website_widgets.py -p no:cacheprovider
+	$(PY) -m pytest -n 2 --dist loadfile tests/test_website*.py -p no:cacheprovider
 
 # Each chapter alone, as a reader gets it: a fresh env with numpy, matplotlib,
 # ipywidgets and ipykernel, pyxis-nb from the checkout's wheel, no index.

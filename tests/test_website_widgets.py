@@ -1,8 +1,7 @@
-"""The website check, widgets and phone: every view control switches its
-views in the browser with no kernel, the explorer's causal view has zeros
-above the diagonal, every control works from the keyboard and tells a screen
-reader its state, and at 390 px no page scrolls sideways and no heatmap's
-numbers fall below 9 px. Shared parts: website.py.
+"""The website check, widgets: every view control switches its views in the
+browser with no kernel, the explorer's causal view has zeros above the
+diagonal, and every control works from the keyboard and tells a screen reader
+its state. Shared parts: website.py.
 """
 
 from __future__ import annotations
@@ -12,9 +11,8 @@ import json
 import pytest
 
 from website import (  # noqa: F401 (fixtures)
-    CONTRAST_JS, DEFAULT_ANNOTATION_PX, MIN_CELL_NUMBER_PX, PAGES, PHONE, SHOTS,
-    SHOWCASE, WIDGET_PAGES, PageWatch, base_url, browser, choose, keyboard_focus,
-    no_sideways_scroll, option_count, shown_view)
+    CONTRAST_JS, WIDGET_PAGES, PageWatch, base_url, browser, choose,
+    keyboard_focus, option_count, shown_view)
 
 
 @pytest.mark.parametrize("path", WIDGET_PAGES)
@@ -154,37 +152,3 @@ def test_widgets_keyboard_and_screen_reader(browser, base_url, path):
         assert watch.errors == [], watch.errors
     finally:
         watch.close()
-
-
-@pytest.mark.parametrize("path", PAGES)
-def test_phone(browser, base_url, path):
-    """390 x 844: the page does not scroll sideways, and heatmap numbers stay >= 9 px."""
-    watch = PageWatch(browser, (base_url, "data:", "blob:", "about:"), viewport=PHONE,
-                      device_scale_factor=1, is_mobile=True, has_touch=True)
-    try:
-        watch.open(base_url + path)
-        over = no_sideways_scroll(watch.page)
-        wide = watch.page.evaluate(
-            """() => Array.from(document.querySelectorAll('article *'))
-                  .filter(e => e.getBoundingClientRect().right > 391 && !e.closest('pre, mjx-container')
-                           && !e.classList.contains('skip-link'))
-                  .slice(0, 5).map(e => e.tagName + '.' + e.className + ': '
-                                   + e.textContent.slice(0, 40))""")
-        assert over <= 0, f"{path} scrolls {over} px sideways at 390 px; too wide: {wide}"
-        small = watch.page.evaluate(
-            """px => Array.from(document.querySelectorAll('.pyxis-view img, div.cell_output img'))
-                  .filter(i => i.getClientRects().length && i.naturalWidth)
-                  .map(i => {
-                     const f = i.closest('[data-annotation-px]');
-                     const a = f ? parseFloat(f.getAttribute('data-annotation-px')) : px;
-                     return [i.getBoundingClientRect().width / i.naturalWidth * a, i.alt.slice(0, 50)];
-                  })""", DEFAULT_ANNOTATION_PX)
-        tiny = [(round(p, 1), alt) for p, alt in small if 0 < p < MIN_CELL_NUMBER_PX]
-        assert tiny == [], f"{path}: heatmap numbers below {MIN_CELL_NUMBER_PX} px: {tiny[:5]}"
-        if path == SHOWCASE:
-            SHOTS.mkdir(parents=True, exist_ok=True)
-            watch.page.screenshot(path=str(SHOTS / "phone_causal_mask.png"), full_page=True)
-    finally:
-        watch.close()
-
-
