@@ -28,6 +28,9 @@ def _read(path):
     return nbformat.read(path, as_version=4)
 
 
+DIRECTIVE = re.compile(r"```+\s*\{|:::+\s*\{")
+
+
 def test_every_file_is_up_to_date():
     """Running tools/portable_cells.py would change nothing."""
     assert pc.main(["--check"]) == 0
@@ -37,9 +40,12 @@ def test_every_file_is_up_to_date():
 def test_no_literalinclude_and_no_directive(path):
     nb = _read(path)
     assert "literalinclude" not in nbformat.writes(nb)
-    for cell in nb.cells:
+    for i, cell in enumerate(nb.cells):
         if cell.cell_type == "markdown":
             assert not pc._has_directive(cell.source), cell.source[:200]
+            # a fence anywhere in a line, nested ones too: ```{...} or :::{...}
+            for line in cell.source.splitlines():
+                assert not DIRECTIVE.search(line), f"cell {i}: {line}"
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)

@@ -49,6 +49,13 @@ def _stopped_at_install_cell(path: Path) -> dict:
     return error
 
 
+def _run_until_install_cell(env: Path, wheels: Path, run: Path) -> dict:
+    """Run a cleared copy of qkv in ``env``; it must stop at its install cell."""
+    with pytest.raises(CellExecutionError):
+        rs.run_chapter(ROOT / "book" / "qkv.ipynb", env, wheels, run, clear=True)
+    return _stopped_at_install_cell(run / "qkv.ipynb")
+
+
 def test_older_package_stops_with_one_line(standalone, tmp_path):
     base, wheels, _ = standalone
     env = rs.child_env(base, tmp_path / "env")
@@ -56,10 +63,7 @@ def test_older_package_stops_with_one_line(standalone, tmp_path):
     rs.subprocess.run([rs._bin(env), "-m", "pip", "install", "-q", "--no-index",
                        "--no-deps", str(old)], check=True,
                       env=rs.kernel_env(env, tmp_path / "old"))
-    with pytest.raises(CellExecutionError):
-        rs.run_chapter(ROOT / "book" / "qkv.ipynb", env, wheels, tmp_path / "run",
-                       clear=True)
-    error = _stopped_at_install_cell(tmp_path / "run" / "qkv.ipynb")
+    error = _run_until_install_cell(env, wheels, tmp_path / "run")
     assert error.ename == "ImportError"
     assert "\n" not in error.evalue
     assert "pyxis_nb 0.1.0 is installed" in error.evalue
@@ -72,10 +76,7 @@ def test_no_index_stops_naming_the_wheel(standalone, tmp_path):
     env = rs.child_env(base, tmp_path / "env")
     nothing = tmp_path / "no-wheels"
     nothing.mkdir()
-    with pytest.raises(CellExecutionError):
-        rs.run_chapter(ROOT / "book" / "qkv.ipynb", env, nothing, tmp_path / "run",
-                       clear=True)
-    error = _stopped_at_install_cell(tmp_path / "run" / "qkv.ipynb")
+    error = _run_until_install_cell(env, nothing, tmp_path / "run")
     assert error.ename == "ModuleNotFoundError"
     assert "\n" not in error.evalue
     assert "could not be installed" in error.evalue
