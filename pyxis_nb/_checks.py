@@ -490,10 +490,3 @@ def check_01_mask(name: str, mask) -> np.ndarray:
         )
     return m.astype(bool)
 
-
-def check_nonnegative(name: str, value) -> float:
-    """A real number >= 0 (an epsilon), as a float."""
-    if (isinstance(value, bool) or not np.isscalar(value)
-            or not np.isreal(value) or not value >= 0):
-        raise ValueError(f"{name} must be a number >= 0, got {value!r}")
-    return float(value)

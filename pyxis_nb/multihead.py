@@ -24,7 +24,7 @@ from typing import Mapping
 import numpy as np
 
 from ._checks import (as_float_array, check_01_mask, check_bool, check_even,
-                      check_heads, check_nonempty, check_nonnegative,
+                      check_heads, check_nonempty, check_number,
                       check_positive_int, check_same_dtype, check_theta)
 from .attention import sdpa_core
 from .masks import causal_mask
@@ -353,7 +353,8 @@ class MultiHeadAttention:
         arrays = _check_arrays(given, shapes)
         for name in STATE_KEYS:  # absent optional arrays are None
             setattr(self, name, arrays.get(name))
-        self.rms_norm_eps = check_nonnegative("rms_norm_eps", rms_norm_eps)
+        self.rms_norm_eps = check_number("rms_norm_eps", rms_norm_eps,
+                                         at_least=0)
         self.theta = None if theta is None else check_theta("theta", theta)
         if theta is not None:  # RoPE rotates pairs
             check_even("head_dim", self.head_dim)
