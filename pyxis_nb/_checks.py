@@ -490,3 +490,28 @@ def check_01_mask(name: str, mask) -> np.ndarray:
         )
     return m.astype(bool)
 
+
+
+def check_position_ids(name: str, position_ids, B: int, T: int,
+                       max_position_embeddings: int | None = None
+                       ) -> np.ndarray:
+    """Integer positions >= 0 of shape (T,), (1, T) or (B, T), as (B, T).
+
+    Only what is a property of the input: HF accepts any such positions
+    (packed sequences, tree decoding), so their values are the caller's.
+    """
+    pos = np.asarray(position_ids)
+    high = np.inf if max_position_embeddings is None else \
+        max_position_embeddings
+    if (not np.issubdtype(pos.dtype, np.integer)
+            or pos.shape not in ((T,), (1, T), (B, T))
+            or np.any(pos < 0) or np.any(pos >= high)):
+        limit = "" if max_position_embeddings is None else \
+            f" and < max_position_embeddings = {max_position_embeddings}"
+        seen = (f", values {pos.min()} .. {pos.max()}"
+                if pos.size and np.issubdtype(pos.dtype, np.number) else "")
+        raise ValueError(
+            f"{name} has shape {pos.shape} and dtype {pos.dtype}{seen}, "
+            f"expected integers >= 0{limit} of shape (T,) or (B, T) = "
+            f"({B}, {T})")
+    return np.broadcast_to(pos, (B, T))

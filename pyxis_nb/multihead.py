@@ -25,7 +25,8 @@ import numpy as np
 
 from ._checks import (as_float_array, check_01_mask, check_bool, check_even,
                       check_heads, check_nonempty, check_number,
-                      check_positive_int, check_same_dtype, check_theta)
+                      check_position_ids, check_positive_int,
+                      check_same_dtype, check_theta)
 from .attention import sdpa_core
 from .masks import causal_mask
 from .norms import rms_norm_core
@@ -203,46 +204,23 @@ def _layer_mask(attention_mask, B, T, past, is_causal):
     return (keys & causal_mask(T, S) if is_causal else keys), m
 
 
-def _positions(position_ids, real, past, cached):
-    """Check (or derive) the positions of the T new tokens; returns (B, T)."""
-    B, S = real.shape
-    T = S - past
-    want = np.cumsum(real, axis=-1)[:, past:] - 1  # (B, T), HF's derivation
-    new = real[:, past:]  # (B, T): which new tokens are real
-    if position_ids is None:
-        return np.where(new, want, 0)
-    pos = np.asarray(position_ids)
-    if (not np.issubdtype(pos.dtype, np.integer)
-            or pos.shape not in ((T,), (1, T), (B, T)) or np.any(pos < 0)):
-        raise ValueError(
-            f"position_ids has shape {pos.shape} and dtype {pos.dtype}, "
-            f"expected integers >= 0 of shape (T,) or (B, T) = ({B}, {T})")
-    pos = np.broadcast_to(pos, (B, T))
-    for b in range(B):
-        got, exp = pos[b][new[b]], want[b][new[b]]
-        shift = 0 if cached or got.size == 0 else got[0] - exp[0]
-        if np.any(got != exp + shift):
-            held = int(real[b, :past].sum())
-            raise ValueError(
-                f"position_ids of row {b} are {got.tolist()} for its real "
-                f"tokens, but the cache holds {held} real tokens of that "
-                f"row: expected {(exp + shift).tolist()}" if cached else
-                f"position_ids of row {b} are {got.tolist()} for its real "
-                f"tokens: expected consecutive positions, "
-                f"{(exp + shift).tolist()}")
-    return pos
-
-
-def attention_inputs(attention_mask, position_ids, B, T, past, cached,
-                     is_causal=True):
+def attention_inputs(attention_mask, position_ids, B, T, past,
+                     is_causal=True, max_position_embeddings=None):
     """Check a layer's mask and positions; the SDPA mask and (B, T) ids.
 
     ``forward`` runs it for its layer; a model runs it once for all of its
     layers (HF: ``create_causal_mask`` and the position ids, built once in
     ``Qwen3Model.forward``). ``past``: positions the cache holds already.
+    Positions are the caller's, as in HF: any integers >= 0 (below
+    ``max_position_embeddings`` if given); the default counts the real
+    tokens of the 2-D mask, as ``generate`` does.
     """
     mask, real = _layer_mask(attention_mask, B, T, past, is_causal)
-    return mask, _positions(position_ids, real, past, cached)
+    if position_ids is None:  # (B, S) -> (B, T): HF's derivation
+        want = np.cumsum(real, axis=-1)[:, past:] - 1
+        return mask, np.where(real[:, past:], want, 0)
+    return mask, check_position_ids("position_ids", position_ids, B, T,
+                                    max_position_embeddings)
 
 
 def _linear(x, weight, bias):
@@ -416,10 +394,10 @@ class MultiHeadAttention:
         return_weights = check_bool("return_weights", return_weights)
         x = _check_hidden(self, hidden_states)  # (B, T, d_model)
         B, T, _ = x.shape
-        cached = past_key_value is not None
-        past = past_key_value.get_seq_length(layer_idx) if cached else 0
+        past = (0 if past_key_value is None
+                else past_key_value.get_seq_length(layer_idx))
         mask, pos = attention_inputs(attention_mask, position_ids, B, T,
-                                     past, cached, is_causal)
+                                     past, is_causal)
         rope = None if self.theta is None else rotary_cos_sin(
             pos, self.head_dim, theta=self.theta, dtype=x.dtype)
         out, weights = self.attend(x, mask, rope, past_key_value, layer_idx)
