@@ -23,7 +23,7 @@ def layer_and_input(H, Hkv, D=3, C=5, B=2, T=4, seed=0, dtype=np.float64):
 @given(B=st.integers(1, 3), T=st.integers(1, 5), H=st.integers(1, 4), D=st.integers(1, 4))
 def test_split_merge_roundtrip_and_layout(B, T, H, D):
     x = np.random.default_rng(0).standard_normal((B, T, H * D))
-    heads = px.split_heads(x, H)
+    heads = px.split_heads(x, head_dim=D)
     assert heads.shape == (B, H, T, D)
     for h in range(H):  # head h holds features h*D:(h+1)*D of every token
         np.testing.assert_array_equal(heads[:, h], x[..., h * D:(h + 1) * D])
@@ -234,11 +234,11 @@ def test_bad_heads_and_sizes():
         px.random_attention(8, 6, 4, 2)
     with pytest.raises(ValueError, match="head_dim must be an integer >= 1"):
         px.random_attention(8, 2, 2, 0)
-    with pytest.raises(ValueError, match="num_heads = 3"):
-        px.split_heads(np.ones((1, 2, 8)), 3)
+    with pytest.raises(ValueError, match="head_dim = 3"):
+        px.split_heads(np.ones((1, 2, 8)), head_dim=3)
     with pytest.raises(ValueError, match=r"x has shape \(2, 8\), expected \(B, T, H\*d_head\)"):
-        px.split_heads(np.ones((2, 8)), 2)
-    with pytest.raises(ValueError, match=r"x has shape \(1, 2, 8\), expected \(B, H, T, d_head\)"):
+        px.split_heads(np.ones((2, 8)), head_dim=2)
+    with pytest.raises(ValueError, match=r"x must have 4 dimensions, got shape \(1, 2, 8\)"):
         px.merge_heads(np.ones((1, 2, 8)))
     with pytest.raises(ValueError, match=r"hidden_states has shape \(2, 3\), expected \(B, H_kv, S, d_head\)"):
         px.repeat_kv(np.ones((2, 3)), 2)
