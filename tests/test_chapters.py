@@ -85,8 +85,11 @@ def test_code_cells_are_short(path):
 
 
 def _has_figure(cell):
+    """A matplotlib figure; not a widget's stored picture, whose frames carry
+    their own alt text (its view is kept in the output's metadata)."""
     return any("image/png" in out.get("data", {})
                and WIDGET not in out.get("data", {})
+               and "pyxis_widget_view" not in out.get("metadata", {})
                for out in cell.outputs)
 
 
