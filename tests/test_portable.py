@@ -64,6 +64,34 @@ def test_first_code_cell_is_the_install_cell(path):
     assert "import numpy as np" in code[1].source  # the chapter's own setup
 
 
+def test_install_cell_says_what_to_run():
+    """Its failure message names the wheel's URL on the website and the
+    git+ command, both from _config.yml, and guesses no cause; pip runs
+    quietly, its output captured, and no IPython magic is left to print
+    "you may need to restart the kernel"."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    site = config["html"]["baseurl"]
+    repo = config["repository"]["url"]
+    assert site.startswith("https://") and SETTINGS["site"] == site.rstrip("/") + "/"
+    message = pc.failure_message(SETTINGS)
+    lines = message.splitlines()
+    assert f"%pip install {SETTINGS['site']}_downloads/{SETTINGS['wheel']}" in lines
+    assert f'%pip install "git+{repo}"' in lines
+    assert "index" not in message and "?" not in message
+    source = pc.install_source(SETTINGS)
+    code = [line for line in source.splitlines()
+            if not line.lstrip().startswith(("'", '"', "f'", 'f"', "#"))]
+    assert not any("%pip" in line or line.lstrip().startswith("!")
+                   for line in code), "a magic in the install cell"
+    assert "capture_output=True" in source and '"-q"' in source
+    assert all(len(line) <= 79 for line in source.splitlines())
+    # the message the cell raises is the one above, piece for piece
+    raised = source.split("raise ModuleNotFoundError(")[1].split(") from None")[0]
+    assert eval(f"({raised})") == message
+
+
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_listings_are_show_source_outputs(path):
     cells = [c for c in _read(path).cells

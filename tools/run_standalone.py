@@ -7,9 +7,9 @@
 Each chapter is copied alone into an empty temporary folder and run top to
 bottom (nbclient) by a kernel whose Python has only numpy, matplotlib,
 ipywidgets and ipykernel, pinned with all they depend on by constraints.txt,
-and no pyxis_nb. Its install cell then runs ``%pip install "pyxis-nb>=..."``, which pip satisfies
-from the wheel built from this checkout, with no index (PIP_NO_INDEX=1,
-PIP_FIND_LINKS=<wheel dir>, no pip config file).
+and no pyxis_nb. Its install cell then runs ``pip install "pyxis-nb>=..."``,
+which pip satisfies from the wheel built from this checkout, with no index
+(PIP_NO_INDEX=1, PIP_FIND_LINKS=<wheel dir>, no pip config file).
 
 The environment with those four packages is created once and cached under
 ``_build/standalone/env-<hash of the pins>``. Each chapter gets a throwaway
