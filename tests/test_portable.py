@@ -162,3 +162,19 @@ def test_widget_bundle_carries_its_default_view_as_png():
         assert png.startswith(b"\x89PNG")
         if first is not None:
             assert png == first
+
+
+def test_intro_separates_readers_from_contributors():
+    """The first page's "How to run it": a reader's three ways in (online,
+    one chapter launched, a download) with no make target, then what a
+    contributor needs, the clone URL of _config.yml and the two commands."""
+    intro = (ROOT / "book" / "intro.md").read_text()
+    part = intro.split("## How to run it\n", 1)[1].split("\n## ", 1)[0]
+    readers, contributors = part.split("### Working on the book\n")
+    assert readers.lstrip().startswith("### Reading and running a chapter")
+    for words in ("Read it online", "Binder", "Colab", "JupyterLab", "Download"):
+        assert words in readers, words
+    assert "make " not in readers and "git clone" not in readers
+    for words in ("Python 3.11", "`make`", "Node.js", "npm", "Chromium",
+                  f"git clone {SETTINGS['repo']}\n", "make site", "make test"):
+        assert words in contributors, words

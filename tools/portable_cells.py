@@ -34,7 +34,8 @@ What it does to each chapter (nbformat, outputs of untouched cells kept):
   Colab, VS Code or GitHub to show.
 
 And it writes the repository URL and the wheel's name into the marked blocks
-of README.md and book/intro.md (between ``<!-- portable:... -->`` comments).
+of README.md and book/intro.md (between ``<!-- portable:... -->`` comments),
+the clone command of book/intro.md included.
 """
 
 from __future__ import annotations
@@ -315,6 +316,13 @@ def blocks_for_docs(s: dict) -> dict[str, str]:
             f"pip install {wheel}              # the wheel the website offers\n"
             f'pip install "{s["spec"]}"           # from the package index, once released\n'
             f"pip install git+{repo}  # straight from the repository\n"
+            "```"),
+        "book/intro.md:clone": (
+            "```bash\n"
+            f"git clone {repo}\n"
+            f"cd {repo.rsplit('/', 1)[1]}\n"
+            "make site   # create .venv, install the pinned toolchain, build this website\n"
+            "make test   # every test, every notebook included\n"
             "```"),
         "book/intro.md:wheel": (
             f'The package itself: <a href="../_downloads/{wheel}" download>'
