@@ -45,8 +45,8 @@ class SourceListing:
             from pygments.lexers import PythonLexer
         except ImportError:
             code = html.escape(self.source)
-            return (f'<pre class="pyxis-listing"><code class="language-python">'
-                    f"{code}</code></pre>")
+            return ('<pre class="pyxis-listing">'
+                    f'<code class="language-python">{code}</code></pre>')
         formatter = HtmlFormatter(cssclass="highlight pyxis-listing",
                                   wrapcode=True)
         return highlight(self.source, PythonLexer(), formatter).rstrip("\n")

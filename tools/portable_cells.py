@@ -321,7 +321,8 @@ def blocks_for_docs(s: dict) -> dict[str, str]:
             "```bash\n"
             f"git clone {repo}\n"
             f"cd {repo.rsplit('/', 1)[1]}\n"
-            "make site   # create .venv, install the pinned toolchain, build this website\n"
+            "make site   # create .venv, install the pinned toolchain, "
+            "build this website\n"
             "make test   # every test, every notebook included\n"
             "```"),
         "book/intro.md:wheel": (
