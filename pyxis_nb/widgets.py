@@ -99,14 +99,51 @@ def png_figure_html(png: bytes, *, alt: str, view: str,
     )
 
 
+# JupyterLab's notebook takes ArrowUp and ArrowDown (and its other
+# command-mode keys) from a focused <select> in an output: the keys move the
+# active cell instead of changing the choice. Lumino's CommandRegistry skips
+# its key bindings for an event from inside an element that carries the
+# ``data-lm-suppress-shortcuts`` attribute (it checks no class); ipywidgets
+# sets no attributes, so this script, run once by JupyterLab's JavaScript
+# renderer, sets it on a pyxis view's <select> as it gets the focus. Where
+# nothing runs the script (the website, Colab, VS Code) it does nothing, and
+# nothing there takes those keys from a <select>.
+_KEEP_KEYS_JS = """\
+if (!window.pyxisKeepKeys) {
+  window.pyxisKeepKeys = true;
+  document.addEventListener("focusin", (event) => {
+    const el = event.target;
+    if (el instanceof HTMLSelectElement
+        && el.closest(".pyxis-switcher, .pyxis-explorer")) {
+      el.setAttribute("data-lm-suppress-shortcuts", "true");
+    }
+  }, true);
+}"""
+
+
+def _keep_keys() -> widgets.Output:
+    """A hidden Output widget that runs ``_KEEP_KEYS_JS`` where it is drawn."""
+    out = widgets.Output(layout=widgets.Layout(display="none"))
+    out.outputs = ({"output_type": "display_data", "metadata": {},
+                    "data": {"application/javascript": _KEEP_KEYS_JS,
+                             "text/plain": ""}},)
+    out.add_class("pyxis-keep-keys")
+    return out
+
+
 class LinkedViews(widgets.VBox):
     """A VBox of a control and the pre-rendered views it selects.
 
     Its text form is short and stable (nbval compares it), unlike the default
-    repr, which would print every child's full value.
+    repr, which would print every child's full value. A view with a dropdown
+    also holds a hidden Output that keeps the dropdown's arrow keys inside it
+    in JupyterLab (``_KEEP_KEYS_JS``).
     """
 
     def __init__(self, children, *, summary: str, **kwargs):
+        children = list(children)
+        if any(isinstance(c, widgets.Dropdown) for c in children):
+            children.append(_keep_keys())
         super().__init__(children, **kwargs)
         self._summary = summary
 

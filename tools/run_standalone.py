@@ -6,10 +6,10 @@
 
 Each chapter is copied alone into an empty temporary folder and run top to
 bottom (nbclient) by a kernel whose Python has only numpy, matplotlib,
-ipywidgets and ipykernel, pinned from constraints.txt, and no pyxis_nb. Its
-install cell then runs ``%pip install "pyxis-nb>=..."``, which pip satisfies
-from the wheel built from this checkout, with no index (PIP_NO_INDEX=1,
-PIP_FIND_LINKS=<wheel dir>, no pip config file).
+ipywidgets and ipykernel, pinned with all they depend on by constraints.txt,
+and no pyxis_nb. Its install cell then runs ``pip install "pyxis-nb>=..."``,
+which pip satisfies from the wheel built from this checkout, with no index
+(PIP_NO_INDEX=1, PIP_FIND_LINKS=<wheel dir>, no pip config file).
 
 The environment with those four packages is created once and cached under
 ``_build/standalone/env-<hash of the pins>``. Each chapter gets a throwaway
@@ -66,8 +66,11 @@ def _site(env: Path) -> Path:
 
 def base_env() -> Path:
     """The cached environment with the four pinned packages (created once)."""
-    key = hashlib.sha256(
-        "\n".join([sys.version, *pins()]).encode()).hexdigest()[:12]
+    # constraints.txt pins what the four pull in too (Pygments, say, whose
+    # HTML is part of every listing's stored output)
+    constraints = ROOT / "constraints.txt"
+    key = hashlib.sha256("\n".join(
+        [sys.version, *pins(), constraints.read_text()]).encode()).hexdigest()[:12]
     env = CACHE / f"env-{key}"
     if (env / ".ready").exists():
         return env
@@ -76,7 +79,8 @@ def base_env() -> Path:
     base = getattr(sys, "_base_executable", sys.executable)
     subprocess.run([base, "-m", "venv", str(env)], check=True)
     subprocess.run([_bin(env), "-m", "pip", "install", "-q",
-                    "--disable-pip-version-check", *pins()], check=True)
+                    "--disable-pip-version-check", "-c", str(constraints),
+                    *pins()], check=True)
     # matplotlib's font cache, so that its one-time notice is not a cell output
     subprocess.run([_bin(env), "-c", "import matplotlib.pyplot"], check=True,
                    env={**os.environ, "MPLBACKEND": "Agg"})
