@@ -153,13 +153,15 @@ def test_state_dict_round_trip():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(d_model=10, num_heads=4), "divisible by num_heads"),
+    (dict(hidden_size=10, num_attention_heads=4),
+     "divisible by num_attention_heads"),
     (dict(scale=0.0), "scale"),
-    (dict(num_layers=0), "num_layers"),
+    (dict(num_hidden_layers=0), "num_hidden_layers"),
     (dict(dtype=np.int64), "dtype"),
 ])
 def test_bad_config_raises(kwargs, match):
-    config = dict(vocab_size=5, d_model=8, num_layers=1, num_heads=2,
+    config = dict(vocab_size=5, hidden_size=8, num_hidden_layers=1,
+                  num_attention_heads=2,
                   max_seq_len=4)
     with pytest.raises(ValueError, match=match):
         px.AttentionOnlyTransformer(**dict(config, **kwargs))
@@ -262,18 +264,18 @@ def head_output(model, ids, layer, head):
     w = {n: model.state_dict()[f"layers.{layer}.self_attn.{n}.weight"]
          for n in ("v_proj", "o_proj")}
     assert layer == 0  # x is the input of layer 0
-    cols = slice(head * model.d_head, (head + 1) * model.d_head)
+    cols = slice(head * model.head_dim, (head + 1) * model.head_dim)
     v = x @ w["v_proj"][cols].T  # (B, T, d_head)
     return (weights[0][:, head] @ v) @ w["o_proj"][:, cols].T
 
 
 def without_head(model, layer, head):
     state = {k: v.copy() for k, v in model.state_dict().items()}
-    cols = slice(head * model.d_head, (head + 1) * model.d_head)
+    cols = slice(head * model.head_dim, (head + 1) * model.head_dim)
     state[f"layers.{layer}.self_attn.o_proj.weight"][:, cols] = 0
     ablated = px.AttentionOnlyTransformer(
-        model.vocab_size, model.d_model, model.num_layers, model.num_heads,
-        model.max_seq_len)
+        model.vocab_size, model.hidden_size, model.num_hidden_layers,
+        model.num_attention_heads, model.max_seq_len)
     ablated.load_state_dict(state)
     return ablated
 
@@ -309,7 +311,7 @@ def torch_path_patch(model, ids, head, into):
     F = torch.nn.functional
     w = {k: torch.tensor(v) for k, v in model.state_dict().items()}
     B, T = ids.shape
-    H, d_head = model.num_heads, model.d_head
+    H, d_head = model.num_attention_heads, model.head_dim
     x = w["embed_tokens.weight"][torch.tensor(ids)] \
         + w["embed_positions.weight"][:T]
 
