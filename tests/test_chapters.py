@@ -9,6 +9,7 @@ so every line of chapter code and every line of printed text output fits in
 
 from __future__ import annotations
 
+import ast
 import re
 import statistics
 from pathlib import Path
@@ -102,4 +103,41 @@ def test_figures_have_alt_text(path):
         if not alt or FILE_NAME.match(alt) or len(alt.split()) < 4:
             bad.append(f"{path.name} cell {i}: alt text {alt!r} "
                        f"(cell begins: {first})")
+    assert not bad, "\n".join(bad)
+
+
+def _title(path):
+    """A chapter's first heading: the title the website's sidebar shows."""
+    first = _read(path).cells[0].source.splitlines()[0]
+    assert first.startswith("# "), f"{path.name} starts with {first!r}"
+    return first[2:].strip()
+
+
+def test_intro_table_names_each_chapter_by_its_title():
+    """The introduction's table of chapters links every chapter once, under
+    the title the sidebar gives it."""
+    intro = (ROOT / "book" / "intro.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| \[([^\]]+)\]\((\w+)\.ipynb\) \|", intro, re.M)
+    listed = {name: text for text, name in rows}
+    assert sorted(listed) == sorted(p.stem for p in CHAPTERS)
+    wrong = [f"{name}: intro says {text!r}, the chapter is titled "
+             f"{_title(ROOT / 'book' / f'{name}.ipynb')!r}"
+             for name, text in listed.items()
+             if text != _title(ROOT / "book" / f"{name}.ipynb")]
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_unchecked_outputs_assert_their_bound(path):
+    """nbval does not compare the output of a cell tagged
+    nbval-ignore-output, so the cell must check its claim itself (the
+    introduction promises this): it holds an ``assert`` statement."""
+    bad = []
+    for i, c in _code_cells(_read(path)):
+        if "nbval-ignore-output" not in c.metadata.get("tags", []):
+            continue
+        lines = [l for l in c.source.splitlines() if not l.startswith("%")]
+        tree = ast.parse("\n".join(lines))
+        if not any(isinstance(node, ast.Assert) for node in ast.walk(tree)):
+            bad.append(f"{path.name} cell {i}: no assert")
     assert not bad, "\n".join(bad)
