@@ -141,3 +141,29 @@ def test_unchecked_outputs_assert_their_bound(path):
         if not any(isinstance(node, ast.Assert) for node in ast.walk(tree)):
             bad.append(f"{path.name} cell {i}: no assert")
     assert not bad, "\n".join(bad)
+
+
+# a TeX command or a dollar sign left in plain text: maths MyST did not parse
+RAW_TEX = re.compile(r"\\[a-zA-Z]+|\$")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_markdown_maths_parses_as_maths(path):
+    """Every ``$..$`` and ``$$..$$`` of a chapter is maths to the website's
+    MyST parser, not text: a line break inside inline maths that starts a
+    line with "- " turns it into a list item and leaves raw TeX on the page
+    (issue #21), though JupyterLab renders the same cell right."""
+    mdit = pytest.importorskip("myst_parser.parsers.mdit")
+    from myst_parser.config.main import MdParserConfig
+    from myst_parser.mdit_to_docutils.base import DocutilsRenderer
+
+    parser = mdit.create_md_parser(
+        MdParserConfig(enable_extensions={"dollarmath", "amsmath"}),
+        DocutilsRenderer)
+    cells = enumerate(_read(path).cells)
+    bad = [f"{path.name} cell {i}: {child.content!r}"
+           for i, c in cells if c.cell_type == "markdown"
+           for token in parser.parse(c.source)
+           for child in token.children or []
+           if child.type == "text" and RAW_TEX.search(child.content)]
+    assert not bad, "\n".join(bad)
