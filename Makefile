@@ -90,9 +90,11 @@ clean:
 	rm -rf _build _vendor
 
 # ---- trained heads (issue #14) ---------------------------------------------
-# The weights and loss histories of book/trained_heads.ipynb, trained from
-# their seeds by the package's own train(); tests/test_attention_only.py
-# retrains the first steps and checks that they reproduce the stored history.
+# The weights, loss histories and head-score history of
+# book/trained_heads.ipynb, trained from their seeds by the package's own
+# train(); tests/test_attention_only.py retrains the first steps and checks
+# that they reproduce the stored history. `tools/train_heads.py PATH main`
+# retrains the main run alone (seconds; each wide run takes minutes).
 .PHONY: trained-heads
 trained-heads: venv
 	$(PY) tools/train_heads.py pyxis_nb/data/trained_heads.npz
