@@ -76,9 +76,14 @@ def figure_png(fig, dpi: int = 100, colors: int = 128, *,
     Closes the figure unless ``close=False``: a caller that draws several
     frames on one figure (moving one artist) passes that and closes it.
     """
-    rgba = _draw_tight(fig, dpi)
+    rgba, _ = _draw_tight(fig, dpi)
     if close:
         plt.close(fig)
+    return _png(rgba, dpi, colors)
+
+
+def _png(rgba: np.ndarray, dpi: int, colors: int) -> bytes:
+    """(height, width, 4) pixels as a PNG of ``colors`` colours (0: all)."""
     if not colors:
         buf = io.BytesIO()
         plt.imsave(buf, rgba, format="png", dpi=dpi,
@@ -94,13 +99,16 @@ def figure_png(fig, dpi: int = 100, colors: int = 128, *,
     return out.getvalue()
 
 
-def _draw_tight(fig, dpi: int) -> np.ndarray:
+def _draw_tight(fig, dpi: int, box=None):
     """``fig`` drawn once at ``dpi`` on white, cut to its tight box.
 
     Returns the (height, width, 4) uint8 pixels that
     ``savefig(bbox_inches="tight", facecolor="white")`` would write, up to
-    the sub-pixel offset of the crop: the box's edges are rounded to whole
-    pixels instead of shifting the drawing by a fraction of one.
+    the sub-pixel offset of the cut (its edges are rounded to whole pixels
+    instead of the drawing being shifted by a fraction of one), and the box
+    with whether it lies inside the figure. Passing that back as ``box``
+    skips finding it again: for frames of one figure in which only an
+    artist inside the axes moves.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
@@ -111,30 +119,35 @@ def _draw_tight(fig, dpi: int) -> np.ndarray:
     fig.dpi = dpi
     fig.patch.set_facecolor("white")
     try:
-        canvas.draw()
-        tight = fig.get_tightbbox(canvas.get_renderer())  # inches
-        inside = (tight.x0 >= 0 and tight.y0 >= 0
-                  and tight.x1 <= fig.bbox_inches.width
-                  and tight.y1 <= fig.bbox_inches.height)
-        box = tight.padded(plt.rcParams["savefig.pad_inches"])
-        w, h = int(box.width * dpi), int(box.height * dpi)  # savefig's size
+        if box is None:
+            canvas.draw()
+            tight = fig.get_tightbbox(canvas.get_renderer())  # inches
+            inside = (tight.x0 >= 0 and tight.y0 >= 0
+                      and tight.x1 <= fig.bbox_inches.width
+                      and tight.y1 <= fig.bbox_inches.height)
+            box = (tight.padded(plt.rcParams["savefig.pad_inches"]), inside)
+        elif box[1]:
+            canvas.draw()
+        tight, inside = box
+        w, h = int(tight.width * dpi), int(tight.height * dpi)  # savefig's
         if not inside:  # something sticks out of the figure: savefig it
             buf = io.BytesIO()
-            fig.savefig(buf, format="rgba", dpi=dpi, bbox_inches=box,
+            fig.savefig(buf, format="rgba", dpi=dpi, bbox_inches=tight,
                         facecolor="white")
-            return np.frombuffer(buf.getvalue(), np.uint8).reshape(h, w, 4)
+            pixels = np.frombuffer(buf.getvalue(), np.uint8)
+            return pixels.reshape(h, w, 4), box
         pixels = np.asarray(canvas.buffer_rgba())  # (H, W, 4), top row first
     finally:
         fig.dpi = old_dpi
         fig.patch.set_facecolor(old_face)
     H, W = pixels.shape[:2]
-    left = round(box.x0 * dpi)
-    top = H - h - round(box.y0 * dpi)  # row of the box's top edge
+    left = round(tight.x0 * dpi)
+    top = H - h - round(tight.y0 * dpi)  # row of the box's top edge
     out = np.full((h, w, 4), 255, dtype=np.uint8)  # savefig's white margin
     r0, r1 = max(top, 0), min(top + h, H)
     c0, c1 = max(left, 0), min(left + w, W)
     out[r0 - top:r1 - top, c0 - left:c1 - left] = pixels[r0:r1, c0:c1]
-    return out
+    return out, box
 
 
 def png_figure_html(png: bytes, *, alt: str, view: str,
@@ -475,14 +488,15 @@ def attention_explorer(
         # the cell numbers' size in image pixels: the website check keeps
         # them >= 9 CSS px on a phone
         points = [t.get_fontsize() for t in ax.texts] or [0]
-        frames = []
+        frames, box = [], None  # the tight box: the outline moves inside
         for i in range(T):
             outline.set_y(i - 0.5)
+            rgba, box = _draw_tight(ax.figure, 100, box)
             alt = (f"Heatmap of attention weights, {name}: rows are the "
                    f"query tokens {', '.join(tokens)}; columns the keys; "
                    f"the row of {tokens[i]!r} is outlined.")
             frames.append(widgets.HTML(png_figure_html(
-                figure_png(ax.figure, close=False), alt=alt, view=name,
+                _png(rgba, 100, 128), alt=alt, view=name,
                 data={"weights": np.round(w, 4).tolist(), "query": i,
                       "annotation-px": round(min(points) * 100 / 72, 1)})))
         plt.close(ax.figure)
