@@ -198,11 +198,12 @@ def test_bad_state_dict_raises(change, match):
 
 def test_stored_weights_reproduce_from_their_seed():
     """The first steps of `make trained-heads`, retrained, give the stored
-    history; the stored weights give the stored model's behaviour."""
+    history; the stored weights give the stored model's behaviour. (The
+    trained_heads chapter retrains the first 40 steps, checked by nbval.)"""
     model, history = px.load_trained_heads("main")
-    _, short = px.train_run("main", steps=40)
+    _, short = px.train_run("main", steps=5)
     for part in ("first_half", "second_half"):
-        np.testing.assert_allclose(short[part], history[part][:40], rtol=1e-9)
+        np.testing.assert_allclose(short[part], history[part][:5], rtol=1e-9)
     ids, labels, halves = px.repeated_tokens(
         32, 8, model.vocab_size, np.random.default_rng(0))
     _, weights = model.forward(ids, return_weights=True)
