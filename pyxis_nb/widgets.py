@@ -58,30 +58,96 @@ def _style(control: str) -> dict:
     return style
 
 
-def figure_png(fig, dpi: int = 100, colors: int = 128) -> bytes:
-    """A matplotlib figure as a palette PNG of ``colors`` colours; closes it.
+def figure_png(fig, dpi: int = 100, colors: int = 128, *,
+               close: bool = True) -> bytes:
+    """A matplotlib figure as a palette PNG of ``colors`` colours.
+
+    The picture is what ``savefig(bbox_inches="tight")`` gives, drawn once
+    instead of twice: the figure is drawn at its own size and cut to the
+    tight box of what it shows (plus savefig's pad), so a frame costs one
+    draw. A figure with something outside its edges (a legend placed
+    beyond the axes) is saved by ``savefig`` itself, as before.
 
     A heatmap frame needs far fewer than the 16 million colours of an RGBA
     PNG: 128, chosen by median cut with no dithering, look the same and take
     about a third of the bytes (pass ``colors=0`` for a full-colour PNG).
     The PNG carries no software-version metadata, so the bytes depend only on
     what is drawn (and the matplotlib and Pillow builds), not on when.
+    Closes the figure unless ``close=False``: a caller that draws several
+    frames on one figure (moving one artist) passes that and closes it.
     """
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight",
-                facecolor="white", metadata={"Software": None})
-    plt.close(fig)
+    rgba, _ = _draw_tight(fig, dpi)
+    if close:
+        plt.close(fig)
+    return _png(rgba, dpi, colors)
+
+
+def _png(rgba: np.ndarray, dpi: int, colors: int) -> bytes:
+    """(height, width, 4) pixels as a PNG of ``colors`` colours (0: all)."""
     if not colors:
+        buf = io.BytesIO()
+        plt.imsave(buf, rgba, format="png", dpi=dpi,
+                   metadata={"Software": None})
         return buf.getvalue()
     from PIL import Image  # matplotlib depends on Pillow
 
-    buf.seek(0)
-    rgb = Image.open(buf).convert("RGB")
+    rgb = Image.fromarray(rgba[..., :3])
     pal = rgb.quantize(colors=colors, method=Image.Quantize.MEDIANCUT,
                        dither=Image.Dither.NONE)
     out = io.BytesIO()
     pal.save(out, format="png", optimize=True)
     return out.getvalue()
+
+
+def _draw_tight(fig, dpi: int, box=None):
+    """``fig`` drawn once at ``dpi`` on white, cut to its tight box.
+
+    Returns the (height, width, 4) uint8 pixels that
+    ``savefig(bbox_inches="tight", facecolor="white")`` would write, up to
+    the sub-pixel offset of the cut (its edges are rounded to whole pixels
+    instead of the drawing being shifted by a fraction of one), and the box
+    with whether it lies inside the figure. Passing that back as ``box``
+    skips finding it again: for frames of one figure in which only an
+    artist inside the axes moves.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = fig.canvas
+    if not isinstance(canvas, FigureCanvasAgg):
+        canvas = FigureCanvasAgg(fig)
+    old_dpi, old_face = fig.dpi, fig.patch.get_facecolor()
+    fig.dpi = dpi
+    fig.patch.set_facecolor("white")
+    try:
+        if box is None:
+            canvas.draw()
+            tight = fig.get_tightbbox(canvas.get_renderer())  # inches
+            inside = (tight.x0 >= 0 and tight.y0 >= 0
+                      and tight.x1 <= fig.bbox_inches.width
+                      and tight.y1 <= fig.bbox_inches.height)
+            box = (tight.padded(plt.rcParams["savefig.pad_inches"]), inside)
+        elif box[1]:
+            canvas.draw()
+        tight, inside = box
+        w, h = int(tight.width * dpi), int(tight.height * dpi)  # savefig's
+        if not inside:  # something sticks out of the figure: savefig it
+            buf = io.BytesIO()
+            fig.savefig(buf, format="rgba", dpi=dpi, bbox_inches=tight,
+                        facecolor="white")
+            pixels = np.frombuffer(buf.getvalue(), np.uint8)
+            return pixels.reshape(h, w, 4), box
+        pixels = np.asarray(canvas.buffer_rgba())  # (H, W, 4), top row first
+    finally:
+        fig.dpi = old_dpi
+        fig.patch.set_facecolor(old_face)
+    H, W = pixels.shape[:2]
+    left = round(tight.x0 * dpi)
+    top = H - h - round(tight.y0 * dpi)  # row of the box's top edge
+    out = np.full((h, w, 4), 255, dtype=np.uint8)  # savefig's white margin
+    r0, r1 = max(top, 0), min(top + h, H)
+    c0, c1 = max(left, 0), min(left + w, W)
+    out[r0 - top:r1 - top, c0 - left:c1 - left] = pixels[r0:r1, c0:c1]
+    return out, box
 
 
 def png_figure_html(png: bytes, *, alt: str, view: str,
@@ -448,25 +514,29 @@ def attention_explorer(
             raise ValueError(f"views[{name!r}] has shape {w.shape}, "
                              f"expected (T, S) = ({T}, {S})")
         # one heatmap per query token, its row outlined, so the dropdown shows
-        # in the picture too which row the sentence below talks about
-        frames = []
+        # in the picture too which row the sentence below talks about: one
+        # figure per view, drawn once per row with the outline moved
+        ax = plot_attention(w, tokens, key_tokens=key_tokens,
+                            mask=masks.get(name),
+                            title=f"{title}: {name}" if title else name)
+        outline = ax.add_patch(Rectangle((-0.5, -0.5), S, 1, fill=False,
+                                         edgecolor="#e8173a", linewidth=2.5,
+                                         clip_on=False))
+        # the cell numbers' size in image pixels: the website check keeps
+        # them >= 9 CSS px on a phone
+        points = [t.get_fontsize() for t in ax.texts] or [0]
+        frames, box = [], None  # the tight box: the outline moves inside
         for i in range(T):
-            ax = plot_attention(w, tokens, key_tokens=key_tokens,
-                                mask=masks.get(name),
-                                title=f"{title}: {name}" if title else name)
-            ax.add_patch(Rectangle((-0.5, i - 0.5), S, 1, fill=False,
-                                   edgecolor="#e8173a", linewidth=2.5,
-                                   clip_on=False))
+            outline.set_y(i - 0.5)
+            rgba, box = _draw_tight(ax.figure, 100, box)
             alt = (f"Heatmap of attention weights, {name}: rows are the "
                    f"query tokens {', '.join(tokens)}; columns the keys; "
                    f"the row of {tokens[i]!r} is outlined.")
-            # the cell numbers' size in image pixels: the website check keeps
-            # them >= 9 CSS px on a phone
-            points = [t.get_fontsize() for t in ax.texts] or [0]
             frames.append(widgets.HTML(png_figure_html(
-                figure_png(ax.figure), alt=alt, view=name,
+                _png(rgba, 100, 128), alt=alt, view=name,
                 data={"weights": np.round(w, 4).tolist(), "query": i,
                       "annotation-px": round(min(points) * 100 / 72, 1)})))
+        plt.close(ax.figure)
         heatmaps.append(widgets.Stack(frames, selected_index=query_index))
         said = (describe_attention(w[i], tokens, i, key_tokens=key_tokens)
                 for i in range(T))

@@ -18,6 +18,7 @@ first time only) and cached under _build/standalone/.
 
 from __future__ import annotations
 
+import os
 import sys
 import tomllib
 from pathlib import Path
@@ -37,10 +38,12 @@ INSTALL_KEY = "pyxis_install_cell"
 
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory):
+    """The base env and a folder with the checkout's wheel: the one `make
+    test` built for the site (PYXIS_WHEEL_DIR), or one built here."""
     base = rs.base_env()
     tmp = tmp_path_factory.mktemp("standalone")
     wheels = tmp / "wheels"
-    rs.build_wheel(wheels)
+    rs.wheel_into(wheels, os.environ.get("PYXIS_WHEEL_DIR") or None)
     return base, wheels, tmp
 
 
@@ -130,11 +133,11 @@ def test_what_pip_said_is_there_on_request(standalone, tmp_path):
     assert "pyxis-nb" in said and "ERROR" in said
 
 
-def test_prepared_copies_run_alone_with_their_own_kernel(tmp_path):
+def test_prepared_copies_run_alone_with_their_own_kernel(standalone, tmp_path):
     """What `make test` hands to nbval: each chapter alone in its folder, a
     kernel of its own with no pyxis_nb, no index and the checkout's wheel."""
     chapter = ROOT / "book" / "qkv.ipynb"
-    (copy,) = rs.prepare(tmp_path / "copies", [chapter])
+    (copy,) = rs.prepare(tmp_path / "copies", [chapter], standalone[1])
     assert [p.name for p in copy.parent.iterdir()] == ["qkv.ipynb"]
     nb = nbformat.read(copy, as_version=4)
     spec = tmp_path / "copies" / "kernels" / nb.metadata.kernelspec.name
