@@ -24,7 +24,8 @@ from typing import Sequence
 import numpy as np
 
 from ._checks import check_attn_mask, check_choice, check_even
-from ._checks import check_int, check_int_array, check_positive_int
+from ._checks import (check_int, check_int_array, check_positive_int,
+                      check_token_ids)
 from ._checks import check_sequences
 from .attention import sdpa_core
 from .head import Head
@@ -123,7 +124,7 @@ class TinyLM:
         ndarray, shape (..., T, V)
             Row ``t`` scores each candidate for the token at ``t + 1``.
         """
-        ids = check_int_array("ids", ids, low=0, high=self.vocab_size - 1)
+        ids = check_token_ids("ids", ids, self.vocab_size, want="(..., T)")
         T, h = ids.shape[-1], self.head
         x = self.embedding[ids] + sinusoidal_positions(
             T, h.hidden_size, dtype=self.embedding.dtype)  # (..., T, d_model)

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array, check_int, check_positive_int
+from ._checks import (as_float_array, check_float_dtype, check_int,
+                      check_positive_int, check_room, check_same_dtype,
+                      check_shape)
 
 __all__ = ["KVCache"]
 
@@ -72,10 +74,7 @@ class KVCache:
             "num_key_value_heads", num_key_value_heads)
         self.head_dim = check_positive_int("head_dim", head_dim)
         self.max_seq_len = check_positive_int("max_seq_len", max_seq_len)
-        self.dtype = np.dtype(dtype)
-        if not np.issubdtype(self.dtype, np.floating):
-            raise ValueError("dtype must be a float dtype (float32 or "
-                             f"float64), got {self.dtype}")
+        self.dtype = check_float_dtype("dtype", dtype)
         shape = (self.batch_size, self.num_key_value_heads, self.max_seq_len,
                  self.head_dim)
         layers = range(self.num_hidden_layers)
@@ -105,16 +104,13 @@ class KVCache:
         start, T = self._lengths[i], k.shape[2]
         want = (self.batch_size, self.num_key_value_heads, T, self.head_dim)
         for name, x in (("key_states", k), ("value_states", v)):
-            if x.dtype != self.dtype or x.shape != want or T == 0:
-                raise ValueError(
-                    f"{name} has shape {x.shape} and dtype {x.dtype}, "
-                    f"expected (B, H_kv, T, d_head) = ({want[0]}, {want[1]}, "
-                    f"T, {want[3]}) with T >= 1 and dtype {self.dtype}")
-        if start + T > self.max_seq_len:
-            raise ValueError(
-                f"cannot append {T} positions to layer {i}: it holds {start} "
-                f"and max_seq_len is {self.max_seq_len} ({start} + {T} = "
-                f"{start + T} > {self.max_seq_len})")
+            check_shape(name, x, x.shape == want and T >= 1,
+                        f"(B, H_kv, T, d_head) = ({want[0]}, {want[1]}, T, "
+                        f"{want[3]}) with T >= 1")
+        check_same_dtype(key_cache=self.key_cache[i], key_states=k,
+                         value_states=v)
+        check_room("key_states", start, T, "max_seq_len", self.max_seq_len,
+                   where=f" held by layer {i}")
         self.key_cache[i][:, :, start:start + T] = k  # positions start..S-1
         self.value_cache[i][:, :, start:start + T] = v
         self._lengths[i] = S = start + T

@@ -23,11 +23,12 @@ from typing import Mapping
 
 import numpy as np
 
-from ._checks import (as_float_array, check_01_mask, check_bool, check_even,
-                      check_split_heads,
-                      check_heads, check_nonempty, check_number,
+from ._checks import (as_float_array, check_01_mask, check_all_or_none,
+                      check_bool, check_even, check_heads, check_int,
+                      check_keys, check_needs, check_nonempty, check_number,
                       check_position_ids, check_positive_int,
-                      check_same_dtype, check_theta)
+                      check_same_dtype, check_shape, check_split_heads,
+                      check_theta)
 from .attention import sdpa_core
 from .masks import causal_mask
 from .norms import rms_norm_core
@@ -104,11 +105,8 @@ def repeat_kv(hidden_states, n_rep: int) -> np.ndarray:
     transformers.models.qwen3.modeling_qwen3.repeat_kv : the reference.
     torch.nn.functional.scaled_dot_product_attention : ``enable_gqa=True``.
     """
-    x = as_float_array("hidden_states", hidden_states)
+    x = as_float_array("hidden_states", hidden_states, ndim=4)
     n_rep = check_positive_int("n_rep", n_rep)
-    if x.ndim != 4:
-        raise ValueError(f"hidden_states has shape {x.shape}, "
-                         "expected (B, H_kv, S, d_head)")
     if n_rep == 1:
         return x
     B, H_kv, S, d_head = x.shape
@@ -125,12 +123,8 @@ def kv_head_for(q_head: int, num_attention_heads: int,
     2 and 3 read head 1, and so on.
     """
     H, H_kv = check_heads(num_attention_heads, num_key_value_heads)
-    is_int = (isinstance(q_head, (int, np.integer))
-              and not isinstance(q_head, bool))
-    if not is_int or not 0 <= q_head < H:
-        raise ValueError(
-            f"q_head must be an integer in 0 .. {H - 1}, got {q_head!r}")
-    return int(q_head) * H_kv // H
+    q_head = check_int("q_head", q_head, low=0, high=H - 1)
+    return q_head * H_kv // H
 
 
 def weight_shapes(hidden_size: int, num_attention_heads: int,
@@ -167,9 +161,7 @@ def position_ids_from_mask(attention_mask) -> np.ndarray:
     transformers.GenerationMixin._prepare_position_ids_for_generation
     """
     real = check_01_mask("attention_mask", attention_mask)
-    if real.ndim != 2:
-        raise ValueError(f"attention_mask has shape {real.shape}, "
-                         "expected (B, S)")
+    check_shape("attention_mask", real, real.ndim == 2, "(B, S)")
     return np.where(real, np.cumsum(real, axis=-1) - 1, 0)
 
 
@@ -181,14 +173,12 @@ def _layer_mask(attention_mask, B, T, past, is_causal):
         return mask, np.ones((B, S), bool)
     m = check_01_mask("attention_mask", attention_mask)
     if m.ndim == 4:  # Hugging Face: a 4-D mask is the complete mask, as given
-        if m.shape not in ((B, 1, T, S), (1, 1, T, S)):
-            raise ValueError(f"attention_mask has shape {m.shape}, expected "
-                             f"(B, 1, T, S) = ({B}, 1, {T}, {S})")
+        check_shape("attention_mask", m,
+                    m.shape in ((B, 1, T, S), (1, 1, T, S)),
+                    f"(B, 1, T, S) = ({B}, 1, {T}, {S})")
         return m, np.ones((B, S), bool)
-    if m.shape != (B, S):
-        raise ValueError(
-            f"attention_mask has shape {m.shape}, expected (B, S) = "
-            f"({B}, {S}): {past} cached positions plus {T} new ones")
+    check_shape("attention_mask", m, m.shape == (B, S),
+                f"(B, S) = ({B}, {S}): {past} cached positions plus {T} new")
     keys = m[:, None, None, :]  # (B, S) -> (B, 1, 1, S): True = may attend
     return (keys & causal_mask(T, S) if is_causal else keys), m
 
@@ -220,9 +210,9 @@ def _linear(x, weight, bias):
 
 def _check_hidden(layer, hidden_states) -> np.ndarray:
     x = as_float_array("hidden_states", hidden_states)
-    if x.ndim != 3 or x.shape[-1] != layer.hidden_size:
-        raise ValueError(f"hidden_states has shape {x.shape}, expected "
-                         f"(B, T, d_model) with d_model = {layer.hidden_size}")
+    check_shape("hidden_states", x,
+                x.ndim == 3 and x.shape[-1] == layer.hidden_size,
+                f"(B, T, d_model) with d_model = {layer.hidden_size}")
     check_nonempty("hidden_states", x, {0: "batch", 1: "sequence"})
     check_same_dtype(**{"q_proj.weight": layer.q_proj, "hidden_states": x})
     return x
@@ -231,17 +221,13 @@ def _check_hidden(layer, hidden_states) -> np.ndarray:
 def _check_arrays(given: dict, shapes: dict) -> dict:
     """The arrays that are not None, checked: shapes, groups, one dtype."""
     for group in OPTIONAL_GROUPS:  # a checkpoint has all of them or none
-        have = [n for n in group if given[n] is not None]
-        if 0 < len(have) < len(group):
-            raise ValueError(f"give all of {group} or none, got only {have}")
+        check_all_or_none(**{n: given[n] for n in group})
     arrays = {}
     for name, w in given.items():
         if w is not None:
-            arrays[name] = as_float_array(STATE_KEYS[name], w)
-            if arrays[name].shape != shapes[name]:
-                raise ValueError(
-                    f"{STATE_KEYS[name]} has shape {arrays[name].shape}, "
-                    f"expected {shapes[name]}")
+            arrays[name] = a = as_float_array(STATE_KEYS[name], w)
+            check_shape(STATE_KEYS[name], a, a.shape == shapes[name],
+                        str(shapes[name]))
     check_same_dtype(**arrays)
     return arrays
 
@@ -250,13 +236,10 @@ def _checkpoint_arrays(state_dict: Mapping, prefix: str) -> dict:
     """The arrays under ``prefix``; raise if a key is unknown or missing."""
     ours = {k[len(prefix):]: v for k, v in state_dict.items()
             if k.startswith(prefix)}
-    unknown = sorted(prefix + k for k in ours if k not in STATE_KEYS.values())
-    missing = [prefix + STATE_KEYS[n] for n in PROJECTIONS
-               if STATE_KEYS[n] not in ours]
-    if unknown or missing:
-        raise ValueError(
-            f"state_dict does not fit the layer under prefix {prefix!r}: "
-            f"unknown keys {unknown}, missing keys {missing}")
+    check_keys(f"state_dict under prefix {prefix!r}",
+               [prefix + k for k in ours],
+               [prefix + k for k in STATE_KEYS.values()],
+               [prefix + STATE_KEYS[n] for n in PROJECTIONS])
     return {n: ours[k] for n, k in STATE_KEYS.items() if k in ours}
 
 
@@ -264,11 +247,10 @@ def _checkpoint_theta(arrays: dict, theta):
     """theta as given; if not given, None, unless the arrays are Qwen3's."""
     if theta is not _NOT_GIVEN:
         return theta
-    if "q_norm" in arrays or "k_norm" in arrays:
-        raise ValueError(
-            "state_dict has q_norm/k_norm (a Qwen3 checkpoint) but no "
-            "theta was given: pass theta=config.rope_theta, or "
-            "theta=None to leave RoPE out on purpose")
+    check_needs("q_norm" not in arrays and "k_norm" not in arrays, "theta",
+                "a value for a Qwen3 checkpoint (it has q_norm/k_norm)",
+                "pass theta=config.rope_theta, or theta=None to leave RoPE "
+                "out on purpose")
     return None
 
 
