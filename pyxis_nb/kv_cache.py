@@ -13,6 +13,16 @@ Each layer owns two arrays of shape (B, H_kv, max_seq_len, d_head),
 allocated once; an ``update`` writes ``T`` new positions after those
 already there and returns views of the first ``S``. Nothing is copied or
 reallocated while decoding.
+
+Details
+-------
+What ``help()`` tells beyond the short docstrings the chapters list.
+
+``KVCache.update``
+    ``key_states``, ``value_states``: (B, H_kv, T, d_head), of the
+    cache's dtype; nothing is written if anything is wrong. Returns
+    views (B, H_kv, S, d_head), which later updates leave unchanged.
+    Same call as ``transformers.DynamicCache.update``.
 """
 
 from __future__ import annotations
@@ -91,13 +101,9 @@ class KVCache:
         return self._lengths[self._check_layer(layer_idx)]
 
     def update(self, key_states, value_states, layer_idx: int):
-        """Append ``T`` new positions to one layer; return all it holds.
+        """Append T positions to layer ``layer_idx``; return all it holds.
 
-        ``key_states``, ``value_states``: (B, H_kv, T, d_head), of the
-        cache's dtype; nothing is written if anything is wrong. Returns
-        views (B, H_kv, S, d_head), which later updates leave unchanged.
-        Same call as ``transformers.DynamicCache.update``.
-        """
+        (B, H_kv, T, d_head) each -> views (B, H_kv, S, d_head), as HF's."""
         i = self._check_layer(layer_idx)
         k = as_float_array("key_states", key_states, ndim=4)
         v = as_float_array("value_states", value_states, ndim=4)

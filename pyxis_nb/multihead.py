@@ -15,6 +15,48 @@ MHA is ``H_kv == H``, GQA ``1 < H_kv < H``, MQA ``H_kv == 1``. Query head
 ``h`` reads key/value head ``h // n_rep``, as ``repeat_kv`` lays them out.
 Weights use torch's ``Linear`` layout (out_features, in_features), as
 checkpoints store them: a projection is ``x @ W.T + b``.
+
+Details
+-------
+What ``help()`` tells beyond the short docstrings the chapters list.
+
+``MultiHeadAttention.attend``
+    ``x`` (B, T, d_model) of the layer's dtype; ``attn_mask`` bool, True
+    = may attend, broadcastable to (B, H, T, S), or None;
+    ``position_embeddings`` (cos, sin), each (B, T, d_head), or None: no
+    RoPE. Returns out (B, T, d_model), weights (B, H, T, S). HF:
+    ``Qwen3Attention.forward``, given what its model builds once.
+
+``MultiHeadAttention.forward``
+    ``hidden_states`` (B, T, d_model). ``attention_mask`` (B, S): 1 =
+    real token, 0 = padding, over cached and new positions, combined
+    with the causal mask; or 4-D (B or 1, 1, T, S), True = may attend,
+    used as given (as HF does). ``position_ids`` (T,) or (B, T),
+    default from the mask. ``past_key_value``: a KVCache, appended at
+    ``layer_idx`` (HF 5.x: ``cache``). Returns out (B, T, d_model),
+    and weights (B, H, T, S) with ``return_weights``.
+
+``MultiHeadAttention.project``
+    Unchecked: ``x`` (B, T, d_model) as :meth:`forward` checked it.
+
+``attention_per_head``
+    Query head ``h`` uses its rows of ``q_proj`` and those of key/value
+    head ``kv_head_for(h, H, H_kv)`` of ``k_proj`` and ``v_proj``; ``o_proj``
+    mixes the concatenated heads: (B, T, d_model). For teaching and tests.
+
+``kv_head_for``
+    With 16 query and 8 key/value heads, query heads 0 and 1 read head 0,
+    2 and 3 read head 1, and so on.
+
+``repeat_kv``
+    (B, H_kv, S, d_head) -> (B, H_kv*n_rep, S, d_head); output head ``h``
+    is input head ``h // n_rep`` (0, 0, 1, 1, ... for ``n_rep = 2``).
+    Returns the input itself when ``n_rep == 1``, as Hugging Face does.
+
+    See Also
+    --------
+    transformers.models.qwen3.modeling_qwen3.repeat_kv : the reference.
+    torch.nn.functional.scaled_dot_product_attention : ``enable_gqa=True``.
 """
 
 from __future__ import annotations
@@ -96,15 +138,7 @@ def merge_heads_core(x):
 def repeat_kv(hidden_states, n_rep: int) -> np.ndarray:
     """Repeat each key/value head for ``n_rep`` consecutive query heads.
 
-    (B, H_kv, S, d_head) -> (B, H_kv*n_rep, S, d_head); output head ``h``
-    is input head ``h // n_rep`` (0, 0, 1, 1, ... for ``n_rep = 2``).
-    Returns the input itself when ``n_rep == 1``, as Hugging Face does.
-
-    See Also
-    --------
-    transformers.models.qwen3.modeling_qwen3.repeat_kv : the reference.
-    torch.nn.functional.scaled_dot_product_attention : ``enable_gqa=True``.
-    """
+    (B, H_kv, S, d_head) -> (B, H_kv*n_rep, S, d_head). HF: ``repeat_kv``."""
     x = as_float_array("hidden_states", hidden_states, ndim=4)
     n_rep = check_positive_int("n_rep", n_rep)
     if n_rep == 1:
@@ -117,11 +151,7 @@ def repeat_kv(hidden_states, n_rep: int) -> np.ndarray:
 
 def kv_head_for(q_head: int, num_attention_heads: int,
                 num_key_value_heads: int) -> int:
-    """The key/value head query head ``q_head`` reads: ``q_head // n_rep``.
-
-    With 16 query and 8 key/value heads, query heads 0 and 1 read head 0,
-    2 and 3 read head 1, and so on.
-    """
+    """The key/value head query head ``q_head`` reads: ``q_head // n_rep``."""
     H, H_kv = check_heads(num_attention_heads, num_key_value_heads)
     q_head = check_int("q_head", q_head, low=0, high=H - 1)
     return q_head * H_kv // H
@@ -333,9 +363,7 @@ class MultiHeadAttention:
         return self.q_proj.dtype
 
     def project(self, x):
-        """(q, k, v): (B, H, T, d_head), (B, H_kv, T, d_head) x2, pre-RoPE.
-
-        Unchecked: ``x`` (B, T, d_model) as :meth:`forward` checked it."""
+        """(q, k, v): (B, H, T, d_head), (B, H_kv, T, d_head) x2, pre-RoPE."""
         d = self.head_dim
         # (B, T, d_model) @ (d_model, H*d_head) -> (B, H, T, d_head)
         q = split_heads_core(_linear(x, self.q_proj, self.q_proj_bias), d)
@@ -352,14 +380,7 @@ class MultiHeadAttention:
                 return_weights=False):
         """Check the inputs, build the mask and positions, then ``attend``.
 
-        ``hidden_states`` (B, T, d_model). ``attention_mask`` (B, S): 1 =
-        real token, 0 = padding, over cached and new positions, combined
-        with the causal mask; or 4-D (B or 1, 1, T, S), True = may attend,
-        used as given (as HF does). ``position_ids`` (T,) or (B, T),
-        default from the mask. ``past_key_value``: a KVCache, appended at
-        ``layer_idx`` (HF 5.x: ``cache``). Returns out (B, T, d_model),
-        and weights (B, H, T, S) with ``return_weights``.
-        """
+        (B, T, d_model) -> (B, T, d_model). HF: ``Qwen3Attention.forward``."""
         is_causal = check_bool("is_causal", is_causal)
         return_weights = check_bool("return_weights", return_weights)
         x = _check_hidden(self, hidden_states)  # (B, T, d_model)
@@ -377,12 +398,7 @@ class MultiHeadAttention:
                layer_idx=0):
         """Unchecked core of :meth:`forward`: project, rotate, cache, attend.
 
-        ``x`` (B, T, d_model) of the layer's dtype; ``attn_mask`` bool, True
-        = may attend, broadcastable to (B, H, T, S), or None;
-        ``position_embeddings`` (cos, sin), each (B, T, d_head), or None: no
-        RoPE. Returns out (B, T, d_model), weights (B, H, T, S). HF:
-        ``Qwen3Attention.forward``, given what its model builds once.
-        """
+        x (B, T, d_model) -> out (B, T, d_model), weights (B, H, T, S)."""
         q, k, v = self.project(x)  # (B, H or H_kv, T, d_head)
         if position_embeddings is not None:  # rotate before caching
             cos, sin = position_embeddings  # (B, T, d_head) each
@@ -410,10 +426,7 @@ def attention_per_head(layer: MultiHeadAttention, hidden_states, *,
                        is_causal: bool = True) -> np.ndarray:
     """The layer as a loop over query heads, positions 0 .. T-1, no cache.
 
-    Query head ``h`` uses its rows of ``q_proj`` and those of key/value
-    head ``kv_head_for(h, H, H_kv)`` of ``k_proj`` and ``v_proj``; ``o_proj``
-    mixes the concatenated heads: (B, T, d_model). For teaching and tests.
-    """
+    (B, T, d_model) -> (B, T, d_model), equal to the layer's output."""
     x = _check_hidden(layer, hidden_states)  # (B, T, d_model)
     is_causal = check_bool("is_causal", is_causal)
     d_head, H, T = layer.head_dim, layer.num_attention_heads, x.shape[1]
