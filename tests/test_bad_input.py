@@ -393,7 +393,32 @@ ROWS += [
 ]
 
 
+ROWS += [
+    # memory (moved from test_memory.py)
+    (px.kv_cache_bytes, dict(num_hidden_layers=28, num_key_value_heads=0,
+                             head_dim=128, seq_len=1), ValueError,
+     r"num_key_value_heads .*got 0"),
+    (px.kv_cache_bytes, dict(num_hidden_layers=28, num_key_value_heads=8,
+                             head_dim=128.0, seq_len=1), ValueError,
+     r"head_dim .*got 128\.0"),
+    (px.kv_cache_bytes, dict(num_hidden_layers=28, num_key_value_heads=8,
+                             head_dim=128, seq_len=-1), ValueError,
+     r"seq_len .*0 .*got -1"),
+    (px.attention_parameter_count,
+     dict(hidden_size=2048, num_attention_heads=16, num_key_value_heads=None,
+          head_dim=128), ValueError, r"num_key_value_heads .*got None"),
+    (px.score_matrix_bytes, dict(seq_len=10, num_attention_heads=0),
+     ValueError, r"num_attention_heads .*got 0"),
+    # norms: mixed dtypes raise, as in torch (moved from test_norms.py)
+    (px.rms_norm, dict(x=z(2, 8, dtype=np.float32), weight=np.ones(8)),
+     ValueError, r"weight .*float64.*x .*float32"),
+]
+
 PLOT_ROWS = [
+    ("plot_max_weight", dict(ds=[8, 32, 64], columns={"a": [0.3, 0.5]}),
+     r"columns\['a'\] has 2 values, expected 3"),
+    ("plot_std_growth", dict(ds=[0, 4], raw=[1.0, 2.0], after=[1.0, 1.0]),
+     r"ds .*got 0"),
     ("plot_attention", dict(weights=z(3)), r"weights .*\(3,\)"),
     ("plot_attention", dict(weights=z(2, 3, 3)),
      r"weights .*\(2, 3, 3\)"),
