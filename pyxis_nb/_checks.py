@@ -512,22 +512,35 @@ def check_divisible(name: str, value: int, by_name: str, by: int) -> int:
 
 
 def check_room(name: str, held: int, new: int, limit_name: str,
-               limit: int, where: str = "") -> None:
+               limit: int, where: str) -> None:
     """Raise if ``held + new`` positions exceed ``limit`` (a cache, a model).
 
     The one overflow check: a cache's ``max_seq_len``, a model's
-    ``max_position_embeddings``; ``where``: whose ``held`` positions.
+    ``max_position_embeddings``; ``where``: what holds the ``held`` ones.
     """
     if held + new > limit:
         raise ValueError(
-            f"{name} adds {new} positions to the {held}{where}, more than "
-            f"{limit_name} allows: {held} + {new} = {held + new} > {limit}")
+            f"{name}: cannot append {new} positions to {where}: it holds "
+            f"{held} and {limit_name} is {limit} ({held} + {new} = "
+            f"{held + new} > {limit})")
 
 
 def check_needs(ok: bool, name: str, needs: str, why: str) -> None:
     """Raise unless ``ok``: argument ``name`` needs ``needs`` (``why``)."""
     if not ok:
         raise ValueError(f"{name} needs {needs}: {why}")
+
+
+def check_scale(name: str, value) -> float | None:
+    """None, or a finite number > 0 (an attention scale, as torch's)."""
+    if value is None:
+        return None
+    real = (isinstance(value, (int, float, np.integer, np.floating))
+            and not isinstance(value, bool))
+    if not real or not np.isfinite(value) or value <= 0:
+        raise ValueError(
+            f"{name} must be a finite number > 0 or None, got {value!r}")
+    return float(value)
 
 
 def check_token_ids(name: str, ids, vocab_size: int, *,

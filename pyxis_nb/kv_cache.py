@@ -116,7 +116,7 @@ class KVCache:
         check_same_dtype(key_cache=self.key_cache[i], key_states=k,
                          value_states=v)
         check_room("key_states", start, T, "max_seq_len", self.max_seq_len,
-                   where=f" held by layer {i}")
+                   f"layer {i}")
         self.key_cache[i][:, :, start:start + T] = k  # positions start..S-1
         self.value_cache[i][:, :, start:start + T] = v
         self._lengths[i] = S = start + T

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import pyxis_nb as px
+from pyxis_nb import _checks
 
 
 def z(*shape, dtype=float):
@@ -409,6 +410,14 @@ ROWS += [
           head_dim=128), ValueError, r"num_key_value_heads .*got None"),
     (px.score_matrix_bytes, dict(seq_len=10, num_attention_heads=0),
      ValueError, r"num_attention_heads .*got 0"),
+    # the general helpers the modules not yet routed will call
+    (_checks.check_not_empty, dict(name="views", items={}, want="view"),
+     ValueError, r"views is empty"),
+    (_checks.check_divisible, dict(name="hidden_size", value=10,
+                                   by_name="num_attention_heads", by=4),
+     ValueError, r"hidden_size = 10 .*num_attention_heads = 4"),
+    *[(_checks.check_scale, dict(name="scale", value=bad), ValueError,
+       rf"scale .*got {bad}") for bad in (0, -1.0, np.inf, True)],
     # norms: mixed dtypes raise, as in torch (moved from test_norms.py)
     (px.rms_norm, dict(x=z(2, 8, dtype=np.float32), weight=np.ones(8)),
      ValueError, r"weight .*float64.*x .*float32"),
