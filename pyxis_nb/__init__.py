@@ -73,6 +73,7 @@ def _declared_all(module: str) -> list[str]:
                 and any(getattr(t, "id", "") == "__all__"
                         for t in node.targets)):
             return list(_ast.literal_eval(node.value))
+    # reason: a broken package, not bad input: no argument to name
     raise ImportError(f"pyxis_nb.{module} defines no literal __all__")
 
 
@@ -90,7 +91,7 @@ __version__ = "0.2.0"
 def __getattr__(name: str):
     """Load ``plotting`` / ``widgets`` when one of their names is used."""
     module = _LAZY_NAMES.get(name, name if name in _LAZY else None)
-    if module is None:
+    if module is None:  # reason: PEP 562 wants AttributeError here
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     loaded = _importlib.import_module(f".{module}", __name__)
     value = loaded if name == module else getattr(loaded, name)

@@ -466,6 +466,101 @@ def check_frequencies(name: str, size, theta,
 
 
 # --- layer checks
+# ------------------------------------------ shapes, keys, lengths, needs
+# The general doors: one message per kind of mistake, for the conditions
+# the helpers above do not cover. Each names the argument, what it got and
+# what it wanted, as every helper here does.
+
+def check_shape(name: str, x, ok: bool, want: str):
+    """``x`` if ``ok``; else ``name has shape (...), expected want``."""
+    if not ok:
+        raise ValueError(f"{name} has shape {np.shape(x)}, expected {want}")
+    return x
+
+
+def check_not_empty(name: str, items, want: str):
+    """``items`` unless it is empty (``want``: what one item is)."""
+    if len(items) == 0:
+        raise ValueError(f"{name} is empty: expected at least one {want}")
+    return items
+
+
+def check_keys(name: str, keys, known, required=()) -> None:
+    """Raise if ``keys`` has one not in ``known`` or lacks a ``required``."""
+    keys = list(keys)
+    unknown = sorted(str(k) for k in keys if k not in known)
+    missing = [str(k) for k in required if k not in keys]
+    if unknown or missing:
+        raise ValueError(
+            f"{name} has unknown keys {unknown}, missing keys {missing}")
+
+
+def check_all_or_none(**given) -> None:
+    """Arrays that come together (q_norm and k_norm): all of them or none."""
+    have = [n for n, v in given.items() if v is not None]
+    if 0 < len(have) < len(given):
+        raise ValueError(
+            f"give all of {tuple(given)} or none, got only {have}")
+
+
+def check_divisible(name: str, value: int, by_name: str, by: int) -> int:
+    """``value`` if ``by`` divides it (hidden_size by num_attention_heads)."""
+    if value % by:
+        raise ValueError(f"{name} = {value} must be divisible by "
+                         f"{by_name} = {by}, got remainder {value % by}")
+    return value
+
+
+def check_room(name: str, held: int, new: int, limit_name: str,
+               limit: int, where: str) -> None:
+    """Raise if ``held + new`` positions exceed ``limit`` (a cache, a model).
+
+    The one overflow check: a cache's ``max_seq_len``, a model's
+    ``max_position_embeddings``; ``where``: what holds the ``held`` ones.
+    """
+    if held + new > limit:
+        raise ValueError(
+            f"{name}: cannot append {new} positions to {where}: it holds "
+            f"{held} and {limit_name} is {limit} ({held} + {new} = "
+            f"{held + new} > {limit})")
+
+
+def check_needs(ok: bool, name: str, needs: str, why: str) -> None:
+    """Raise unless ``ok``: argument ``name`` needs ``needs`` (``why``)."""
+    if not ok:
+        raise ValueError(f"{name} needs {needs}: {why}")
+
+
+def check_scale(name: str, value) -> float | None:
+    """None, or a finite number > 0 (an attention scale, as torch's)."""
+    if value is None:
+        return None
+    real = (isinstance(value, (int, float, np.integer, np.floating))
+            and not isinstance(value, bool))
+    if not real or not np.isfinite(value) or value <= 0:
+        raise ValueError(
+            f"{name} must be a finite number > 0 or None, got {value!r}")
+    return float(value)
+
+
+def check_token_ids(name: str, ids, vocab_size: int, *,
+                    ndim: int | None = None, want: str = "(B, T)",
+                    ignore_index: int | None = None) -> np.ndarray:
+    """Token ids: a non-empty integer array with values in 0 .. V-1.
+
+    The one convention for token ids (``input_ids``, ``labels``, prompts);
+    ``ignore_index`` (torch's -100 for labels) is allowed besides.
+    """
+    arr = check_int_array(name, ids, ndim=ndim, want=want)
+    real = arr if ignore_index is None else arr[arr != ignore_index]
+    if real.size and (real.min() < 0 or real.max() >= vocab_size):
+        extra = "" if ignore_index is None else f" (or {ignore_index})"
+        raise ValueError(
+            f"{name} must lie in 0 .. {vocab_size - 1}{extra}, got "
+            f"{real.min()} .. {real.max()} (vocab_size = {vocab_size})")
+    return arr
+
+
 def check_01_mask(name: str, mask) -> np.ndarray:
     """A mask as a bool array: booleans, or numbers that are all 0 or 1."""
     m = np.asarray(mask)

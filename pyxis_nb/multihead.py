@@ -15,6 +15,48 @@ MHA is ``H_kv == H``, GQA ``1 < H_kv < H``, MQA ``H_kv == 1``. Query head
 ``h`` reads key/value head ``h // n_rep``, as ``repeat_kv`` lays them out.
 Weights use torch's ``Linear`` layout (out_features, in_features), as
 checkpoints store them: a projection is ``x @ W.T + b``.
+
+Details
+-------
+What ``help()`` tells beyond the short docstrings the chapters list.
+
+``MultiHeadAttention.attend``
+    ``x`` (B, T, d_model) of the layer's dtype; ``attn_mask`` bool, True
+    = may attend, broadcastable to (B, H, T, S), or None;
+    ``position_embeddings`` (cos, sin), each (B, T, d_head), or None: no
+    RoPE. Returns out (B, T, d_model), weights (B, H, T, S). HF:
+    ``Qwen3Attention.forward``, given what its model builds once.
+
+``MultiHeadAttention.forward``
+    ``hidden_states`` (B, T, d_model). ``attention_mask`` (B, S): 1 =
+    real token, 0 = padding, over cached and new positions, combined
+    with the causal mask; or 4-D (B or 1, 1, T, S), True = may attend,
+    used as given (as HF does). ``position_ids`` (T,) or (B, T),
+    default from the mask. ``past_key_value``: a KVCache, appended at
+    ``layer_idx`` (HF 5.x: ``cache``). Returns out (B, T, d_model),
+    and weights (B, H, T, S) with ``return_weights``.
+
+``MultiHeadAttention.project``
+    Unchecked: ``x`` (B, T, d_model) as :meth:`forward` checked it.
+
+``attention_per_head``
+    Query head ``h`` uses its rows of ``q_proj`` and those of key/value
+    head ``kv_head_for(h, H, H_kv)`` of ``k_proj`` and ``v_proj``; ``o_proj``
+    mixes the concatenated heads: (B, T, d_model). For teaching and tests.
+
+``kv_head_for``
+    With 16 query and 8 key/value heads, query heads 0 and 1 read head 0,
+    2 and 3 read head 1, and so on.
+
+``repeat_kv``
+    (B, H_kv, S, d_head) -> (B, H_kv*n_rep, S, d_head); output head ``h``
+    is input head ``h // n_rep`` (0, 0, 1, 1, ... for ``n_rep = 2``).
+    Returns the input itself when ``n_rep == 1``, as Hugging Face does.
+
+    See Also
+    --------
+    transformers.models.qwen3.modeling_qwen3.repeat_kv : the reference.
+    torch.nn.functional.scaled_dot_product_attention : ``enable_gqa=True``.
 """
 
 from __future__ import annotations
@@ -23,11 +65,12 @@ from typing import Mapping
 
 import numpy as np
 
-from ._checks import (as_float_array, check_01_mask, check_bool, check_even,
-                      check_split_heads,
-                      check_heads, check_nonempty, check_number,
+from ._checks import (as_float_array, check_01_mask, check_all_or_none,
+                      check_bool, check_even, check_heads, check_int,
+                      check_keys, check_needs, check_nonempty, check_number,
                       check_position_ids, check_positive_int,
-                      check_same_dtype, check_theta)
+                      check_same_dtype, check_shape, check_split_heads,
+                      check_theta)
 from .attention import sdpa_core
 from .masks import causal_mask
 from .norms import rms_norm_core
@@ -95,20 +138,9 @@ def merge_heads_core(x):
 def repeat_kv(hidden_states, n_rep: int) -> np.ndarray:
     """Repeat each key/value head for ``n_rep`` consecutive query heads.
 
-    (B, H_kv, S, d_head) -> (B, H_kv*n_rep, S, d_head); output head ``h``
-    is input head ``h // n_rep`` (0, 0, 1, 1, ... for ``n_rep = 2``).
-    Returns the input itself when ``n_rep == 1``, as Hugging Face does.
-
-    See Also
-    --------
-    transformers.models.qwen3.modeling_qwen3.repeat_kv : the reference.
-    torch.nn.functional.scaled_dot_product_attention : ``enable_gqa=True``.
-    """
-    x = as_float_array("hidden_states", hidden_states)
+    (B, H_kv, S, d_head) -> (B, H_kv*n_rep, S, d_head). HF: ``repeat_kv``."""
+    x = as_float_array("hidden_states", hidden_states, ndim=4)
     n_rep = check_positive_int("n_rep", n_rep)
-    if x.ndim != 4:
-        raise ValueError(f"hidden_states has shape {x.shape}, "
-                         "expected (B, H_kv, S, d_head)")
     if n_rep == 1:
         return x
     B, H_kv, S, d_head = x.shape
@@ -119,18 +151,10 @@ def repeat_kv(hidden_states, n_rep: int) -> np.ndarray:
 
 def kv_head_for(q_head: int, num_attention_heads: int,
                 num_key_value_heads: int) -> int:
-    """The key/value head query head ``q_head`` reads: ``q_head // n_rep``.
-
-    With 16 query and 8 key/value heads, query heads 0 and 1 read head 0,
-    2 and 3 read head 1, and so on.
-    """
+    """The key/value head query head ``q_head`` reads: ``q_head // n_rep``."""
     H, H_kv = check_heads(num_attention_heads, num_key_value_heads)
-    is_int = (isinstance(q_head, (int, np.integer))
-              and not isinstance(q_head, bool))
-    if not is_int or not 0 <= q_head < H:
-        raise ValueError(
-            f"q_head must be an integer in 0 .. {H - 1}, got {q_head!r}")
-    return int(q_head) * H_kv // H
+    q_head = check_int("q_head", q_head, low=0, high=H - 1)
+    return q_head * H_kv // H
 
 
 def weight_shapes(hidden_size: int, num_attention_heads: int,
@@ -167,9 +191,7 @@ def position_ids_from_mask(attention_mask) -> np.ndarray:
     transformers.GenerationMixin._prepare_position_ids_for_generation
     """
     real = check_01_mask("attention_mask", attention_mask)
-    if real.ndim != 2:
-        raise ValueError(f"attention_mask has shape {real.shape}, "
-                         "expected (B, S)")
+    check_shape("attention_mask", real, real.ndim == 2, "(B, S)")
     return np.where(real, np.cumsum(real, axis=-1) - 1, 0)
 
 
@@ -181,14 +203,12 @@ def _layer_mask(attention_mask, B, T, past, is_causal):
         return mask, np.ones((B, S), bool)
     m = check_01_mask("attention_mask", attention_mask)
     if m.ndim == 4:  # Hugging Face: a 4-D mask is the complete mask, as given
-        if m.shape not in ((B, 1, T, S), (1, 1, T, S)):
-            raise ValueError(f"attention_mask has shape {m.shape}, expected "
-                             f"(B, 1, T, S) = ({B}, 1, {T}, {S})")
+        check_shape("attention_mask", m,
+                    m.shape in ((B, 1, T, S), (1, 1, T, S)),
+                    f"(B, 1, T, S) = ({B}, 1, {T}, {S})")
         return m, np.ones((B, S), bool)
-    if m.shape != (B, S):
-        raise ValueError(
-            f"attention_mask has shape {m.shape}, expected (B, S) = "
-            f"({B}, {S}): {past} cached positions plus {T} new ones")
+    check_shape("attention_mask", m, m.shape == (B, S),
+                f"(B, S) = ({B}, {S}): {past} cached positions plus {T} new")
     keys = m[:, None, None, :]  # (B, S) -> (B, 1, 1, S): True = may attend
     return (keys & causal_mask(T, S) if is_causal else keys), m
 
@@ -220,9 +240,9 @@ def _linear(x, weight, bias):
 
 def _check_hidden(layer, hidden_states) -> np.ndarray:
     x = as_float_array("hidden_states", hidden_states)
-    if x.ndim != 3 or x.shape[-1] != layer.hidden_size:
-        raise ValueError(f"hidden_states has shape {x.shape}, expected "
-                         f"(B, T, d_model) with d_model = {layer.hidden_size}")
+    check_shape("hidden_states", x,
+                x.ndim == 3 and x.shape[-1] == layer.hidden_size,
+                f"(B, T, d_model) with d_model = {layer.hidden_size}")
     check_nonempty("hidden_states", x, {0: "batch", 1: "sequence"})
     check_same_dtype(**{"q_proj.weight": layer.q_proj, "hidden_states": x})
     return x
@@ -231,17 +251,13 @@ def _check_hidden(layer, hidden_states) -> np.ndarray:
 def _check_arrays(given: dict, shapes: dict) -> dict:
     """The arrays that are not None, checked: shapes, groups, one dtype."""
     for group in OPTIONAL_GROUPS:  # a checkpoint has all of them or none
-        have = [n for n in group if given[n] is not None]
-        if 0 < len(have) < len(group):
-            raise ValueError(f"give all of {group} or none, got only {have}")
+        check_all_or_none(**{n: given[n] for n in group})
     arrays = {}
     for name, w in given.items():
         if w is not None:
-            arrays[name] = as_float_array(STATE_KEYS[name], w)
-            if arrays[name].shape != shapes[name]:
-                raise ValueError(
-                    f"{STATE_KEYS[name]} has shape {arrays[name].shape}, "
-                    f"expected {shapes[name]}")
+            arrays[name] = a = as_float_array(STATE_KEYS[name], w)
+            check_shape(STATE_KEYS[name], a, a.shape == shapes[name],
+                        str(shapes[name]))
     check_same_dtype(**arrays)
     return arrays
 
@@ -250,13 +266,10 @@ def _checkpoint_arrays(state_dict: Mapping, prefix: str) -> dict:
     """The arrays under ``prefix``; raise if a key is unknown or missing."""
     ours = {k[len(prefix):]: v for k, v in state_dict.items()
             if k.startswith(prefix)}
-    unknown = sorted(prefix + k for k in ours if k not in STATE_KEYS.values())
-    missing = [prefix + STATE_KEYS[n] for n in PROJECTIONS
-               if STATE_KEYS[n] not in ours]
-    if unknown or missing:
-        raise ValueError(
-            f"state_dict does not fit the layer under prefix {prefix!r}: "
-            f"unknown keys {unknown}, missing keys {missing}")
+    check_keys(f"state_dict under prefix {prefix!r}",
+               [prefix + k for k in ours],
+               [prefix + k for k in STATE_KEYS.values()],
+               [prefix + STATE_KEYS[n] for n in PROJECTIONS])
     return {n: ours[k] for n, k in STATE_KEYS.items() if k in ours}
 
 
@@ -264,11 +277,10 @@ def _checkpoint_theta(arrays: dict, theta):
     """theta as given; if not given, None, unless the arrays are Qwen3's."""
     if theta is not _NOT_GIVEN:
         return theta
-    if "q_norm" in arrays or "k_norm" in arrays:
-        raise ValueError(
-            "state_dict has q_norm/k_norm (a Qwen3 checkpoint) but no "
-            "theta was given: pass theta=config.rope_theta, or "
-            "theta=None to leave RoPE out on purpose")
+    check_needs("q_norm" not in arrays and "k_norm" not in arrays, "theta",
+                "a value for a Qwen3 checkpoint (it has q_norm/k_norm)",
+                "pass theta=config.rope_theta, or theta=None to leave RoPE "
+                "out on purpose")
     return None
 
 
@@ -351,9 +363,7 @@ class MultiHeadAttention:
         return self.q_proj.dtype
 
     def project(self, x):
-        """(q, k, v): (B, H, T, d_head), (B, H_kv, T, d_head) x2, pre-RoPE.
-
-        Unchecked: ``x`` (B, T, d_model) as :meth:`forward` checked it."""
+        """(q, k, v): (B, H, T, d_head), (B, H_kv, T, d_head) x2, pre-RoPE."""
         d = self.head_dim
         # (B, T, d_model) @ (d_model, H*d_head) -> (B, H, T, d_head)
         q = split_heads_core(_linear(x, self.q_proj, self.q_proj_bias), d)
@@ -370,14 +380,7 @@ class MultiHeadAttention:
                 return_weights=False):
         """Check the inputs, build the mask and positions, then ``attend``.
 
-        ``hidden_states`` (B, T, d_model). ``attention_mask`` (B, S): 1 =
-        real token, 0 = padding, over cached and new positions, combined
-        with the causal mask; or 4-D (B or 1, 1, T, S), True = may attend,
-        used as given (as HF does). ``position_ids`` (T,) or (B, T),
-        default from the mask. ``past_key_value``: a KVCache, appended at
-        ``layer_idx`` (HF 5.x: ``cache``). Returns out (B, T, d_model),
-        and weights (B, H, T, S) with ``return_weights``.
-        """
+        (B, T, d_model) -> (B, T, d_model). HF: ``Qwen3Attention.forward``."""
         is_causal = check_bool("is_causal", is_causal)
         return_weights = check_bool("return_weights", return_weights)
         x = _check_hidden(self, hidden_states)  # (B, T, d_model)
@@ -395,12 +398,7 @@ class MultiHeadAttention:
                layer_idx=0):
         """Unchecked core of :meth:`forward`: project, rotate, cache, attend.
 
-        ``x`` (B, T, d_model) of the layer's dtype; ``attn_mask`` bool, True
-        = may attend, broadcastable to (B, H, T, S), or None;
-        ``position_embeddings`` (cos, sin), each (B, T, d_head), or None: no
-        RoPE. Returns out (B, T, d_model), weights (B, H, T, S). HF:
-        ``Qwen3Attention.forward``, given what its model builds once.
-        """
+        x (B, T, d_model) -> out (B, T, d_model), weights (B, H, T, S)."""
         q, k, v = self.project(x)  # (B, H or H_kv, T, d_head)
         if position_embeddings is not None:  # rotate before caching
             cos, sin = position_embeddings  # (B, T, d_head) each
@@ -428,10 +426,7 @@ def attention_per_head(layer: MultiHeadAttention, hidden_states, *,
                        is_causal: bool = True) -> np.ndarray:
     """The layer as a loop over query heads, positions 0 .. T-1, no cache.
 
-    Query head ``h`` uses its rows of ``q_proj`` and those of key/value
-    head ``kv_head_for(h, H, H_kv)`` of ``k_proj`` and ``v_proj``; ``o_proj``
-    mixes the concatenated heads: (B, T, d_model). For teaching and tests.
-    """
+    (B, T, d_model) -> (B, T, d_model), equal to the layer's output."""
     x = _check_hidden(layer, hidden_states)  # (B, T, d_model)
     is_causal = check_bool("is_causal", is_causal)
     d_head, H, T = layer.head_dim, layer.num_attention_heads, x.shape[1]

@@ -12,6 +12,30 @@ Shape legend:
     ...       leading batch dimensions
     T         positions
     d_model   size of one token's vector (even: sin/cos pairs)
+
+Details
+-------
+What ``help()`` tells beyond the short docstrings the chapters list.
+
+``sinusoidal_positions``
+    Parameters
+    ----------
+    T, hidden_size : int
+        Positions and encoding size ``d_model`` (even).
+    theta : float, default 10000.0
+        The frequency base (as RoPE's).
+    offset : int, default 0
+        Position of the first row (the tokens already in a KV cache).
+    dtype : numpy float dtype, default float64
+
+    Returns
+    -------
+    ndarray, shape (T, d_model)
+        Row ``t`` encodes ``offset + t``: sin in even, cos in odd columns.
+
+    See Also
+    --------
+    create_sinusoidal_embeddings : Hugging Face's (DistilBERT) same table.
 """
 
 from __future__ import annotations
@@ -28,24 +52,7 @@ def sinusoidal_positions(T: int, hidden_size: int, *, theta: float = 10000.0,
                          offset: int = 0, dtype=np.float64) -> np.ndarray:
     """The fixed sinusoidal position encodings of Vaswani et al. (2017).
 
-    Parameters
-    ----------
-    T, hidden_size : int
-        Positions and encoding size ``d_model`` (even).
-    theta : float, default 10000.0
-        The frequency base (as RoPE's).
-    offset : int, default 0
-        Position of the first row (the tokens already in a KV cache).
-    dtype : numpy float dtype, default float64
-    Returns
-    -------
-    ndarray, shape (T, d_model)
-        Row ``t`` encodes ``offset + t``: sin in even, cos in odd columns.
-
-    See Also
-    --------
-    create_sinusoidal_embeddings : Hugging Face's (DistilBERT) same table.
-    """
+    -> (T, d_model): row ``t`` encodes ``offset + t``, sin even, cos odd."""
     T, offset = check_positive_int("T", T), check_int("offset", offset, low=0)
     d_model, theta = check_frequencies("hidden_size", hidden_size, theta,
                                         "sin/cos")

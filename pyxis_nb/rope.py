@@ -18,6 +18,67 @@ Shape legend:
     H_kv     key/value heads
     T        positions
     d_head   size of one head's vectors, even: ``d_head / 2`` pairs
+
+Details
+-------
+What ``help()`` tells beyond the short docstrings the chapters list.
+
+``apply_rope``
+    Parameters
+    ----------
+    x : ndarray, shape (..., T, d_head), d_head even
+    positions : array_like of int, shape (T,) or e.g. (B, 1, T)
+    theta : float, default 1_000_000.0
+    layout : {"half", "interleaved"}, default "half"
+
+    Returns
+    -------
+    ndarray, shape and dtype of ``x``
+
+    See Also
+    --------
+    apply_rotary_pos_emb : Hugging Face's form of the half layout.
+
+``rope_frequencies``
+    Parameters
+    ----------
+    head_dim : int
+        ``d_head``, even (Qwen3: 128).
+    theta : float, default 1_000_000.0
+        The base, ``rope_theta`` in the config (Qwen3: 1e6; Llama 2: 1e4).
+
+    Returns
+    -------
+    inv_freq : ndarray, shape (d_head/2,), float64
+
+    See Also
+    --------
+    transformers.modeling_rope_utils._compute_default_rope_parameters
+
+``rotate_half``
+    Parameters
+    ----------
+    x : ndarray, shape (..., d_head), d_head even
+
+    Returns
+    -------
+    ndarray, shape and dtype of ``x``
+
+    See Also
+    --------
+    transformers.models.qwen3.modeling_qwen3.rotate_half
+
+``interleaved_to_half_permutation``
+    Pair ``(2i, 2i + 1)`` moves to ``(i, i + d_head/2)``: even elements
+    first, then odd ones.
+
+    Parameters
+    ----------
+    head_dim : int, even
+
+    Returns
+    -------
+    perm : ndarray of int, shape (d_head,)
 """
 
 from __future__ import annotations
@@ -46,21 +107,7 @@ ROPE_LAYOUTS = ("half", "interleaved")
 def rope_frequencies(head_dim: int, theta: float = 1_000_000.0) -> np.ndarray:
     """Radians per position of each pair: ``theta ** (-2i / d_head)``.
 
-    Parameters
-    ----------
-    head_dim : int
-        ``d_head``, even (Qwen3: 128).
-    theta : float, default 1_000_000.0
-        The base, ``rope_theta`` in the config (Qwen3: 1e6; Llama 2: 1e4).
-
-    Returns
-    -------
-    inv_freq : ndarray, shape (d_head/2,), float64
-
-    See Also
-    --------
-    transformers.modeling_rope_utils._compute_default_rope_parameters
-    """
+    -> inv_freq (d_head/2,). HF: ``_compute_default_rope_parameters``."""
     d_head, theta = check_frequencies("head_dim", head_dim, theta)
     return theta ** (-np.arange(0, d_head, 2) / d_head)  # (d_head/2,)
 
@@ -100,18 +147,7 @@ def rotary_cos_sin(position_ids, head_dim: int, *, theta: float = 1_000_000.0,
 def rotate_half(x):
     """Map the halves ``[x1, x2]`` of the last axis to ``[-x2, x1]``.
 
-    Parameters
-    ----------
-    x : ndarray, shape (..., d_head), d_head even
-
-    Returns
-    -------
-    ndarray, shape and dtype of ``x``
-
-    See Also
-    --------
-    transformers.models.qwen3.modeling_qwen3.rotate_half
-    """
+    (..., d_head) -> (..., d_head). HF: ``rotate_half``."""
     x1, x2 = np.split(check_even_last("x", x), 2, axis=-1)  # (..., d_head/2)
     return np.concatenate([-x2, x1], axis=-1)  # (..., d_head)
 
@@ -157,21 +193,7 @@ def apply_rope(x, positions, *, theta: float = 1_000_000.0,
                layout: str = "half"):
     """Rotate pair ``i`` of the row at position ``p`` by ``p * inv_freq[i]``.
 
-    Parameters
-    ----------
-    x : ndarray, shape (..., T, d_head), d_head even
-    positions : array_like of int, shape (T,) or e.g. (B, 1, T)
-    theta : float, default 1_000_000.0
-    layout : {"half", "interleaved"}, default "half"
-
-    Returns
-    -------
-    ndarray, shape and dtype of ``x``
-
-    See Also
-    --------
-    apply_rotary_pos_emb : Hugging Face's form of the half layout.
-    """
+    x (..., T, d_head), positions (T,) -> (..., T, d_head)."""
     x, pos = check_rope_args(x, positions, layout, ROPE_LAYOUTS)
     # (..., T, 1) * (d_head/2,) -> (..., T, d_head/2)
     angles = pos[..., None] * rope_frequencies(x.shape[-1], theta)
@@ -188,17 +210,7 @@ def apply_rope(x, positions, *, theta: float = 1_000_000.0,
 def interleaved_to_half_permutation(head_dim: int) -> np.ndarray:
     """``perm`` with ``x[..., perm]`` = an interleaved ``x`` in half layout.
 
-    Pair ``(2i, 2i + 1)`` moves to ``(i, i + d_head/2)``: even elements
-    first, then odd ones.
-
-    Parameters
-    ----------
-    head_dim : int, even
-
-    Returns
-    -------
-    perm : ndarray of int, shape (d_head,)
-    """
+    -> perm (d_head,): the even elements first, then the odd ones."""
     d_head = check_even("head_dim", head_dim)
     return np.concatenate([np.arange(0, d_head, 2), np.arange(1, d_head, 2)])
 

@@ -5,10 +5,13 @@ that names the argument and the numbers it got (not a whole sentence).
 The checks themselves live in ``pyxis_nb/_checks.py``.
 """
 
+import re
+
 import numpy as np
 import pytest
 
 import pyxis_nb as px
+from pyxis_nb import _checks
 
 
 def z(*shape, dtype=float):
@@ -245,7 +248,186 @@ ROWS += [
      r"max_new_tokens .*got 0"),
 ]
 
+# ------------------------------------ multihead, the cache: moved here from
+# test_multihead.py and test_kv_cache.py (the overflow lives in LAYER_ROWS)
+
+def mha(H=4, H_kv=2, head_dim=3, hidden_size=5, **kw):
+    """The weights of a seeded layer, as constructor keywords."""
+    layer = px.random_attention(hidden_size, H, H_kv, head_dim, seed=0)
+    weights = {n: getattr(layer, n)
+               for n in ("q_proj", "k_proj", "v_proj", "o_proj")}
+    return px.MultiHeadAttention(hidden_size, H, H_kv, head_dim,
+                                 **(weights | kw))
+
+
+def mha_sd(drop=(), prefix="", **extra):
+    """A layer's state dict (as saved), some keys dropped or replaced."""
+    sd = px.random_attention(6, 4, 2, 4, seed=0).state_dict()
+    return {k: v for k, v in sd.items() if k not in drop} | extra
+
+
+def from_mha_sd(state_dict, **kw):
+    return px.MultiHeadAttention.from_state_dict(
+        state_dict, hidden_size=6, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=4, **kw)
+
+
+def call_layer(x, **kw):
+    return px.random_attention(5, 4, 2, 3, seed=0)(x, **kw)
+
+
+def update(k=z(2, 3, 1, 4), v=z(2, 3, 1, 4), layer_idx=0, **cache):
+    """``update`` of an empty cache (2 layers, B 2, H_kv 3, d_head 4)."""
+    sizes = dict(num_hidden_layers=2, batch_size=2, num_key_value_heads=3,
+                 head_dim=4, max_seq_len=8)
+    return px.KVCache(**sizes | cache).update(k, v, layer_idx)
+
+
+ROWS += [
+    (px.random_attention, dict(hidden_size=8, num_attention_heads=6,
+                               num_key_value_heads=4, head_dim=2),
+     ValueError, r"num_attention_heads = 6 .*num_key_value_heads = 4"),
+    (px.random_attention, dict(hidden_size=8, num_attention_heads=2,
+                               num_key_value_heads=2, head_dim=0),
+     ValueError, r"head_dim .*got 0"),
+    (px.random_attention, dict(hidden_size=5, num_attention_heads=4,
+                               num_key_value_heads=2, head_dim=3, theta=1e4),
+     ValueError, r"head_dim must be even, got 3"),
+    (px.split_heads, dict(x=z(1, 2, 8), head_dim=3), ValueError,
+     r"x has shape \(1, 2, 8\).*head_dim = 3"),
+    (px.split_heads, dict(x=z(2, 8), head_dim=2), ValueError,
+     r"x has shape \(2, 8\)"),
+    (px.merge_heads, dict(x=z(1, 2, 8)), ValueError, r"x .*4 .*\(1, 2, 8\)"),
+    (px.repeat_kv, dict(hidden_states=z(2, 3), n_rep=2), ValueError,
+     r"hidden_states .*4 .*\(2, 3\)"),
+    (px.repeat_kv, dict(hidden_states=z(1, 1, 1, 1), n_rep=0), ValueError,
+     r"n_rep .*got 0"),
+    (px.kv_head_for, dict(q_head=16, num_attention_heads=16,
+                          num_key_value_heads=8), ValueError,
+     r"q_head .*15, got 16"),
+    (px.kv_head_for, dict(q_head=1.0, num_attention_heads=16,
+                          num_key_value_heads=8), ValueError,
+     r"q_head .*got 1\.0"),
+    # weights and checkpoints
+    (px.MultiHeadAttention.from_state_dict,
+     dict(state_dict={"q_proj.weight": z(2048, 2048, dtype=np.float32),
+                      "k_proj.weight": z(2048, 2048, dtype=np.float32),
+                      "v_proj.weight": z(1024, 2048, dtype=np.float32),
+                      "o_proj.weight": z(2048, 2048, dtype=np.float32)},
+          **px.QWEN3_1_7B.attention_config()), ValueError,
+     r"k_proj.weight has shape \(2048, 2048\).*\(1024, 2048\)"),
+    (from_mha_sd, dict(state_dict=mha_sd(drop=["v_proj.weight"])), ValueError,
+     r"missing keys \['v_proj.weight'\]"),
+    (from_mha_sd, dict(state_dict=mha_sd(), prefix="model.layers.0."),
+     ValueError, r"missing keys \['model.layers.0.q_proj.weight'"),
+    (from_mha_sd, dict(state_dict=mha_sd(**{"k_norm.weight": np.ones(4)}),
+                       theta=None), ValueError,
+     r"\('q_norm', 'k_norm'\) .*\['k_norm'\]"),
+    (from_mha_sd, dict(state_dict=mha_sd(**{"k_norm.weight": np.ones(4),
+                                            "q_norm.weight": np.ones(4)})),
+     ValueError, r"theta needs .*q_norm/k_norm"),
+    (mha, dict(o_proj=z(5, 12, dtype=np.int64)), ValueError,
+     r"o_proj.weight .*int64"),
+    (mha, dict(q_proj=z(12, 5, dtype=np.float32)), ValueError,
+     r"k_proj .*float64.*q_proj .*float32"),
+    (mha, dict(q_norm=np.ones(3)), ValueError,
+     r"\('q_norm', 'k_norm'\) .*\['q_norm'\]"),
+    (mha, dict(q_norm=np.ones(3), k_norm=np.ones(2)), ValueError,
+     r"k_norm.weight has shape \(2,\).*\(3,\)"),
+    (mha, dict(q_norm=np.ones(3, np.float32), k_norm=np.ones(3)), ValueError,
+     r"q_norm .*float32.*q_proj .*float64"),
+    (mha, dict(q_norm=np.ones(3, np.int64), k_norm=np.ones(3)), ValueError,
+     r"q_norm.weight .*int64"),
+    (mha, dict(rms_norm_eps=-1), ValueError, r"rms_norm_eps .*>= 0, got -1"),
+    *[(lambda theta: mha(H=4, head_dim=4, hidden_size=6, theta=theta),
+       dict(theta=bad), ValueError, rf"theta .*> 1.*got {re.escape(repr(bad))}")
+      for bad in (1.0, 0.5, np.inf, "1e6", True)],
+    # the layer's input
+    (call_layer, dict(x=z(2, 4, 6)), ValueError,
+     r"hidden_states has shape \(2, 4, 6\).*d_model = 5"),
+    (call_layer, dict(x=z(4, 5)), ValueError, r"hidden_states .*\(4, 5\)"),
+    (call_layer, dict(x=z(1, 4, 5, dtype=np.int64)), ValueError,
+     r"hidden_states .*int64"),
+    (call_layer, dict(x=z(1, 0, 5)), ValueError,
+     r"hidden_states .*0-length .*\(1, 0, 5\)"),
+    (call_layer, dict(x=z(2, 3, 5),
+                      past_key_value=px.KVCache(1, 2, 4, 3, max_seq_len=8)),
+     ValueError, r"key_states has shape \(2, 2, 3, 3\).*\(2, 4, T, 3\)"),
+    (call_layer, dict(x=z(2, 3, 5), layer_idx=1,
+                      past_key_value=px.KVCache(1, 2, 2, 3, max_seq_len=8)),
+     ValueError, r"layer_idx .*0, got 1"),
+    # the cache
+    (update, dict(k=z(2, 2, 1, 4)), ValueError,
+     r"key_states has shape \(2, 2, 1, 4\).*\(2, 3, T, 4\)"),
+    (update, dict(v=z(2, 3, 1, 5)), ValueError,
+     r"value_states has shape \(2, 3, 1, 5\).*\(2, 3, T, 4\)"),
+    (update, dict(v=z(1, 3, 1, 4)), ValueError,
+     r"value_states has shape \(1, 3, 1, 4\)"),
+    (update, dict(k=z(2, 3, 4)), ValueError, r"key_states .*4 .*\(2, 3, 4\)"),
+    (update, dict(k=z(2, 3, 0, 4), v=z(2, 3, 0, 4)), ValueError,
+     r"key_states has shape \(2, 3, 0, 4\).*T >= 1"),
+    (update, dict(k=z(2, 3, 2, 4)), ValueError,
+     r"value_states has shape \(2, 3, 1, 4\).*\(2, 3, T, 4\)"),
+    (update, dict(k=z(2, 3, 1, 4, dtype=np.float32)), ValueError,
+     r"key_states .*float32.*key_cache .*float64"),
+    (update, dict(v=z(2, 3, 1, 4, dtype=np.int32)), ValueError,
+     r"value_states .*int32"),
+    (update, dict(k=z(2, 3, 1, 4, dtype=np.float32),
+                  v=z(2, 3, 1, 4), dtype=np.float32), ValueError,
+     r"value_states .*float64.*key_cache .*float32"),
+    (update, dict(v=z(2, 3, 1, 4, dtype=np.float32), dtype=np.float32),
+     ValueError, r"key_states .*float64.*key_cache .*float32"),
+    *[(update, dict(layer_idx=bad), ValueError, rf"layer_idx .*1, got {bad}")
+      for bad in (2, -1)],
+    *[(update, dict(layer_idx=bad), ValueError, rf"layer_idx .*got {bad}")
+      for bad in (1.0, True)],
+    (px.KVCache(2, 2, 3, 4, 8).get_seq_length, dict(layer_idx=5), ValueError,
+     r"layer_idx .*1, got 5"),
+    *[(px.KVCache(1, 1, 1, 1, 4).crop, dict(max_length=bad), ValueError,
+       rf"max_length .*got {bad}") for bad in (1.5, True, None)],
+    (px.KVCache, dict(num_hidden_layers=1, batch_size=1, num_key_value_heads=1,
+                      head_dim=1, max_seq_len=0), ValueError,
+     r"max_seq_len .*got 0"),
+    (px.KVCache, dict(num_hidden_layers=1, batch_size=1, num_key_value_heads=1,
+                      head_dim=1, max_seq_len=4, dtype=np.int32), ValueError,
+     r"dtype .*int32"),
+]
+
+
+ROWS += [
+    # memory (moved from test_memory.py)
+    (px.kv_cache_bytes, dict(num_hidden_layers=28, num_key_value_heads=0,
+                             head_dim=128, seq_len=1), ValueError,
+     r"num_key_value_heads .*got 0"),
+    (px.kv_cache_bytes, dict(num_hidden_layers=28, num_key_value_heads=8,
+                             head_dim=128.0, seq_len=1), ValueError,
+     r"head_dim .*got 128\.0"),
+    (px.kv_cache_bytes, dict(num_hidden_layers=28, num_key_value_heads=8,
+                             head_dim=128, seq_len=-1), ValueError,
+     r"seq_len .*0 .*got -1"),
+    (px.attention_parameter_count,
+     dict(hidden_size=2048, num_attention_heads=16, num_key_value_heads=None,
+          head_dim=128), ValueError, r"num_key_value_heads .*got None"),
+    (px.score_matrix_bytes, dict(seq_len=10, num_attention_heads=0),
+     ValueError, r"num_attention_heads .*got 0"),
+    # the general helpers the modules not yet routed will call
+    (_checks.check_not_empty, dict(name="views", items={}, want="view"),
+     ValueError, r"views is empty"),
+    (_checks.check_divisible, dict(name="hidden_size", value=10,
+                                   by_name="num_attention_heads", by=4),
+     ValueError, r"hidden_size = 10 .*num_attention_heads = 4"),
+    *[(_checks.check_scale, dict(name="scale", value=bad), ValueError,
+       rf"scale .*got {bad}") for bad in (0, -1.0, np.inf, True)],
+    # norms: mixed dtypes raise, as in torch (moved from test_norms.py)
+    (px.rms_norm, dict(x=z(2, 8, dtype=np.float32), weight=np.ones(8)),
+     ValueError, r"weight .*float64.*x .*float32"),
+]
+
 PLOT_ROWS = [
+    ("plot_max_weight", dict(ds=[8, 32, 64], columns={"a": [0.3, 0.5]}),
+     r"columns\['a'\] has 2 values, expected 3"),
+    ("plot_std_growth", dict(ds=[0, 4], raw=[1.0, 2.0], after=[1.0, 1.0]),
+     r"ds .*got 0"),
     ("plot_attention", dict(weights=z(3)), r"weights .*\(3,\)"),
     ("plot_attention", dict(weights=z(2, 3, 3)),
      r"weights .*\(2, 3, 3\)"),
