@@ -25,8 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ._checks import (as_float_array, check_bool, check_choice, check_int,
-                      check_positive_int)
+from ._checks import (as_float_array, check_bool, check_choice,
+                      check_divisible, check_int, check_keys, check_needs,
+                      check_positive_int, check_scale, check_shape,
+                      check_token_ids)
 from .multihead import merge_heads_core, split_heads_core
 from .softmax import softmax_core
 
@@ -187,23 +189,10 @@ def attention_layer_backward(dout, cache, w, scale):
 
 
 def _check_ids(name: str, ids, V: int, shape=None, allow_ignore=False):
-    ids = np.asarray(ids)
-    if not np.issubdtype(ids.dtype, np.integer) or ids.ndim != 2 \
-            or ids.size == 0:
-        raise ValueError(f"{name} must be a non-empty 2-D integer array "
-                         f"(B, T), got dtype {ids.dtype}, shape {ids.shape}")
-    if shape is not None and ids.shape != shape:
-        raise ValueError(f"{name} has shape {ids.shape}, expected {shape} "
-                         "(the shape of input_ids)")
-    ok = (ids >= 0) & (ids < V)
-    if allow_ignore:
-        ok |= ids == IGNORE_INDEX
-    if not ok.all():
-        bad = ids[~ok][0]
-        extra = " or -100" if allow_ignore else ""
-        raise ValueError(f"{name} must hold ids in [0, {V}){extra}, "
-                         f"got {bad}")
-    return ids
+    ids = check_token_ids(name, ids, V, ndim=2, want="(B, T)",
+                          ignore_index=IGNORE_INDEX if allow_ignore else None)
+    return check_shape(name, ids, shape is None or ids.shape == shape,
+                       f"{shape} (the shape of input_ids)")
 
 
 class AttentionOnlyTransformer:
@@ -241,26 +230,19 @@ class AttentionOnlyTransformer:
         self.num_attention_heads = check_positive_int("num_attention_heads",
                                                       num_attention_heads)
         self.max_seq_len = check_positive_int("max_seq_len", max_seq_len)
-        if hidden_size % num_attention_heads:
-            raise ValueError(
-                f"hidden_size ({hidden_size}) must be divisible by "
-                f"num_attention_heads ({num_attention_heads})")
+        check_divisible("hidden_size", hidden_size, "num_attention_heads",
+                        num_attention_heads)
         self.head_dim = hidden_size // num_attention_heads
         self.scale = self._check_scale(scale, self.head_dim)
         self.dtype = np.dtype(dtype)
-        if self.dtype not in (np.float32, np.float64):
-            raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+        check_choice("dtype", self.dtype, (np.dtype(np.float32),
+                                           np.dtype(np.float64)))
         self._params = self._init_params(check_int("seed", seed, low=0))
 
     @staticmethod
     def _check_scale(scale, d_head: int) -> float:
-        if scale is None:
-            return float(1.0 / np.sqrt(d_head))
-        if isinstance(scale, bool) or not np.isscalar(scale) \
-                or not np.isfinite(scale) or scale <= 0:
-            raise ValueError(f"scale must be a finite number > 0 or None, "
-                             f"got {scale!r}")
-        return float(scale)
+        scale = check_scale("scale", scale)
+        return float(1.0 / np.sqrt(d_head)) if scale is None else scale
 
     def _shapes(self) -> dict[str, tuple[int, int]]:
         V, d = self.vocab_size, self.hidden_size
@@ -288,16 +270,11 @@ class AttentionOnlyTransformer:
     def load_state_dict(self, state_dict) -> None:
         """Copy weights in, in place; keys and shapes must match exactly."""
         shapes = self._shapes()
-        missing = sorted(set(shapes) - set(state_dict))
-        extra = sorted(set(state_dict) - set(shapes))
-        if missing or extra:
-            raise ValueError(f"state_dict keys do not match: missing {missing}"
-                             f", unexpected {extra}")
+        check_keys("state_dict", state_dict, shapes, shapes)
         for key, shape in shapes.items():
             value = as_float_array(f"state_dict[{key!r}]", state_dict[key])
-            if value.shape != shape:
-                raise ValueError(f"state_dict[{key!r}] has shape {value.shape}"
-                                 f", expected {shape}")
+            check_shape(f"state_dict[{key!r}]", value, value.shape == shape,
+                        str(shape))
             self._params[key][...] = value
 
     def _layer(self, i: int) -> dict[str, np.ndarray]:
@@ -306,10 +283,9 @@ class AttentionOnlyTransformer:
 
     def _check_input(self, input_ids) -> np.ndarray:
         ids = _check_ids("input_ids", input_ids, self.vocab_size)
-        if ids.shape[1] > self.max_seq_len:
-            raise ValueError(f"input_ids has T = {ids.shape[1]} positions, "
-                             f"more than max_seq_len = {self.max_seq_len}")
-        return ids
+        return check_shape("input_ids", ids, ids.shape[1] <= self.max_seq_len,
+                           f"(B, T) with T <= max_seq_len = "
+                           f"{self.max_seq_len}")
 
     def _forward(self, ids, is_causal=True):
         """Logits and every layer's cache; ``ids`` already checked."""
@@ -351,8 +327,8 @@ class AttentionOnlyTransformer:
         ids = self._check_input(input_ids)
         labels = _check_ids("labels", labels, self.vocab_size, ids.shape,
                             allow_ignore=True)
-        if np.all(labels == IGNORE_INDEX):
-            raise ValueError("labels are all -100: no position to score")
+        check_needs(bool((labels != IGNORE_INDEX).any()), "labels",
+                    "a position that is not -100", "no position to score")
         token_loss, grads = self._loss_and_grads(ids, labels)
         return float(token_loss.sum() / (labels != IGNORE_INDEX).sum()), grads
 

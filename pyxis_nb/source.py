@@ -75,7 +75,7 @@ def show_source(obj) -> SourceListing:
     try:
         source = inspect.getsource(obj)
     except TypeError:
-        raise ValueError(
+        raise ValueError(  # reason: inspect's TypeError, re-raised naming obj
             f"obj must be a function, class or method, got "
             f"{type(obj).__name__} {obj!r:.60}"
         ) from None

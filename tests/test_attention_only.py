@@ -152,50 +152,7 @@ def test_state_dict_round_trip():
     np.testing.assert_array_equal(a(ids), b(ids))
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(hidden_size=10, num_attention_heads=4),
-     "divisible by num_attention_heads"),
-    (dict(scale=0.0), "scale"),
-    (dict(num_hidden_layers=0), "num_hidden_layers"),
-    (dict(dtype=np.int64), "dtype"),
-])
-def test_bad_config_raises(kwargs, match):
-    config = dict(vocab_size=5, hidden_size=8, num_hidden_layers=1,
-                  num_attention_heads=2,
-                  max_seq_len=4)
-    with pytest.raises(ValueError, match=match):
-        px.AttentionOnlyTransformer(**dict(config, **kwargs))
-
-
-@pytest.mark.parametrize("ids, labels, match", [
-    ([[0, 5]], [[1, 1]], r"input_ids must hold ids in \[0, 5\)"),
-    ([[0, -1]], [[1, 1]], r"input_ids must hold ids"),
-    ([[0, 1, 2, 3, 4]], [[1] * 5], "more than max_seq_len"),
-    ([[0.0, 1.0]], [[1, 1]], "integer"),
-    ([[0, 1]], [[1, 1, 1]], r"labels has shape \(1, 3\), expected \(1, 2\)"),
-    ([[0, 1]], [[1, 7]], r"labels must hold ids in \[0, 5\) or -100"),
-    ([[0, 1]], [[-100, -100]], "all -100"),
-])
-def test_bad_input_raises(ids, labels, match):
-    model = px.AttentionOnlyTransformer(5, 8, 1, 2, 4)
-    with pytest.raises(ValueError, match=match):
-        model.loss_and_grads(np.array(ids), np.array(labels))
-
-
-@pytest.mark.parametrize("change, match", [
-    (lambda d: d.pop("lm_head.weight"), r"missing \['lm_head.weight'\]"),
-    (lambda d: d.update(extra=np.zeros(1)), r"unexpected \['extra'\]"),
-    (lambda d: d.update({"lm_head.weight": np.zeros((5, 4))}),
-     r"has shape \(5, 4\), expected \(5, 8\)"),
-    (lambda d: d.update({"lm_head.weight": np.zeros((5, 8), int)}),
-     "floating-point"),
-])
-def test_bad_state_dict_raises(change, match):
-    model = px.AttentionOnlyTransformer(5, 8, 1, 2, 4)
-    state = model.state_dict()
-    change(state)
-    with pytest.raises(ValueError, match=match):
-        model.load_state_dict(state)
+# Bad configurations, inputs and state dicts: rows of tests/test_bad_input.py.
 
 
 def test_stored_weights_reproduce_from_their_seed():

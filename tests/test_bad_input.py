@@ -423,6 +423,65 @@ ROWS += [
      ValueError, r"weight .*float64.*x .*float32"),
 ]
 
+
+# attention_only: the trainable model's door (moved from test_attention_only)
+def _aot(**kw):
+    config = dict(vocab_size=5, hidden_size=8, num_hidden_layers=1,
+                  num_attention_heads=2, max_seq_len=4)
+    return px.AttentionOnlyTransformer(**{**config, **kw})
+
+
+def _aot_loss(ids, labels):
+    return _aot().loss_and_grads(np.array(ids), np.array(labels))
+
+
+def _aot_load(change):
+    model = _aot(hidden_size=8)
+    state = model.state_dict()
+    change(state)
+    model.load_state_dict(state)
+
+
+ATTENTION_ONLY_ROWS = [
+    (_aot, dict(hidden_size=10, num_attention_heads=4), ValueError,
+     r"hidden_size = 10 .*num_attention_heads = 4"),
+    (_aot, dict(scale=0.0), ValueError, r"scale .*got 0\.0"),
+    (_aot, dict(num_hidden_layers=0), ValueError,
+     r"num_hidden_layers .*got 0"),
+    (_aot, dict(dtype=np.int64), ValueError, r"dtype .*int64"),
+    (_aot_loss, dict(ids=[[0, 5]], labels=[[1, 1]]), ValueError,
+     r"input_ids .*0 \.\. 4, got 0 \.\. 5"),
+    (_aot_loss, dict(ids=[[0, -1]], labels=[[1, 1]]), ValueError,
+     r"input_ids .*0 \.\. 4, got -1 \.\. 0"),
+    (_aot_loss, dict(ids=[[0, 1, 2, 3, 4]], labels=[[1] * 5]), ValueError,
+     r"input_ids has shape \(1, 5\).*max_seq_len = 4"),
+    (_aot_loss, dict(ids=[[0.0, 1.0]], labels=[[1, 1]]), ValueError,
+     r"input_ids .*float64"),
+    (_aot_loss, dict(ids=[[0, 1]], labels=[[1, 1, 1]]), ValueError,
+     r"labels has shape \(1, 3\), expected \(1, 2\)"),
+    (_aot_loss, dict(ids=[[0, 1]], labels=[[1, 7]]), ValueError,
+     r"labels .*0 \.\. 4 .*-100.*got 1 \.\. 7"),
+    (_aot_loss, dict(ids=[[0, 1]], labels=[[-100, -100]]), ValueError,
+     r"labels needs a position that is not -100"),
+    (_aot_load, dict(change=lambda d: d.pop("lm_head.weight")), ValueError,
+     r"missing keys \['lm_head.weight'\]"),
+    (_aot_load, dict(change=lambda d: d.update(extra=np.zeros(1))),
+     ValueError, r"unknown keys \['extra'\]"),
+    (_aot_load, dict(change=lambda d: d.update(
+        {"lm_head.weight": np.zeros((5, 4))})), ValueError,
+     r"lm_head.weight'\] has shape \(5, 4\), expected \(5, 8\)"),
+    (_aot_load, dict(change=lambda d: d.update(
+        {"lm_head.weight": np.zeros((5, 8), int)})), ValueError,
+     r"lm_head.weight.*int64"),
+]
+
+
+@pytest.mark.parametrize("call, kwargs, exc, match", ATTENTION_ONLY_ROWS)
+def test_attention_only_bad_input_raises(call, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        call(**kwargs)
+
+
 PLOT_ROWS = [
     ("plot_max_weight", dict(ds=[8, 32, 64], columns={"a": [0.3, 0.5]}),
      r"columns\['a'\] has 2 values, expected 3"),
