@@ -453,7 +453,7 @@ class Qwen3ForCausalLM:
                                       attention_mask=mask, **step)
             steps.append(logits[:, -1])  # (B, V)
             new = np.where(done, eos[0], pick(steps[-1]))  # (B,)
-            done |= np.isin(new, eos)  # a finished row repeats eos[0]
+            done |= (new[:, None] == eos).any(-1)  # then repeats eos[0]
             ids = np.concatenate([ids, new[:, None]], axis=1)  # (B, P + 1..)
             mask = np.pad(mask, ((0, 0), (0, 1)), constant_values=True)
         steps = np.stack(steps, axis=1)  # (B, N, V)
@@ -464,7 +464,7 @@ class Qwen3ForCausalLM:
                        temperature, top_k, top_p, seed):
         """generate's door: ids and mask (B, P), 1-D?, eos, chunk, chooser.
 
-        ``eos`` is a tuple of ids, ``(-1,)`` for none; ``chooser`` maps
+        ``eos`` is an array of ids, ``[-1]`` for none; ``chooser`` maps
         logits (B, V) to the next ids (B,).
         """
         one = np.ndim(input_ids) == 1
@@ -482,8 +482,8 @@ class Qwen3ForCausalLM:
                 f"({B}, {P}) with a real token (1) in every row")
         if eos_token_id is None:
             eos_token_id = self.generation_config.get("eos_token_id")
-        eos = check_token_list("eos_token_id", eos_token_id,
-                               self.vocab_size) or (-1,)
+        eos = np.array(check_token_list("eos_token_id", eos_token_id,
+                                        self.vocab_size) or (-1,))
         sampling = check_sampling(do_sample, temperature, top_k, top_p, seed)
         rng = np.random.default_rng(sampling.pop("seed"))
         pick = ((lambda z: _sample(z, rng, **sampling)) if do_sample
@@ -670,16 +670,31 @@ def _checked_header(file: pathlib.Path, keys) -> dict:
 
 
 def _read_tensors(file: pathlib.Path, dtype) -> dict:
-    """Every tensor of a (checked) safetensors file, as ``dtype`` arrays."""
-    from safetensors import deserialize
-    tensors = deserialize(file.read_bytes())  # [(name, dtype/shape/data)]
+    """Every tensor of a safetensors file, as ``dtype`` arrays of their own.
+
+    The file was checked by :func:`safetensors_header` (the library). Its
+    layout: 8 bytes giving the header's length ``n``, ``n`` bytes of JSON
+    (each tensor's dtype, shape and ``data_offsets``), then the data. The
+    data is mapped, not read, so each tensor is copied once: into its array.
+    """
+    with open(file, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+    header.pop("__metadata__", None)
+    if not header:
+        return {}
+    data = np.memmap(file, np.uint8, mode="r", offset=8 + n)
     out = {}
-    while tensors:
-        name, t = tensors.pop()  # drop each raw buffer once converted
-        x = np.frombuffer(t["data"], SAFETENSORS_DTYPES[t["dtype"]])
+    for name, t in header.items():
+        begin, end = t["data_offsets"]
+        x = data[begin:end].view(SAFETENSORS_DTYPES[t["dtype"]])
         if t["dtype"] == "BF16":  # bf16 = the top 16 bits of a float32
-            x = (x.astype(np.uint32) << 16).view(np.float32)
-        out[name] = x.astype(dtype, copy=False).reshape(t["shape"])
+            wide = np.empty(x.shape, np.uint32)  # shifted in one pass,
+            np.left_shift(x, 16, out=wide, dtype=np.uint32)  # no temporary
+            x = wide.view(np.float32).astype(dtype, copy=False)
+        else:  # a copy of its own, so the file can close
+            x = x.astype(dtype)
+        out[name] = x.reshape(t["shape"])
     return out
 
 
