@@ -387,46 +387,41 @@ class Qwen3ForCausalLM:
     def forward(self, input_ids, *, attention_mask=None, position_ids=None,
                 past_key_values: KVCache | None = None,
                 use_cache: bool = False, logits_to_keep: int = 0):
-        """Next-token logits for ``T`` new tokens (after the cache, if any).
+        """Next-token logits (B, T, V) for ``T`` new tokens, after the cache.
 
-        ``input_ids`` (B, T) or (T,). ``attention_mask`` (B, S): 1 = real
-        token, 0 = (left) padding, over cache + new tokens; or 4-D (B, 1,
-        T, S), True = may attend. ``position_ids`` (T,) or (B, T), default
-        from the mask as HF's generate derives them. ``past_key_values``: a
-        KVCache, layer ``i`` appends at ``layer_idx=i`` (HF 5.x: ``cache``).
-        ``use_cache``: return the cache too, the one given or a new one of
-        ``max_position_embeddings`` positions. ``logits_to_keep``: only the
-        last this many positions (0: all). Returns logits (B, T, V); with
-        ``use_cache``, ``CausalLMOutputWithPast(logits, past_key_values)``.
-        HF: ``Qwen3ForCausalLM.forward``.
+        ``input_ids`` (B, T) or (T,); ``attention_mask`` (B, S), 1 = real,
+        0 = left padding, over cache + new tokens (or 4-D, as HF's);
+        ``position_ids`` default from the mask, as HF's generate sets them.
+        ``use_cache``: return ``CausalLMOutputWithPast(logits, cache)``, the
+        cache given or a new one of ``max_position_embeddings`` positions.
+        ``logits_to_keep``: the last this many positions only (0: all).
         """
-        ids, keep, use_cache = self._forward_args(input_ids, logits_to_keep,
-                                                  use_cache)  # (B, T)
-        B, T = ids.shape
-        if use_cache and past_key_values is None:
-            past_key_values = self.new_cache(self.max_position_embeddings, B)
-        cached = past_key_values is not None
-        past = past_key_values.get_seq_length(0) if cached else 0
-        check_context("cached", past, "input_ids", T,
-                      self.max_position_embeddings)
+        ids, keep, cache, past = self._forward_args(
+            input_ids, logits_to_keep, use_cache, past_key_values)  # (B, T)
+        (B, T), cached = ids.shape, cache is not None
         mask, pos = attention_inputs(attention_mask, position_ids, B, T,
                                      past, cached)  # once, for every layer
         rope = rotary_cos_sin(pos, self.config.head_dim, dtype=self.dtype,
                               theta=self.config.rope_theta)  # (B, T, d_head)
         h = self.embed_tokens[ids]  # (B, T) -> (B, T, d_model)
         for layer in self.layers:
-            h = layer(h, mask, rope, past_key_values)  # (B, T, d_model)
+            h = layer(h, mask, rope, cache)  # (B, T, d_model)
         h = self.norm(h[:, -keep:] if keep else h)
         logits = h @ self.lm_head.T  # (B, T, d_model) @ (d_model, V)
-        return (CausalLMOutputWithPast(logits, past_key_values) if use_cache
-                else logits)
+        return CausalLMOutputWithPast(logits, cache) if use_cache else logits
 
     __call__ = forward
 
-    def _forward_args(self, input_ids, logits_to_keep, use_cache):
-        return (check_token_ids("input_ids", input_ids, self.vocab_size),
-                check_int("logits_to_keep", logits_to_keep, low=0),
-                check_bool("use_cache", use_cache))
+    def _forward_args(self, input_ids, logits_to_keep, use_cache, cache):
+        """forward's door: ids (B, T), kept logits, the cache, its length."""
+        ids = check_token_ids("input_ids", input_ids, self.vocab_size)
+        keep = check_int("logits_to_keep", logits_to_keep, low=0)
+        if check_bool("use_cache", use_cache) and cache is None:
+            cache = self.new_cache(self.max_position_embeddings, len(ids))
+        past = 0 if cache is None else cache.get_seq_length(0)
+        check_context("cached", past, "input_ids", ids.shape[1],
+                      self.max_position_embeddings)
+        return ids, keep, cache, past
 
     def generate(self, input_ids, max_new_tokens, *, attention_mask=None,
                  use_cache=True, do_sample=False, temperature=1.0, top_k=None,
