@@ -3,12 +3,13 @@ pyxis-nb already installed, and no index to install from. Each must stop the
 chapter at its install cell with one line that says what to do.
 
 That every chapter runs alone, as a reader gets it (downloaded into an empty
-folder, in a fresh Python with only numpy, matplotlib, ipywidgets and
-ipykernel, installing pyxis-nb from this checkout's wheel with no index), is
-checked by nbval itself: ``make test`` runs nbval on copies made by
-``tools/run_standalone.py --prepare``, each with its own fresh kernel.
+folder, in a fresh Python with only numpy, matplotlib, ipywidgets, ipykernel,
+safetensors and tokenizers, installing pyxis-nb from this checkout's wheel
+with no index), is checked by nbval itself: ``make test`` runs nbval on
+copies made by ``tools/run_standalone.py --prepare``, each with its own fresh
+kernel.
 
-The environment with the four packages is created once (about a minute, the
+The environment with those packages is created once (about a minute, the
 first time only) and cached under _build/standalone/.
 """
 
