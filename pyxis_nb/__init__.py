@@ -22,6 +22,7 @@ available at the top level. One concept per module:
 ``model``           ``Qwen3ForCausalLM``: checkpoints, MLP, sampling, tokenizer
 ``generation``      a tiny model that generates with and without a KV cache
 ``attention_only``  a trainable attention-only transformer, backward by hand
+``circuits``        a trained model's heads: maps, scores, ablation, layouts
 ``source``          ``show_source``: the package's own code as a listing
 ``plotting``        labelled heatmaps and the chapters' figures (matplotlib)
 ``widgets``         interactive views that also work on the static website
@@ -55,6 +56,7 @@ from .tiled import *  # noqa: F401,F403
 from .model import *  # noqa: F401,F403
 from .generation import *  # noqa: F401,F403
 from .attention_only import *  # noqa: F401,F403
+from .circuits import *  # noqa: F401,F403
 from .source import *  # noqa: F401,F403
 
 # Every module, in layers: a module imports only modules listed before it.
@@ -62,7 +64,7 @@ from .source import *  # noqa: F401,F403
 _MODULES = ["softmax", "masks", "attention", "head", "experiments",
             "positions", "engine", "batching", "memory", "norms", "rope",
             "multihead", "qwen3", "kv_cache", "tiled", "model", "generation",
-            "attention_only", "source",
+            "attention_only", "circuits", "source",
             "plotting", "widgets"]
 _LAZY = ("plotting", "widgets")
 
