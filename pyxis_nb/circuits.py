@@ -192,5 +192,8 @@ def head_pair_distance(weights) -> np.ndarray:
     the queries 1 .. T-1 (0: the same distribution; 1: no overlap).
     """
     w = as_float_array("weights", weights, ndim=4)[:, :, 1:]  # (B, H, T-1, T)
-    gap = np.abs(w[:, :, None] - w[:, None])  # (B, H, H, T-1, T)
-    return 0.5 * gap.sum(axis=-1).mean(axis=(0, 3))
+    i, j = np.triu_indices(w.shape[1], k=1)  # every pair once, i < j
+    gap = np.abs(w[:, i] - w[:, j]).sum(axis=-1)  # (B, pairs, T-1)
+    out = np.zeros((w.shape[1],) * 2)
+    out[i, j] = out[j, i] = 0.5 * gap.mean(axis=(0, 2))
+    return out
