@@ -423,6 +423,26 @@ class Qwen3ForCausalLM:
                       self.max_position_embeddings)
         return ids, keep, cache, past
 
+    def attention_weights(self, input_ids, *, attention_mask=None):
+        """Every layer's attention weights, (L, B, H, T, T), for a model view.
+
+        The forward pass of :meth:`forward` (no cache), which also hands
+        back what each layer's ``self_attn`` attended to: row ``t`` of head
+        ``h`` sums to 1 over the keys ``<= t`` (0 for padding keys). HF:
+        ``model(input_ids, output_attentions=True).attentions``, stacked.
+        """
+        ids, _, _, _ = self._forward_args(input_ids, 0, False, None)
+        (B, T), weights = ids.shape, []
+        mask, pos = attention_inputs(attention_mask, None, B, T, 0, False)
+        rope = rotary_cos_sin(pos, self.config.head_dim, dtype=self.dtype,
+                              theta=self.config.rope_theta)  # (B, T, d_head)
+        h = self.embed_tokens[ids]  # (B, T) -> (B, T, d_model)
+        for layer in self.layers:  # the layer's input norm, then attention
+            _, w = layer.self_attn.attend(layer.input_layernorm(h), mask, rope)
+            weights.append(w)  # (B, H, T, T)
+            h = layer(h, mask, rope)  # (B, T, d_model)
+        return np.stack(weights)  # (L, B, H, T, T)
+
     def generate(self, input_ids, max_new_tokens, *, attention_mask=None,
                  use_cache=True, do_sample=False, temperature=1.0, top_k=None,
                  top_p=None, seed=None, eos_token_id=None, prefill_chunk=None):
