@@ -398,9 +398,10 @@ class Qwen3ForCausalLM:
         """
         ids, keep, cache, past = self._forward_args(
             input_ids, logits_to_keep, use_cache, past_key_values)  # (B, T)
-        (B, T), cached = ids.shape, cache is not None
-        mask, pos = attention_inputs(attention_mask, position_ids, B, T,
-                                     past, cached)  # once, for every layer
+        B, T = ids.shape
+        mask, pos = attention_inputs(
+            attention_mask, position_ids, B, T, past,
+            max_position_embeddings=self.max_position_embeddings)  # once
         rope = rotary_cos_sin(pos, self.config.head_dim, dtype=self.dtype,
                               theta=self.config.rope_theta)  # (B, T, d_head)
         h = self.embed_tokens[ids]  # (B, T) -> (B, T, d_model)
@@ -433,7 +434,7 @@ class Qwen3ForCausalLM:
         """
         ids, _, _, _ = self._forward_args(input_ids, 0, False, None)
         (B, T), weights = ids.shape, []
-        mask, pos = attention_inputs(attention_mask, None, B, T, 0, False)
+        mask, pos = attention_inputs(attention_mask, None, B, T, 0)
         rope = rotary_cos_sin(pos, self.config.head_dim, dtype=self.dtype,
                               theta=self.config.rope_theta)  # (B, T, d_head)
         h = self.embed_tokens[ids]  # (B, T) -> (B, T, d_model)
