@@ -600,3 +600,14 @@ def check_split_heads(x, head_dim) -> tuple[np.ndarray, int]:
             f"x has shape {x.shape}, expected (B, T, H*d_head) with a last "
             f"axis divisible by head_dim = {d_head}")
     return x, d_head
+
+
+def check_model_config(config) -> None:
+    """A ModelConfig's values (``intermediate_size`` 0: no MLP)."""
+    for name in ("vocab_size", "hidden_size", "num_hidden_layers", "head_dim",
+                 "max_position_embeddings"):
+        check_positive_int(name, getattr(config, name))
+    check_heads(config.num_attention_heads, config.num_key_value_heads)
+    check_int("intermediate_size", config.intermediate_size, low=0)
+    check_theta("rope_theta", config.rope_theta)
+    check_number("rms_norm_eps", config.rms_norm_eps, at_least=0)

@@ -37,8 +37,9 @@ import numpy as np
 
 from ._checks import (check_01_mask, check_bool, check_config_value,
                       check_context, check_float_dtype, check_int,
-                      check_positive_int, check_same_dtype, check_sampling,
-                      check_state_shapes, check_token_ids, check_token_list)
+                      check_model_config, check_positive_int,
+                      check_same_dtype, check_sampling, check_state_shapes,
+                      check_token_ids, check_token_list)
 from .kv_cache import KVCache
 from .multihead import MultiHeadAttention, attention_inputs, weight_shapes
 from .norms import rms_norm_core
@@ -225,6 +226,7 @@ class Qwen3ForCausalLM:
         ``i``'s attention is ``random_attention(..., seed=seed + 1 + i,
         qk_norm=True)``. ``intermediate_size`` 0: no MLP.
         """
+        check_model_config(config)
         c, dtype = config, check_float_dtype("dtype", dtype)
         tied = check_bool("tie_word_embeddings", tie_word_embeddings)
         seed = check_int("seed", seed, low=0)
@@ -267,6 +269,7 @@ class Qwen3ForCausalLM:
         no other, each of its shape). ``tie_word_embeddings`` None: tied
         if there is no ``lm_head.weight``.
         """
+        check_model_config(config)
         tied = ("lm_head.weight" not in state_dict
                 if tie_word_embeddings is None
                 else check_bool("tie_word_embeddings", tie_word_embeddings))
@@ -608,11 +611,12 @@ def read_qwen3_config(file) -> tuple[ModelConfig, bool]:
         hidden_size=cfg["hidden_size"], num_attention_heads=H,
         num_key_value_heads=cfg["num_key_value_heads"] or H,
         head_dim=cfg["head_dim"], num_hidden_layers=cfg["num_hidden_layers"],
-        rope_theta=float(rope.get("rope_theta", cfg["rope_theta"])),
+        rope_theta=rope.get("rope_theta", cfg["rope_theta"]),
         rms_norm_eps=cfg["rms_norm_eps"],
         intermediate_size=cfg["intermediate_size"],
         vocab_size=cfg["vocab_size"],
         max_position_embeddings=cfg["max_position_embeddings"])
+    check_model_config(config)
     return config, check_bool("tie_word_embeddings",
                               cfg["tie_word_embeddings"])
 
