@@ -37,8 +37,9 @@ import numpy as np
 
 from ._checks import (check_01_mask, check_bool, check_config_value,
                       check_context, check_float_dtype, check_int,
-                      check_positive_int, check_same_dtype, check_sampling,
-                      check_state_shapes, check_token_ids, check_token_list)
+                      check_model_config, check_positive_int,
+                      check_same_dtype, check_sampling, check_state_shapes,
+                      check_token_ids, check_token_list)
 from .kv_cache import KVCache
 from .multihead import MultiHeadAttention, attention_inputs, weight_shapes
 from .norms import rms_norm_core
@@ -225,6 +226,7 @@ class Qwen3ForCausalLM:
         ``i``'s attention is ``random_attention(..., seed=seed + 1 + i,
         qk_norm=True)``. ``intermediate_size`` 0: no MLP.
         """
+        check_model_config(config)
         c, dtype = config, check_float_dtype("dtype", dtype)
         tied = check_bool("tie_word_embeddings", tie_word_embeddings)
         seed = check_int("seed", seed, low=0)
@@ -267,6 +269,7 @@ class Qwen3ForCausalLM:
         no other, each of its shape). ``tie_word_embeddings`` None: tied
         if there is no ``lm_head.weight``.
         """
+        check_model_config(config)
         tied = ("lm_head.weight" not in state_dict
                 if tie_word_embeddings is None
                 else check_bool("tie_word_embeddings", tie_word_embeddings))
@@ -398,9 +401,10 @@ class Qwen3ForCausalLM:
         """
         ids, keep, cache, past = self._forward_args(
             input_ids, logits_to_keep, use_cache, past_key_values)  # (B, T)
-        (B, T), cached = ids.shape, cache is not None
-        mask, pos = attention_inputs(attention_mask, position_ids, B, T,
-                                     past, cached)  # once, for every layer
+        B, T = ids.shape
+        mask, pos = attention_inputs(
+            attention_mask, position_ids, B, T, past,
+            max_position_embeddings=self.max_position_embeddings)  # once
         rope = rotary_cos_sin(pos, self.config.head_dim, dtype=self.dtype,
                               theta=self.config.rope_theta)  # (B, T, d_head)
         h = self.embed_tokens[ids]  # (B, T) -> (B, T, d_model)
@@ -422,6 +426,26 @@ class Qwen3ForCausalLM:
         check_context("cached", past, "input_ids", ids.shape[1],
                       self.max_position_embeddings)
         return ids, keep, cache, past
+
+    def attention_weights(self, input_ids, *, attention_mask=None):
+        """Every layer's attention weights, (L, B, H, T, T), for a model view.
+
+        The forward pass of :meth:`forward` (no cache), which also hands
+        back what each layer's ``self_attn`` attended to: row ``t`` of head
+        ``h`` sums to 1 over the keys ``<= t`` (0 for padding keys). HF:
+        ``model(input_ids, output_attentions=True).attentions``, stacked.
+        """
+        ids, _, _, _ = self._forward_args(input_ids, 0, False, None)
+        (B, T), weights = ids.shape, []
+        mask, pos = attention_inputs(attention_mask, None, B, T, 0)
+        rope = rotary_cos_sin(pos, self.config.head_dim, dtype=self.dtype,
+                              theta=self.config.rope_theta)  # (B, T, d_head)
+        h = self.embed_tokens[ids]  # (B, T) -> (B, T, d_model)
+        for layer in self.layers:  # the layer's input norm, then attention
+            _, w = layer.self_attn.attend(layer.input_layernorm(h), mask, rope)
+            weights.append(w)  # (B, H, T, T)
+            h = layer(h, mask, rope)  # (B, T, d_model)
+        return np.stack(weights)  # (L, B, H, T, T)
 
     def generate(self, input_ids, max_new_tokens, *, attention_mask=None,
                  use_cache=True, do_sample=False, temperature=1.0, top_k=None,
@@ -587,11 +611,12 @@ def read_qwen3_config(file) -> tuple[ModelConfig, bool]:
         hidden_size=cfg["hidden_size"], num_attention_heads=H,
         num_key_value_heads=cfg["num_key_value_heads"] or H,
         head_dim=cfg["head_dim"], num_hidden_layers=cfg["num_hidden_layers"],
-        rope_theta=float(rope.get("rope_theta", cfg["rope_theta"])),
+        rope_theta=rope.get("rope_theta", cfg["rope_theta"]),
         rms_norm_eps=cfg["rms_norm_eps"],
         intermediate_size=cfg["intermediate_size"],
         vocab_size=cfg["vocab_size"],
         max_position_embeddings=cfg["max_position_embeddings"])
+    check_model_config(config)
     return config, check_bool("tie_word_embeddings",
                               cfg["tie_word_embeddings"])
 

@@ -127,6 +127,23 @@ def test_a_model_without_mlp_is_attention_only():
     np.testing.assert_allclose(model(ids), want, atol=1e-12)
 
 
+def test_attention_weights_are_each_layers_causal_softmax():
+    model = px.Qwen3ForCausalLM.from_config(SMALL, seed=12)
+    ids, mask = left_pad([[5, 6, 7, 8], [9, 10]])
+    w = model.attention_weights(ids, attention_mask=mask)
+    assert w.shape == (2, 2, 4, 4, 4)  # (L, B, H, T, T)
+    np.testing.assert_allclose(w[:, 0].sum(-1), 1.0, atol=1e-12)
+    assert np.all(np.triu(w, k=1) == 0)  # causal: no key after the query
+    assert np.all(w[:, 1, :, :, :2] == 0)  # row 1's padding keys
+    # layer 1 attends over what layer 0 wrote: the same as its own call
+    h = model.embed_tokens[ids[:1]]
+    cos_sin = px.rotary_cos_sin(np.arange(4), 4, theta=1e4, dtype=np.float64)
+    h = model.layers[0](h, px.causal_mask(4), cos_sin)
+    _, w1 = model.layers[1].self_attn(
+        model.layers[1].input_layernorm(h), return_weights=True)
+    np.testing.assert_allclose(w[1, 0], w1[0], atol=1e-12)
+
+
 # ---------------------------------------------------------------- loading
 
 @pytest.mark.parametrize("shards", [1, 3])

@@ -181,3 +181,15 @@ def test_random_qwen3_0_6b_shapes_in_bf16_shards(tmp_path):
                                atol=1e-4 * np.abs(ref).max())
     got, _ = ours.generate(ids[0], 4)
     np.testing.assert_array_equal(got, hf_generate(theirs, ids[0], 4)[0])
+
+
+def test_attention_weights_match_output_attentions(ours, tokenizer):
+    theirs = transformers.Qwen3ForCausalLM.from_pretrained(
+        CKPT, dtype=torch.float32, attn_implementation="eager").eval()
+    ids = heldout_ids(tokenizer, 2, 30)
+    with torch.no_grad():
+        ref = theirs(torch.from_numpy(ids), output_attentions=True).attentions
+    ref = np.stack([a.numpy() for a in ref])  # (L, B, H, T, T)
+    got = ours.attention_weights(ids)
+    assert got.shape == ref.shape == (4, 2, 8, 30, 30)
+    np.testing.assert_allclose(got, ref, atol=2e-6)
