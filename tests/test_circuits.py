@@ -65,10 +65,9 @@ def test_interleaved_engine_needs_rows_and_norms_permuted(model):
     def permute(norms):
         def edit(state):
             for key in list(state):
-                heads = 4 if "q_proj" in key else 2 if "k_proj" in key else 1
                 if "_proj" in key and ("q_" in key or "k_" in key) or (
                         norms and "_norm" in key and "self_attn" in key):
-                    state[key] = px.permute_qk_proj(state[key], heads,
+                    state[key] = px.permute_qk_proj(state[key], head_dim=4,
                                                     inverse=True)
         return edit
 
