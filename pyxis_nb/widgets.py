@@ -508,6 +508,7 @@ def _model_view_css(thumbs: Sequence[bytes], T: int) -> str:
         "padding:36px 0 0;font-size:9px;line-height:1;min-width:0;"
         "background-repeat:no-repeat;background-position:center 3px;"
         "background-size:34px 34px;image-rendering:pixelated}"
+        ".pyxis-mv-grid{margin-bottom:6px}"
         ".pyxis-mv-grid>div:last-child{display:grid;gap:2px;"
         "grid-template-columns:repeat(8,40px)}"
         f"{cells}{icons}{rows}</style>"
@@ -563,7 +564,7 @@ def _head_frame(w, tokens, mask, view: str, name: str) -> str:
         for q in range(len(tokens)))
     data = {"weights": json.dumps(np.round(w, 4).tolist()), "head": name}
     table = _heatmap_table(w, tokens, mask, f"{name}, {view}")
-    return (_table_figure(table, view, data)
+    return (_table_figure(table, f"{view} / {name}", data)
             + '<div class="pyxis-mv-describe" aria-live="polite">'
             f"{said}</div>")
 
@@ -662,6 +663,7 @@ def model_view(tokens: Sequence[str], weights, *, open_weights=None,
     query.add_class("pyxis-mv-query")
     shown.add_class("pyxis-view-stack")
     grid.add_class("pyxis-mv-grid")
+    grid.add_class("pyxis-inner-control")  # the website test's view_grid
     top = widgets.HTML(_model_view_css(thumbs, T) + (
         f"<p><b>{html.escape(title)}</b></p>" if title else "") +
         "<p>Each thumbnail is one head (rows: layers 0 to "
@@ -671,4 +673,5 @@ def model_view(tokens: Sequence[str], weights, *, open_weights=None,
     root = ModelView([top, grid, toggle, query, shown], summary=summary,
                      png=_grid_png(thumbs, H))
     root.add_class("pyxis-mv")
+    root.add_class("pyxis-switcher")
     return root

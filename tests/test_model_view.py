@@ -71,8 +71,8 @@ def test_frames_carry_the_heads_weights(view):
             i, h = divmod(k, H)
             np.testing.assert_allclose(w, np.round(maps[i, h], 4))
             assert f'data-head="L{i} H{h}"' in html
-            assert 'data-view="{}"'.format(("causal mask", "no mask")[v]) \
-                in html
+            name = ("causal mask", "no mask")[v]
+            assert f'data-view="{name} / L{i} H{h}"' in html
             # one row per token, a sentence per query row
             assert html.count("<tr class=\"r") == T
             for q, token in enumerate(TOKENS):

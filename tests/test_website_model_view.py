@@ -47,7 +47,7 @@ def test_model_view_works_without_a_kernel(browser, base_url, path):
             for v in range(option_count(toggle)):
                 view = choose(toggle, v)
                 (shown,) = root.evaluate(SHOWN)
-                assert shown[:2] == [label, view], (label, view, shown[:2])
+                assert shown[:2] == [label, f"{view} / {label}"], shown[:2]
                 w = json.loads(shown[2])
                 above = [w[i][j] for i in range(len(w))
                          for j in range(i + 1, len(w))]
