@@ -523,8 +523,8 @@ def _heatmap_table(w, tokens, mask, caption: str) -> str:
     rows = []
     for i, t in enumerate(esc):
         cells = "".join(
-            '<td class="m"></td>' if mask is not None and not mask[i, j]
-            else f'<td class="c{level[i, j]}">{round(100 * w[i, j])}</td>'
+            '<td class=m></td>' if mask is not None and not mask[i, j]
+            else f"<td class=c{level[i, j]}>{round(100 * w[i, j])}</td>"
             for j in range(w.shape[1]))
         rows.append(f'<tr class="r{i}"><th scope="row">{t}</th>{cells}</tr>')
     return (f"<table><caption>{html.escape(caption)} (weights in %)"
@@ -562,7 +562,8 @@ def _head_frame(w, tokens, mask, view: str, name: str) -> str:
         f'<p class="pyxis-describe s{q}">'
         f"{html.escape(describe_attention(w[q], tokens, q))}</p>"
         for q in range(len(tokens)))
-    data = {"weights": json.dumps(np.round(w, 4).tolist()), "head": name}
+    rounded = np.round(w.astype(np.float64), 4)  # float32 reprs are long
+    data = {"weights": json.dumps(rounded.tolist()), "head": name}
     table = _heatmap_table(w, tokens, mask, f"{name}, {view}")
     return (_table_figure(table, f"{view} / {name}", data)
             + '<div class="pyxis-mv-describe" aria-live="polite">'

@@ -80,8 +80,8 @@ def test_frames_carry_the_heads_weights(view):
                     in html.replace("&#x27;", "'")
     causal_html, _ = _frame(view, 0, 0)
     open_html, _ = _frame(view, 1, 0)
-    assert causal_html.count('class="m"') == T * (T - 1) // 2  # hatched
-    assert 'class="m"' not in open_html
+    assert causal_html.count('class=m>') == T * (T - 1) // 2  # hatched
+    assert 'class=m>' not in open_html
 
 
 def test_css_follows_the_query_and_draws_thumbnails(view):
