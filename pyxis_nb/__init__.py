@@ -20,7 +20,7 @@ available at the top level. One concept per module:
 ``kv_cache``        ``KVCache``: preallocated keys and values for decoding
 ``tiled``           online softmax, exact attention in tiles (FlashAttention)
 ``model``           ``Qwen3ForCausalLM``: checkpoints, MLP, sampling, tokenizer
-``generation``      a tiny model that generates with and without a KV cache
+``generation``      ``TinyDecoder``: that model without MLPs, seeded; FLOPs
 ``attention_only``  a trainable attention-only transformer, backward by hand
 ``circuits``        a trained model's heads: maps, scores, ablation, layouts
 ``source``          ``show_source``: the package's own code as a listing

@@ -124,8 +124,8 @@ def hf_generate(model, ids, n, **kw):
 @pytest.mark.parametrize("use_cache", [True, False])
 def test_greedy_text_is_token_identical_to_hf_generate(
         ours, theirs, tokenizer, use_cache):
-    n = 40 if use_cache else 12  # without a cache every step reruns it all
-    for text in PROMPTS:
+    n = 40 if use_cache else 10  # without a cache every step reruns it all
+    for text in PROMPTS if use_cache else PROMPTS[:2]:
         ids = np.array(tokenizer.encode(text).ids)
         got, _ = ours.generate(ids, n, use_cache=use_cache)
         ref = hf_generate(theirs, ids, n, use_cache=use_cache)[0]
@@ -138,11 +138,11 @@ def test_left_padded_batch_generates_what_each_prompt_does_alone(
     P = max(map(len, rows))
     ids = np.array([[0] * (P - len(r)) + r for r in rows])
     mask = np.array([[0] * (P - len(r)) + [1] * len(r) for r in rows])
-    got, got_logits = ours.generate(ids, 25, attention_mask=mask)
-    ref = hf_generate(theirs, ids, 25, attention_mask=torch.from_numpy(mask))
+    got, got_logits = ours.generate(ids, 16, attention_mask=mask)
+    ref = hf_generate(theirs, ids, 16, attention_mask=torch.from_numpy(mask))
     np.testing.assert_array_equal(got, ref)
     for b, r in enumerate(rows):
-        alone, alone_logits = ours.generate(r, 25)
+        alone, alone_logits = ours.generate(r, 16)
         np.testing.assert_array_equal(got[b, P:P + len(alone) - len(r)],
                                       alone[len(r):])
         np.testing.assert_allclose(got_logits[b, :len(alone_logits)],
@@ -157,8 +157,9 @@ def test_random_qwen3_0_6b_shapes_in_bf16_shards(tmp_path):
         head_dim=128, rope_theta=1_000_000.0, rms_norm_eps=1e-6,
         max_position_embeddings=40_960, tie_word_embeddings=True,
         bos_token_id=151_643, eos_token_id=151_645)
-    torch.manual_seed(0)
-    model = transformers.Qwen3ForCausalLM(config).to(torch.bfloat16)
+    torch.manual_seed(0)  # HF's own init, made in bf16 (as Qwen3 ships)
+    model = transformers.AutoModelForCausalLM.from_config(
+        config, dtype=torch.bfloat16)
     model.save_pretrained(tmp_path, max_shard_size="100MB")
     del model
     shards = sorted(p.name for p in tmp_path.glob("*.safetensors"))
