@@ -632,3 +632,45 @@ MODEL_ROWS = [
 def test_model_refuses(call, error, pattern):
     with pytest.raises(error, match=pattern):
         call(_tiny())
+
+
+# ------------------------------------------ circuits and the model view
+def _circuit_model():
+    config = px.ModelConfig(hidden_size=16, num_attention_heads=4,
+                            num_key_value_heads=2, head_dim=4,
+                            num_hidden_layers=2, rope_theta=100.0,
+                            rms_norm_eps=1e-6, intermediate_size=24,
+                            vocab_size=50, max_position_embeddings=32)
+    return px.Qwen3ForCausalLM.from_config(config, seed=0)
+
+
+CIRCUIT_ROWS = [
+    ("run_with_attention", dict(rope_layout="adjacent"),
+     r"rope_layout .*'adjacent'"),
+    ("run_with_attention", dict(head_mask=np.ones((2, 3))),
+     r"head_mask has shape \(2, 3\), expected \(L, H\) = \(2, 4\)"),
+    ("run_with_attention", dict(input_ids=np.array([[0, 50]])),
+     r"input_ids must lie in 0 \.\. 49, got 0 \.\. 50"),
+    ("next_token_loss", dict(logits=z(2, 9, 50),
+                             input_ids=np.zeros((2, 8), int)),
+     r"input_ids has shape \(2, 8\), expected \(B, T\) = \(2, 9\)"),
+    ("sink_score", dict(weights=z(2, 4, 4)), r"weights must have 4 dim"),
+    ("head_pair_distance", dict(weights=z(4, 4, dtype=int)),
+     r"weights .*int64"),
+    ("model_view", dict(tokens=["a", "b"], weights=z(1, 2, 3, 3)),
+     r"weights has shape \(1, 2, 3, 3\).*T = len\(tokens\) = 2"),
+    ("model_view", dict(tokens=["a", "b"], weights=z(1, 2, 2, 2),
+                        open_weights=z(1, 1, 2, 2)),
+     r"open_weights has shape \(1, 1, 2, 2\).*\(1, 2, 2, 2\)"),
+]
+
+
+@pytest.mark.parametrize("name, kwargs, match", CIRCUIT_ROWS,
+                         ids=[f"{r[0]}-{i}" for i, r in
+                              enumerate(CIRCUIT_ROWS)])
+def test_circuits_bad_input_raises(name, kwargs, match):
+    if name == "run_with_attention":
+        kwargs = {"model": _circuit_model(),
+                  "input_ids": np.zeros((1, 3), int), **kwargs}
+    with pytest.raises(ValueError, match=match):
+        getattr(px, name)(**kwargs)
