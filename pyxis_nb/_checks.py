@@ -577,6 +577,89 @@ def check_01_mask(name: str, mask) -> np.ndarray:
     return m.astype(bool)
 
 
+# --- model and checkpoint checks (pyxis_nb.model)
+def check_token_ids(name: str, ids, vocab_size: int) -> np.ndarray:
+    """Token ids (B, T) or (T,), as a (B, T) array in 0 .. vocab_size - 1."""
+    arr = np.asarray(ids)
+    arr = arr[None] if arr.ndim == 1 else arr  # (T,) -> (1, T)
+    if (not np.issubdtype(arr.dtype, np.integer) or arr.ndim != 2
+            or 0 in arr.shape):
+        raise ValueError(
+            f"{name} must be integers of shape (B, T) or (T,) with T >= 1, "
+            f"got shape {np.shape(ids)} and dtype {arr.dtype}")
+    if arr.min() < 0 or arr.max() >= vocab_size:
+        raise ValueError(
+            f"{name} must lie in 0 .. {vocab_size - 1}, "
+            f"got {arr.min()} .. {arr.max()}")
+    return arr
+
+
+def check_context(name_a: str, a: int, name_b: str, b: int,
+                  max_position_embeddings: int) -> None:
+    """Raise if ``a + b`` positions pass ``max_position_embeddings``."""
+    if a + b > max_position_embeddings:
+        raise ValueError(
+            f"{name_a} ({a}) + {name_b} ({b}) = {a + b} exceeds "
+            f"max_position_embeddings = {max_position_embeddings}")
+
+
+def check_token_list(name: str, value, vocab_size: int) -> tuple[int, ...]:
+    """None, an id or a list of ids in 0 .. vocab_size - 1, as a tuple."""
+    values = [] if value is None else (
+        list(value) if isinstance(value, (list, tuple)) else [value])
+    return tuple(check_int(name, v, low=0, high=vocab_size - 1)
+                 for v in values)
+
+
+def check_sampling(do_sample, temperature, top_k, top_p, seed) -> dict:
+    """``generate``'s sampling arguments, checked (HF's names and ranges)."""
+    check_bool("do_sample", do_sample)
+    check_number("temperature", temperature, above=0)
+    if top_k is not None:
+        check_positive_int("top_k", top_k)
+    if top_p is not None and not 0 < check_number("top_p", top_p,
+                                                  above=0) <= 1:
+        raise ValueError(f"top_p must be a number in (0, 1], got {top_p!r}")
+    if seed is not None:
+        check_int("seed", seed, low=0)
+    return dict(temperature=float(temperature), top_k=top_k, top_p=top_p,
+                seed=seed)
+
+
+def check_config_value(file: str, key: str, value, allowed: tuple,
+                       why: str) -> None:
+    """A config key this code implements only with ``allowed`` values."""
+    if value not in allowed:
+        raise ValueError(
+            f"{file}: {key} is {value!r}, expected "
+            f"{' or '.join(map(repr, allowed))} ({why})")
+
+
+def check_state_shapes(source: str, got: dict, want: dict,
+                       optional: tuple = ()) -> None:
+    """Every key of ``want`` in ``got`` with its shape, and no other key.
+
+    ``got`` and ``want`` map tensor names to shapes; ``optional`` names
+    keys that may be absent (a tied ``lm_head.weight``).
+    """
+    missing = sorted(k for k in want if k not in got and k not in optional)
+    unexpected = sorted(k for k in got if k not in want)
+    if missing or unexpected:
+        raise ValueError(
+            f"{source} does not fit config.json: missing keys "
+            f"{_few(missing)}, unexpected keys {_few(unexpected)}")
+    for key, shape in got.items():
+        if tuple(shape) != tuple(want[key]):
+            raise ValueError(
+                f"{key} has shape {tuple(shape)} in {source}, expected "
+                f"{tuple(want[key])} from config.json")
+
+
+def _few(keys: list, n: int = 6) -> str:
+    """A list of names, cut after ``n`` with the count of the rest."""
+    more = f" and {len(keys) - n} more" if len(keys) > n else ""
+    return f"{keys[:n]}{more}"
+
 
 def check_position_ids(name: str, position_ids, B: int, T: int,
                        max_position_embeddings: int | None = None
@@ -612,3 +695,14 @@ def check_split_heads(x, head_dim) -> tuple[np.ndarray, int]:
             f"x has shape {x.shape}, expected (B, T, H*d_head) with a last "
             f"axis divisible by head_dim = {d_head}")
     return x, d_head
+
+
+def check_model_config(config) -> None:
+    """A ModelConfig's values (``intermediate_size`` 0: no MLP)."""
+    for name in ("vocab_size", "hidden_size", "num_hidden_layers", "head_dim",
+                 "max_position_embeddings"):
+        check_positive_int(name, getattr(config, name))
+    check_heads(config.num_attention_heads, config.num_key_value_heads)
+    check_int("intermediate_size", config.intermediate_size, low=0)
+    check_theta("rope_theta", config.rope_theta)
+    check_number("rms_norm_eps", config.rms_norm_eps, at_least=0)

@@ -30,14 +30,16 @@ from matplotlib.patches import Rectangle
 import numpy as np
 
 from ._checks import as_float_array, check_positive_int
-from .plotting import plot_attention
+from .plotting import CMAP, plot_attention
 
 __all__ = [
     "AttentionExplorer",
     "LinkedViews",
+    "ModelView",
     "attention_explorer",
     "describe_attention",
     "figure_png",
+    "model_view",
     "png_figure_html",
     "view_grid",
     "view_switcher",
@@ -563,4 +565,221 @@ def attention_explorer(
     root = AttentionExplorer([toggle, query, text_stack, heat_stack],
                              summary=summary)
     root.add_class("pyxis-explorer")
+    return root
+
+
+# ------------------------------------------------------------ model view
+_LEVELS = 10  # colour steps of the HTML heatmaps (viridis, as plots use)
+
+
+def _palette() -> list[str]:
+    from matplotlib.colors import to_hex
+
+    cmap = plt.get_cmap(CMAP)
+    return [to_hex(cmap(k / (_LEVELS - 1))) for k in range(_LEVELS)]
+
+
+def _model_view_css(thumbs: Sequence[bytes], T: int) -> str:
+    """The view's stylesheet: cells, thumbnails, the chosen query row.
+
+    The row and its sentence follow the query dropdown with CSS alone
+    (``:has(option:checked)``), so the page needs no frame per query.
+    """
+    picked = ".pyxis-mv:has(.pyxis-mv-query option:nth-child({}):checked)"
+    rows = "".join(
+        f"{picked.format(q + 1)} tr.r{q}>*{{box-shadow:inset 0 2px #e8173a,"
+        f"inset 0 -2px #e8173a}}{picked.format(q + 1)} p.s{q}"
+        "{display:block}" for q in range(T))
+    cells = "".join(f".pyxis-mv .c{k}{{background:{c}}}"
+                    for k, c in enumerate(_palette()))
+    icons = "".join(
+        f'.pyxis-mv-grid button[value="{k}"]{{background-image:url('
+        f'data:image/png;base64,{base64.b64encode(png).decode("ascii")})}}'
+        for k, png in enumerate(thumbs))
+    return (
+        "<style>"
+        ".pyxis-mv table{border-collapse:collapse;font:10px/1 sans-serif}"
+        ".pyxis-mv td{width:22px;min-width:22px;height:20px;padding:0;"
+        "text-align:center;color:#fff}"
+        ".pyxis-mv td.c6,.pyxis-mv td.c7,.pyxis-mv td.c8,.pyxis-mv td.c9"
+        "{color:#000}"
+        ".pyxis-mv td.m{background:repeating-linear-gradient(45deg,"
+        "#d9d9d9 0 3px,#a8a8a8 3px 4px)}"
+        ".pyxis-mv th{font-weight:normal;padding:0 4px 0 0;text-align:right;"
+        "white-space:nowrap}"
+        ".pyxis-mv thead th{writing-mode:vertical-rl;transform:rotate(180deg);"
+        "text-align:left;padding:4px 0}"
+        ".pyxis-mv .pyxis-mv-describe p{display:none}"
+        ".pyxis-mv caption{caption-side:top;text-align:left;padding:2px 0}"
+        ".pyxis-mv-grid .widget-toggle-button{width:40px;height:50px;"
+        "padding:36px 0 0;font-size:9px;line-height:1;min-width:0;"
+        "background-repeat:no-repeat;background-position:center 3px;"
+        "background-size:34px 34px;image-rendering:pixelated}"
+        ".pyxis-mv-grid{margin-bottom:6px}"
+        ".pyxis-mv-grid>div:last-child{display:grid;gap:2px;"
+        "grid-template-columns:repeat(8,40px)}"
+        f"{cells}{icons}{rows}</style>"
+    )
+
+
+def _heatmap_table(w, tokens, mask, caption: str) -> str:
+    """A (T, S) weights matrix as an HTML table, row ``i`` of class ``ri``."""
+    level = np.clip((w * _LEVELS).astype(int), 0, _LEVELS - 1)  # (T, S)
+    esc = [html.escape(t) for t in tokens]
+    head = "".join(f'<th scope="col">{t}</th>' for t in esc)
+    rows = []
+    for i, t in enumerate(esc):
+        cells = "".join(
+            '<td class=m></td>' if mask is not None and not mask[i, j]
+            else f"<td class=c{level[i, j]}>{round(100 * w[i, j])}</td>"
+            for j in range(w.shape[1]))
+        rows.append(f'<tr class="r{i}"><th scope="row">{t}</th>{cells}</tr>')
+    return (f"<table><caption>{html.escape(caption)} (weights in %)"
+            f"</caption><thead><tr><th></th>{head}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def _thumbnail_png(w, mask, scale: int = 3) -> bytes:
+    """A (T, T) map as a tiny palette PNG, ``scale`` pixels a cell."""
+    from PIL import Image
+
+    colours = np.array([[int(c[i:i + 2], 16) for i in (1, 3, 5)]
+                        for c in _palette()], dtype=np.uint8)
+    rgb = colours[np.clip((w * _LEVELS).astype(int), 0, _LEVELS - 1)]
+    if mask is not None:
+        rgb[~mask] = 217  # the hatched grey of a forbidden cell
+    big = rgb.repeat(scale, axis=0).repeat(scale, axis=1)  # (T*s, S*s, 3)
+    buf = io.BytesIO()
+    Image.fromarray(big).quantize(colors=_LEVELS + 1).save(
+        buf, format="png", optimize=True)
+    return buf.getvalue()
+
+
+def _table_figure(table: str, view: str, data: Mapping[str, str]) -> str:
+    """An HTML ``<figure>`` around a table: the view name, data attributes."""
+    attrs = "".join(f' data-{k}="{html.escape(v)}"' for k, v in data.items())
+    return (f'<figure class="pyxis-view" data-view="{html.escape(view)}"'
+            f'{attrs} style="margin:0;overflow-x:auto;max-width:100%">'
+            f"{table}</figure>")
+
+
+def _head_frame(w, tokens, mask, view: str, name: str) -> str:
+    """One head in one view: the table, then a sentence per query row."""
+    said = "".join(
+        f'<p class="pyxis-describe s{q}">'
+        f"{html.escape(describe_attention(w[q], tokens, q))}</p>"
+        for q in range(len(tokens)))
+    rounded = np.round(w.astype(np.float64), 4)  # float32 reprs are long
+    data = {"weights": json.dumps(rounded.tolist()), "head": name}
+    table = _heatmap_table(w, tokens, mask, f"{name}, {view}")
+    return (_table_figure(table, f"{view} / {name}", data)
+            + '<div class="pyxis-mv-describe" aria-live="polite">'
+            f"{said}</div>")
+
+
+class ModelView(LinkedViews):
+    """``model_view``'s widget; its picture for viewers without widgets."""
+
+    def __init__(self, children, *, summary: str, png: bytes, **kwargs):
+        super().__init__(children, summary=summary, **kwargs)
+        self._png = png
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is not None:
+            bundle["image/png"] = base64.b64encode(self._png).decode("ascii")
+        return bundle
+
+
+def _grid_png(thumbs: Sequence[bytes], columns: int) -> bytes:
+    """The thumbnails side by side, 4 px apart: the model view as one PNG."""
+    from PIL import Image
+
+    tiles = [Image.open(io.BytesIO(t)).convert("RGB") for t in thumbs]
+    w, h = tiles[0].size
+    rows = -(-len(tiles) // columns)
+    sheet = Image.new("RGB", (columns * (w + 4), rows * (h + 4)), "white")
+    for k, tile in enumerate(tiles):
+        sheet.paste(tile, ((k % columns) * (w + 4), (k // columns) * (h + 4)))
+    buf = io.BytesIO()
+    sheet.quantize(colors=_LEVELS + 2).save(buf, format="png", optimize=True)
+    return buf.getvalue()
+
+
+def model_view(tokens: Sequence[str], weights, *, open_weights=None,
+               title: str | None = None, query_index: int | None = None
+               ) -> ModelView:
+    """Every layer by every head as thumbnails, each one opening an explorer.
+
+    Parameters
+    ----------
+    tokens : sequence of str, length T
+    weights : ndarray, shape (L, H, T, T)
+        Causal attention weights of every head (bertviz's "model view").
+    open_weights : ndarray, shape (L, H, T, T), optional
+        The same heads with no mask: the explorer's second view.
+    title : str, optional
+        A line above the thumbnails.
+    query_index : int, optional
+        The query row outlined at first (default: the last token).
+
+    Returns
+    -------
+    ModelView
+        Thumbnail ``L`` x ``H`` shows that head below (toggle: causal mask
+        / no mask), as an HTML table, its query row outlined and described.
+        Head and view switch by ``jslink``, the query row by CSS alone.
+    """
+    tokens = [str(t) for t in tokens]
+    w = as_float_array("weights", weights, ndim=4)
+    L, H, T, S = w.shape
+    if T != len(tokens) or S != T:
+        raise ValueError(f"weights has shape {w.shape}, expected (L, H, T, T)"
+                         f" with T = len(tokens) = {len(tokens)}")
+    views = {"causal mask": (w, np.tril(np.ones((T, T), bool)))}
+    if open_weights is not None:
+        w_open = as_float_array("open_weights", open_weights, ndim=4)
+        if w_open.shape != w.shape:
+            raise ValueError(f"open_weights has shape {w_open.shape}, "
+                             f"expected that of weights, {w.shape}")
+        views["no mask"] = (w_open, None)
+    query_index = T - 1 if query_index is None else _query_index(
+        query_index, T)
+    heads = [(i, h) for i in range(L) for h in range(H)]
+    names = [f"L{i} H{h}" for i, h in heads]
+    thumbs = [_thumbnail_png(w[i, h], views["causal mask"][1])
+              for i, h in heads]
+    grid = widgets.ToggleButtons(
+        options=names, description="head:", style=_style("toggle"),
+        tooltips=[f"layer {i}, head {h}" for i, h in heads])
+    toggle = widgets.ToggleButtons(options=list(views), style=_style("toggle"))
+    query = widgets.Dropdown(
+        options=[(f"{i}: {t}", i) for i, t in enumerate(tokens)],
+        index=query_index, description="query token:",
+        style=_style("dropdown"))
+    plain = widgets.Layout()  # one layout for the many HTML widgets
+    stacks = []
+    for view, (maps, mask) in views.items():
+        frames = [widgets.HTML(_head_frame(maps[i, h], tokens, mask, view,
+                                           name), layout=plain)
+                  for (i, h), name in zip(heads, names)]
+        stacks.append(widgets.Stack(frames, selected_index=0))
+        widgets.jslink((grid, "index"), (stacks[-1], "selected_index"))
+    shown = widgets.Stack(stacks, selected_index=0)
+    widgets.jslink((toggle, "index"), (shown, "selected_index"))
+    toggle.add_class("pyxis-view-control")
+    query.add_class("pyxis-mv-query")
+    shown.add_class("pyxis-view-stack")
+    grid.add_class("pyxis-mv-grid")
+    grid.add_class("pyxis-inner-control")  # the website test's view_grid
+    top = widgets.HTML(_model_view_css(thumbs, T) + (
+        f"<p><b>{html.escape(title)}</b></p>" if title else "") +
+        "<p>Each thumbnail is one head (rows: layers 0 to "
+        f"{L - 1}); click one to open it below.</p>")
+    summary = (f"ModelView(tokens={tokens}, layers={L}, heads={H}, "
+               f"views={list(views)})")
+    root = ModelView([top, grid, toggle, query, shown], summary=summary,
+                     png=_grid_png(thumbs, H))
+    root.add_class("pyxis-mv")
+    root.add_class("pyxis-switcher")
     return root

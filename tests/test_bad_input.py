@@ -681,3 +681,237 @@ def test_layer_refuses_and_nothing_changed(call, error, pattern):
     assert cache.get_seq_length() == PAST
     np.testing.assert_array_equal(cache.key_cache[0], keys)
     np.testing.assert_array_equal(cache.value_cache[0], values)
+
+
+# ----------------------------------------- Qwen3ForCausalLM and checkpoints
+# Each row: an id, a change to a good tiny checkpoint folder (bf16, two
+# layers, tests/checkpoints.py) or a call on its model, the exception, a
+# regex naming what is wrong. ``from_pretrained`` must refuse the folder.
+
+def _edit_config(folder, **changes):
+    import json
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(config | changes))
+
+
+def _rewrite_weights(folder, change):
+    from checkpoints import tiny_model, write_safetensors
+    state = tiny_model().state_dict()
+    change(state)
+    write_safetensors(folder / "model.safetensors", state)
+
+
+def _cut(folder, n):
+    file = folder / "model.safetensors"
+    file.write_bytes(file.read_bytes()[:-n])
+
+
+def _shard(folder):
+    from checkpoints import tiny_model, write_checkpoint
+    (folder / "model.safetensors").unlink()
+    write_checkpoint(folder, tiny_model(), shards=2)
+    (folder / "model-00002-of-00002.safetensors").unlink()
+
+
+def _tiny():
+    from checkpoints import tiny_model
+    return tiny_model()
+
+
+def _written():
+    import tempfile
+    from checkpoints import write_checkpoint
+    return write_checkpoint(tempfile.mkdtemp())
+
+
+CHECKPOINT_ROWS = [
+    ("no such folder", lambda f: f / "nowhere", FileNotFoundError,
+     r"path '.*nowhere' is not a checkpoint folder"),
+    ("no weights file",
+     lambda f: (f / "model.safetensors").unlink() or f, FileNotFoundError,
+     r"no weights in .*model.safetensors or model.safetensors.index.json, "
+     r"found \['config.json', 'generation_config.json'\]"),
+    ("a shard missing", lambda f: _shard(f) or f, FileNotFoundError,
+     r"index.json lists model-00002-of-00002.safetensors"),
+    ("config.json not JSON",
+     lambda f: (f / "config.json").write_text("{model_type: qwen3") and f,
+     ValueError, r"config.json is not a readable JSON file"),
+    ("another model type", lambda f: _edit_config(f, model_type="llama") or f,
+     ValueError, r"model_type is 'llama', expected 'qwen3'"),
+    ("rope scaling (transformers 5 form)",
+     lambda f: _edit_config(f, rope_parameters={
+         "rope_type": "yarn", "factor": 4.0, "rope_theta": 1e6}) or f,
+     ValueError, r"rope type is 'yarn', expected 'default'.*RoPE scaling"),
+    ("rope scaling (Qwen3's form)",
+     lambda f: _edit_config(f, rope_parameters=None, rope_theta=1e6,
+                            rope_scaling={"type": "linear",
+                                          "factor": 2.0}) or f,
+     ValueError, r"rope type is 'linear'"),
+    ("partial rotary factor",
+     lambda f: _edit_config(f, rope_parameters={
+         "rope_type": "default", "rope_theta": 1e4,
+         "partial_rotary_factor": 0.5}) or f,
+     ValueError,
+     r"RoPE keys beyond rope_theta is \['partial_rotary_factor'\]"),
+    ("sliding window", lambda f: _edit_config(
+        f, use_sliding_window=True, sliding_window=8) or f,
+     ValueError, r"use_sliding_window is True, expected False"),
+    ("sliding layer types", lambda f: _edit_config(
+        f, layer_types=["full_attention", "sliding_attention"]) or f,
+     ValueError, r"layer_types is \['full_attention', 'sliding_attention'\]"),
+    ("attention bias", lambda f: _edit_config(f, attention_bias=True) or f,
+     ValueError, r"attention_bias is True, expected False"),
+    ("another activation", lambda f: _edit_config(f, hidden_act="gelu") or f,
+     ValueError, r"hidden_act is 'gelu', expected 'silu'"),
+    ("truncated safetensors", lambda f: _cut(f, 10) or f, ValueError,
+     r"model.safetensors is not a valid safetensors file.*incomplete"),
+    ("corrupt safetensors",
+     lambda f: (f / "model.safetensors").write_bytes(b"\x10" + b"x" * 99)
+     and f, ValueError, r"model.safetensors is not a valid safetensors"),
+    ("a tensor of the wrong shape",
+     lambda f: _rewrite_weights(f, lambda s: s.update({
+         "model.layers.1.mlp.up_proj.weight": np.zeros((25, 16))})) or f,
+     ValueError, r"model.layers.1.mlp.up_proj.weight has shape \(25, 16\) "
+     r"in model.safetensors, expected \(24, 16\)"),
+    ("a missing key",
+     lambda f: _rewrite_weights(f, lambda s: s.pop("model.norm.weight"))
+     or f, ValueError,
+     r"missing keys \['model.norm.weight'\], unexpected keys \[\]"),
+    ("an unexpected key",
+     lambda f: _rewrite_weights(f, lambda s: s.update({
+         "model.layers.0.self_attn.o_proj.bias": np.zeros(16)})) or f,
+     ValueError, r"missing keys \[\], unexpected keys "
+     r"\['model.layers.0.self_attn.o_proj.bias'\]"),
+    ("untied without lm_head",
+     lambda f: _edit_config(f, tie_word_embeddings=False) or f, ValueError,
+     r"missing keys \['lm_head.weight'\]"),
+    ("more layers than the file has",
+     lambda f: _edit_config(f, num_hidden_layers=3) or f, ValueError,
+     r"missing keys \['model.layers.2.input_layernorm.weight', .*\] and 5 "
+     r"more, unexpected keys \[\]"),
+]
+
+
+@pytest.mark.parametrize("edit, error, pattern",
+                         [r[1:] for r in CHECKPOINT_ROWS],
+                         ids=[r[0] for r in CHECKPOINT_ROWS])
+def test_bad_checkpoint_is_refused(tmp_path, edit, error, pattern):
+    from checkpoints import write_checkpoint
+    folder = edit(write_checkpoint(tmp_path / "ckpt"))
+    with pytest.raises(error, match=pattern):
+        px.Qwen3ForCausalLM.from_pretrained(folder)
+
+
+MODEL_ROWS = [
+    ("a prompt longer than max_position_embeddings",
+     lambda m: m(np.zeros((1, 33), int)),
+     ValueError, r"cached \(0\) \+ input_ids \(33\) = 33 exceeds "
+     r"max_position_embeddings = 32"),
+    ("a cache past max_position_embeddings",
+     lambda m: m([1], past_key_values=m(np.zeros(32, int),
+                                        use_cache=True).past_key_values),
+     ValueError, r"cached \(32\) \+ input_ids \(1\) = 33 exceeds"),
+    ("generate past max_position_embeddings",
+     lambda m: m.generate(np.zeros(30, int), 3), ValueError,
+     r"prompt \(30\) \+ max_new_tokens \(3\) = 33 exceeds "
+     r"max_position_embeddings = 32"),
+    ("an id outside the vocabulary", lambda m: m(np.array([[1, 64]])),
+     ValueError, r"input_ids must lie in 0 \.\. 63, got 1 \.\. 64"),
+    ("a negative id", lambda m: m.generate([-1, 3], 2), ValueError,
+     r"input_ids must lie in 0 \.\. 63, got -1 \.\. 3"),
+    ("float ids", lambda m: m(np.array([1.0, 2.0])), ValueError,
+     r"input_ids must be integers .*\(2,\).*float64"),
+    ("no ids", lambda m: m.generate(np.zeros((1, 0), int), 2), ValueError,
+     r"input_ids must be integers .*\(1, 0\)"),
+    ("use_cache as a string", lambda m: m([1], use_cache="yes"), TypeError,
+     r"use_cache .*'yes'"),
+    ("temperature 0",
+     lambda m: m.generate([1], 2, do_sample=True, temperature=0),
+     ValueError, r"temperature .*> 0, got 0"),
+    ("top_k 0", lambda m: m.generate([1], 2, do_sample=True, top_k=0),
+     ValueError, r"top_k .*>= 1, got 0"),
+    ("top_p 1.5", lambda m: m.generate([1], 2, do_sample=True, top_p=1.5),
+     ValueError, r"top_p .*\(0, 1\], got 1.5"),
+    ("top_p 0", lambda m: m.generate([1], 2, do_sample=True, top_p=0.0),
+     ValueError, r"top_p .*> 0, got 0.0"),
+    ("a negative seed", lambda m: m.generate([1], 2, do_sample=True, seed=-1),
+     ValueError, r"seed .*0 <= seed, got -1"),
+    ("do_sample as 1", lambda m: m.generate([1], 2, do_sample=1), TypeError,
+     r"do_sample .*int 1"),
+    ("an eos list with one outside",
+     lambda m: m.generate([1], 2, eos_token_id=[3, 70]), ValueError,
+     r"eos_token_id .*63, got 70"),
+    ("from_pretrained with dtype int32",
+     lambda m: px.Qwen3ForCausalLM.from_pretrained(_written(), dtype=np.int32),
+     ValueError, r"dtype .*int32"),
+    ("from_config with dtype int",
+     lambda m: px.Qwen3ForCausalLM.from_config(m.config, dtype=int),
+     ValueError, r"dtype .*int64"),
+    ("state_dict with a wrong shape",
+     lambda m: px.Qwen3ForCausalLM.from_state_dict(
+         m.state_dict() | {"model.norm.weight": np.ones(3, np.float32)},
+         m.config), ValueError,
+     r"model.norm.weight has shape \(3,\) in state_dict, expected \(16,\)"),
+    ("state_dict of two dtypes",
+     lambda m: px.Qwen3ForCausalLM.from_state_dict(
+         m.state_dict() | {"model.norm.weight": np.ones(16)}, m.config),
+     ValueError, r"model.norm.weight has dtype float64 but "
+     r"model.embed_tokens.weight has dtype float32"),
+    ("tied but a different lm_head",
+     lambda m: px.Qwen3ForCausalLM.from_state_dict(
+         m.state_dict() | {"lm_head.weight": np.zeros((64, 16), np.float32)},
+         m.config, tie_word_embeddings=True), ValueError,
+     r"tie_word_embeddings is true but lm_head.weight differs"),
+    ("no tokenizer.json", lambda m: px.load_tokenizer("/nowhere"),
+     FileNotFoundError, r"path '/nowhere' has no tokenizer.json"),
+]
+
+
+@pytest.mark.parametrize("call, error, pattern",
+                         [r[1:] for r in MODEL_ROWS],
+                         ids=[r[0] for r in MODEL_ROWS])
+def test_model_refuses(call, error, pattern):
+    with pytest.raises(error, match=pattern):
+        call(_tiny())
+
+
+# ------------------------------------------ circuits and the model view
+def _circuit_model():
+    config = px.ModelConfig(hidden_size=16, num_attention_heads=4,
+                            num_key_value_heads=2, head_dim=4,
+                            num_hidden_layers=2, rope_theta=100.0,
+                            rms_norm_eps=1e-6, intermediate_size=24,
+                            vocab_size=50, max_position_embeddings=32)
+    return px.Qwen3ForCausalLM.from_config(config, seed=0)
+
+
+CIRCUIT_ROWS = [
+    ("run_with_attention", dict(rope_layout="adjacent"),
+     r"rope_layout .*'adjacent'"),
+    ("run_with_attention", dict(head_mask=np.ones((2, 3))),
+     r"head_mask has shape \(2, 3\), expected \(L, H\) = \(2, 4\)"),
+    ("run_with_attention", dict(input_ids=np.array([[0, 50]])),
+     r"input_ids must lie in 0 \.\. 49, got 0 \.\. 50"),
+    ("next_token_loss", dict(logits=z(2, 9, 50),
+                             input_ids=np.zeros((2, 8), int)),
+     r"input_ids has shape \(2, 8\), expected \(B, T\) = \(2, 9\)"),
+    ("sink_score", dict(weights=z(2, 4, 4)), r"weights must have 4 dim"),
+    ("head_pair_distance", dict(weights=z(4, 4, dtype=int)),
+     r"weights .*int64"),
+    ("model_view", dict(tokens=["a", "b"], weights=z(1, 2, 3, 3)),
+     r"weights has shape \(1, 2, 3, 3\).*T = len\(tokens\) = 2"),
+    ("model_view", dict(tokens=["a", "b"], weights=z(1, 2, 2, 2),
+                        open_weights=z(1, 1, 2, 2)),
+     r"open_weights has shape \(1, 1, 2, 2\).*\(1, 2, 2, 2\)"),
+]
+
+
+@pytest.mark.parametrize("name, kwargs, match", CIRCUIT_ROWS,
+                         ids=[f"{r[0]}-{i}" for i, r in
+                              enumerate(CIRCUIT_ROWS)])
+def test_circuits_bad_input_raises(name, kwargs, match):
+    if name == "run_with_attention":
+        kwargs = {"model": _circuit_model(),
+                  "input_ids": np.zeros((1, 3), int), **kwargs}
+    with pytest.raises(ValueError, match=match):
+        getattr(px, name)(**kwargs)

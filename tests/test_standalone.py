@@ -7,12 +7,13 @@ tools/portable_cells.py writes into every chapter (tests/test_portable.py
 checks that the stored chapters carry it).
 
 That every chapter runs alone, as a reader gets it (downloaded into an empty
-folder, in a fresh Python with only numpy, matplotlib, ipywidgets and
-ipykernel, installing pyxis-nb from this checkout's wheel with no index), is
-checked by nbval itself: ``make test`` runs nbval on copies made by
-``tools/run_standalone.py --prepare``, each with its own fresh kernel.
+folder, in a fresh Python with only numpy, matplotlib, ipywidgets, ipykernel,
+safetensors and tokenizers, installing pyxis-nb from this checkout's wheel
+with no index), is checked by nbval itself: ``make test`` runs nbval on
+copies made by ``tools/run_standalone.py --prepare``, each with its own fresh
+kernel.
 
-The environment with the four packages is created once (about a minute, the
+The environment with those packages is created once (about a minute, the
 first time only) and cached under _build/standalone/.
 """
 

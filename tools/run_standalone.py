@@ -13,12 +13,13 @@ CONTRIBUTING.md (``make chapter-times``).
 
 Each chapter is copied alone into an empty temporary folder and run top to
 bottom (nbclient) by a kernel whose Python has only numpy, matplotlib,
-ipywidgets and ipykernel, pinned with all they depend on by constraints.txt,
-and no pyxis_nb. Its install cell then runs ``pip install "pyxis-nb>=..."``,
+ipywidgets, ipykernel, safetensors and tokenizers (pyxis-nb's own
+dependencies), pinned with all they depend on by constraints.txt, and no
+pyxis_nb. Its install cell then runs ``pip install "pyxis-nb>=..."``,
 which pip satisfies from the wheel built from this checkout, with no index
 (PIP_NO_INDEX=1, PIP_FIND_LINKS=<wheel dir>, no pip config file).
 
-The environment with those four packages is created once and cached under
+The environment with those packages is created once and cached under
 ``_build/standalone/env-<hash of the pins>``. Each chapter gets a throwaway
 environment on top of it (``venv --without-pip`` plus a .pth file naming the
 cached site-packages), so what one chapter installs never leaks into another.
@@ -45,13 +46,14 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNTIME = ("numpy", "matplotlib", "ipywidgets", "ipykernel")
+RUNTIME = ("numpy", "matplotlib", "ipywidgets", "ipykernel", "safetensors",
+           "tokenizers")
 CACHE = ROOT / "_build" / "standalone"
 PY = f"python{sys.version_info.major}.{sys.version_info.minor}"
 
 
 def pins(root: Path = ROOT) -> list[str]:
-    """``name==version`` of the four runtime packages, from constraints.txt."""
+    """``name==version`` of the runtime packages, from constraints.txt."""
     found = {}
     for line in (root / "constraints.txt").read_text().splitlines():
         m = re.match(r"^([A-Za-z0-9_.-]+)==(\S+)", line.strip())
@@ -72,8 +74,8 @@ def _site(env: Path) -> Path:
 
 
 def base_env() -> Path:
-    """The cached environment with the four pinned packages (created once)."""
-    # constraints.txt pins what the four pull in too (Pygments, say, whose
+    """The cached environment with the pinned packages (created once)."""
+    # constraints.txt pins what they pull in too (Pygments, say, whose
     # HTML is part of every listing's stored output)
     constraints = ROOT / "constraints.txt"
     key = hashlib.sha256("\n".join(
