@@ -578,20 +578,15 @@ def check_01_mask(name: str, mask) -> np.ndarray:
 
 
 # --- model and checkpoint checks (pyxis_nb.model)
-def check_token_ids(name: str, ids, vocab_size: int) -> np.ndarray:
-    """Token ids (B, T) or (T,), as a (B, T) array in 0 .. vocab_size - 1."""
+def check_input_ids(name: str, ids, vocab_size: int) -> np.ndarray:
+    """A model's input ids (B, T) or (T,), as (B, T): ``check_token_ids``."""
+    check_int_array(name, ids, want="(B, T) or (T,)")  # ints, T >= 1
     arr = np.asarray(ids)
     arr = arr[None] if arr.ndim == 1 else arr  # (T,) -> (1, T)
-    if (not np.issubdtype(arr.dtype, np.integer) or arr.ndim != 2
-            or 0 in arr.shape):
-        raise ValueError(
-            f"{name} must be integers of shape (B, T) or (T,) with T >= 1, "
-            f"got shape {np.shape(ids)} and dtype {arr.dtype}")
-    if arr.min() < 0 or arr.max() >= vocab_size:
-        raise ValueError(
-            f"{name} must lie in 0 .. {vocab_size - 1}, "
-            f"got {arr.min()} .. {arr.max()}")
-    return arr
+    check_shape(name, ids, arr.ndim == 2 and arr.shape[0] > 0,
+                "(B, T) or (T,) with B, T >= 1")
+    return check_token_ids(name, arr, vocab_size, ndim=2,
+                           want="(B, T) or (T,)")
 
 
 def check_context(name_a: str, a: int, name_b: str, b: int,

@@ -21,7 +21,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._checks import as_float_array, check_choice, check_token_ids
+from ._checks import (as_float_array, check_choice, check_input_ids,
+                      check_shape)
 from .rope import rope_frequencies, rotate_pairs
 from .softmax import softmax_core
 
@@ -30,7 +31,7 @@ __all__ = [
     "run_with_attention",
     "next_token_loss",
     "sink_score",
-    "copying_score",
+    "ov_copying_score",
     "head_pair_distance",
 ]
 
@@ -96,15 +97,13 @@ def run_with_attention(model, input_ids, *, rope_layout: str = "half",
     AttentionRecord
         ``logits`` (B, T, V); ``scores`` and ``weights`` (L, B, H, T, T).
     """
-    ids = check_token_ids("input_ids", input_ids, model.vocab_size)
+    ids = check_input_ids("input_ids", input_ids, model.vocab_size)
     layout = check_choice("rope_layout", rope_layout, ROPE_LAYOUTS)
     c = model.config
     shape = (c.num_hidden_layers, c.num_attention_heads)
     mask = np.ones(shape) if head_mask is None else as_float_array(
         "head_mask", head_mask, ndim=2)
-    if mask.shape != shape:
-        raise ValueError(f"head_mask has shape {mask.shape}, expected "
-                         f"(L, H) = {shape}")
+    check_shape("head_mask", mask, mask.shape == shape, f"(L, H) = {shape}")
     T = ids.shape[1]
     angles = np.arange(T)[:, None] * rope_frequencies(c.head_dim,
                                                       c.rope_theta)
@@ -136,10 +135,9 @@ def next_token_loss(logits, input_ids) -> float:
         input_ids[:, 1:].flatten())``, what HF's ``labels=input_ids`` gives.
     """
     z = as_float_array("logits", logits, ndim=3)
-    ids = check_token_ids("input_ids", input_ids, z.shape[-1])
-    if ids.shape != z.shape[:2]:
-        raise ValueError(f"input_ids has shape {ids.shape}, expected (B, T) "
-                         f"= {z.shape[:2]}, as logits")
+    ids = check_input_ids("input_ids", input_ids, z.shape[-1])
+    check_shape("input_ids", ids, ids.shape == z.shape[:2],
+                f"(B, T) = {z.shape[:2]}, as logits")
     z = z[:, :-1].astype(np.float64)
     z = z - z.max(axis=-1, keepdims=True)  # (B, T-1, V), stable log-softmax
     logp = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
@@ -158,7 +156,7 @@ def sink_score(weights) -> np.ndarray:
     return w[:, :, 1:, 0].mean(axis=(0, 2))
 
 
-def copying_score(model) -> np.ndarray:
+def ov_copying_score(model) -> np.ndarray:
     """Olsson et al.'s copying score of every head's OV circuit, (L, H).
 
     The OV circuit ``W_U W_O^h W_V^h W_E`` (V, V), norm gains included,

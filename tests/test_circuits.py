@@ -123,7 +123,7 @@ def test_head_pair_distance():
     assert d[0, 2] == pytest.approx(1.0)     # disjoint one-hot rows
 
 
-def test_copying_score_signs(model):
+def test_ov_copying_score_signs(model):
     """An OV circuit A A^T copies (score 1); its negative suppresses (-1)."""
     layer = model.layers[0].self_attn
     embed = model.embed_tokens * model.layers[0].input_layernorm.weight
@@ -133,7 +133,7 @@ def test_copying_score_signs(model):
             w_v = state["model.layers.0.self_attn.v_proj.weight"][:4]
             o = state["model.layers.0.self_attn.o_proj.weight"]
             o[:, :4] = sign * (w_v @ inner).T   # head 0 reads KV head 0
-        score = px.copying_score(_rebuild(model, edit))
+        score = px.ov_copying_score(_rebuild(model, edit))
         assert score[0, 0] == pytest.approx(sign, abs=1e-9)
         assert score.shape == (2, 4) and np.all(np.abs(score) <= 1 + 1e-12)
     assert layer.o_proj is model.layers[0].self_attn.o_proj  # unchanged

@@ -85,9 +85,9 @@ def test_flops_linear_with_cache_quadratic_without(T):
 
 def test_bad_input():
     model = px.TinyDecoder(max_position_embeddings=10)
-    with pytest.raises(ValueError, match=r"input_ids must be integers of shape \(B, T\) or \(T,\) with T >= 1, got shape \(0,\)"):
+    with pytest.raises(ValueError, match=r"input_ids .*got shape \(0,\)"):
         model.generate([], 3)
-    with pytest.raises(ValueError, match=r"got shape \(1, 1, 2\)"):
+    with pytest.raises(ValueError, match=r"input_ids has shape \(1, 1, 2\)"):
         model.generate([[[1, 2]]], 3)
     with pytest.raises(ValueError, match="max_new_tokens must be an integer >= 1, got 0"):
         model.generate([1], 0)
@@ -99,7 +99,7 @@ def test_bad_input():
         model.generate([1, 2], 3, prefill_chunk=0)
     with pytest.raises(ValueError, match=r"input_ids must lie in 0 \.\. 63, got 0 \.\. 64"):
         model(np.array([0, 64]))
-    with pytest.raises(ValueError, match=r"input_ids must be integers of shape \(B, T\) or \(T,\)"):
+    with pytest.raises(ValueError, match=r"input_ids .*\(B, T\) or \(T,\)"):
         model(np.array([0.0, 1.0]))
     with pytest.raises(ValueError, match="logits_to_keep must be an integer 0 <= logits_to_keep, got -1"):
         model(np.array([1]), logits_to_keep=-1)
