@@ -12,7 +12,7 @@ Debian's Chromium through Playwright, then asserts that
   the attention explorer's causal view has zeros above the diagonal,
 * the site works opened as a file (file://) too (the index and one widget
   page), and its search page says what search needs there;
-* weight: the site is at most 20 MB on disk, and no page loads more than
+* weight: the site is at most 26 MB on disk, and no page loads more than
   1.5 MB gzipped (the page and everything it requests);
 * every figure has alt text (a sentence, not a file name);
 * widgets work with the keyboard alone and tell a screen reader their state:
