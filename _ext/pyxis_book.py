@@ -19,6 +19,8 @@
   body, and the widget manager's scripts are deferred (``_config.yml``), so
   neither holds up the first paint. The manager renders on the window's load
   event, when both are there.
+* ``_static/pyxis-figures.js`` (the "Full size" button of a figure scaled
+  to its column), which Jupyter Book adds to every page, is deferred.
 * Static figures (matplotlib PNGs in ``_images/``) are stored as 256-colour
   palette PNGs: the same look, a third to half of the bytes.
 """
@@ -46,9 +48,13 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
             seen.add(key)
             unique.append(js)
     context["script_files"] = unique
+    for js in unique:
+        if str(getattr(js, "filename", js) or "").endswith(DEFERRED):
+            js.attributes["defer"] = "defer"
 
 
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+DEFERRED = ("pyxis-figures.js",)
 
 
 def _widget_state_last(app, pagename, templatename, context, doctree):
