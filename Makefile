@@ -112,7 +112,7 @@ $(CORPUS): | venv
 	touch $@
 
 # Train the small Qwen3 (torch + transformers + tokenizers: make venv WITH_TORCH=1)
-# and save it in Hugging Face's format into the package (about 40 min on 2 cores).
+# and save it in Hugging Face's format into the package (about 35 min on a quiet 2-core machine).
 REAL_MODEL := pyxis_nb/data/qwen3_shakespeare
 real-model: corpus
-	$(PY) tools/train_qwen3.py $(CORPUS) $(REAL_MODEL) --steps 1000 --eval-every 100
+	$(PY) tools/train_qwen3.py $(CORPUS) $(REAL_MODEL) --steps 800 --eval-every 100

@@ -387,23 +387,14 @@ def check_rotary(q, k, cos, sin, unsqueeze_dim: int):
     return q, k, cos, sin
 
 
-def check_proj_rows(weight, num_heads) -> tuple[np.ndarray, int]:
-    """A q/k projection (num_heads * d_head, d_model) or bias; its d_head."""
+def check_proj_rows(weight, head_dim) -> tuple[np.ndarray, int]:
+    """A q/k projection (heads * d_head, d_model) or bias; its d_head."""
     w = as_float_array("weight", weight)
-    if w.ndim not in (1, 2):
+    d_head = check_even("head_dim", head_dim)
+    if w.ndim not in (1, 2) or w.shape[0] % d_head:
         raise ValueError(
-            f"weight has shape {w.shape}, expected (num_heads * d_head, "
-            "d_model) or (num_heads * d_head,)"
-        )
-    num_heads = check_positive_int("num_heads", num_heads)
-    if w.shape[0] % num_heads:
-        raise ValueError(
-            f"weight has shape {w.shape}: its {w.shape[0]} rows do not split "
-            f"into num_heads = {num_heads} heads, expected "
-            "(num_heads * d_head, ...)"
-        )
-    d_head = check_even("d_head (weight rows / num_heads)",
-                        w.shape[0] // num_heads)
+            f"weight has shape {w.shape}, expected (heads * head_dim, "
+            f"d_model) or (heads * head_dim,) with head_dim = {d_head}")
     return w, d_head
 
 
@@ -490,3 +481,39 @@ def check_01_mask(name: str, mask) -> np.ndarray:
         )
     return m.astype(bool)
 
+
+
+def check_position_ids(name: str, position_ids, B: int, T: int,
+                       max_position_embeddings: int | None = None
+                       ) -> np.ndarray:
+    """Integer positions >= 0 of shape (T,), (1, T) or (B, T), as (B, T).
+
+    Only what is a property of the input: HF accepts any such positions
+    (packed sequences, tree decoding), so their values are the caller's.
+    """
+    pos = np.asarray(position_ids)
+    high = np.inf if max_position_embeddings is None else \
+        max_position_embeddings
+    if (not np.issubdtype(pos.dtype, np.integer)
+            or pos.shape not in ((T,), (1, T), (B, T))
+            or np.any(pos < 0) or np.any(pos >= high)):
+        limit = "" if max_position_embeddings is None else \
+            f" and < max_position_embeddings = {max_position_embeddings}"
+        seen = (f", values {pos.min()} .. {pos.max()}"
+                if pos.size and np.issubdtype(pos.dtype, np.number) else "")
+        raise ValueError(
+            f"{name} has shape {pos.shape} and dtype {pos.dtype}{seen}, "
+            f"expected integers >= 0{limit} of shape (T,) or (B, T) = "
+            f"({B}, {T})")
+    return np.broadcast_to(pos, (B, T))
+
+
+def check_split_heads(x, head_dim) -> tuple[np.ndarray, int]:
+    """x (B, T, H*d_head) whose last axis splits into heads of head_dim."""
+    x = as_float_array("x", x)
+    d_head = check_positive_int("head_dim", head_dim)
+    if x.ndim != 3 or x.shape[-1] % d_head:
+        raise ValueError(
+            f"x has shape {x.shape}, expected (B, T, H*d_head) with a last "
+            f"axis divisible by head_dim = {d_head}")
+    return x, d_head

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ._checks import as_float_array, check_bool, check_int, check_positive_int
+from .multihead import merge_heads_core, split_heads_core
 from .softmax import softmax_core
 
 __all__ = [
@@ -54,10 +55,11 @@ DATA = Path(__file__).parent / "data" / "trained_heads.npz"
 
 # The chapter's runs: (model keywords, training keywords). ``make
 # trained-heads`` trains them and stores weights and loss histories in DATA.
-_MAIN = dict(vocab_size=64, d_model=32, num_layers=2, num_heads=4,
+_MAIN = dict(vocab_size=64, hidden_size=32, num_hidden_layers=2,
+             num_attention_heads=4,
              max_seq_len=16, seed=0)
 _TRAIN = dict(steps=1500, batch_size=16, half=(4, 8), lr=3e-3, seed=0)
-_WIDE = dict(_MAIN, d_model=128, num_heads=2)  # d_head = 64
+_WIDE = dict(_MAIN, hidden_size=128, num_attention_heads=2)  # d_head 64
 TRAINED_HEADS_RUNS = {
     "main": (_MAIN, _TRAIN),
     "wide, scale 1/sqrt(d_head)": (_WIDE, _TRAIN),
@@ -126,25 +128,14 @@ def cross_entropy(logits, labels) -> tuple[np.ndarray, np.ndarray]:
     return np.where(valid, -picked, 0.0), grad * valid[..., None]
 
 
-def _split_heads(x: np.ndarray, H: int) -> np.ndarray:
-    B, T, d_model = x.shape
-    # (B, T, H * d_head) -> (B, T, H, d_head) -> (B, H, T, d_head)
-    return x.reshape(B, T, H, d_model // H).transpose(0, 2, 1, 3)
-
-
-def _merge_heads(x: np.ndarray) -> np.ndarray:
-    B, H, T, d_head = x.shape
-    # (B, H, T, d_head) -> (B, T, H, d_head) -> (B, T, H * d_head)
-    return x.transpose(0, 2, 1, 3).reshape(B, T, H * d_head)
-
-
-def attention_layer_forward(x, w, H, scale, is_causal):
+def attention_layer_forward(x, w, num_attention_heads, scale, is_causal):
     """One layer's attention output (B, T, d_model) and its cache.
 
     ``x`` (B, T, d_model); ``w`` maps q/k/v/o_proj to (d_model, d_model).
     Unchecked: ``AttentionOnlyTransformer`` checks its input once.
     """
-    q, k, v = (_split_heads(x @ w[n].T, H) for n in PROJECTIONS[:3])
+    d_head = x.shape[-1] // num_attention_heads  # d_model = H * d_head
+    q, k, v = (split_heads_core(x @ w[n].T, d_head) for n in PROJECTIONS[:3])
     # (B, H, T, d_head) @ (B, H, d_head, T) -> (B, H, T, T)
     scores = scale * (q @ k.swapaxes(-1, -2))
     if is_causal:
@@ -152,7 +143,7 @@ def attention_layer_forward(x, w, H, scale, is_causal):
         scores = np.where(np.tri(T, dtype=bool), scores, -np.inf)
     p = softmax_core(scores)  # (B, H, T, T), rows sum to 1
     # (B, H, T, T) @ (B, H, T, d_head) -> (B, H, T, d_head) -> (B, T, d_model)
-    z = _merge_heads(p @ v)
+    z = merge_heads_core(p @ v)
     return z @ w["o_proj"].T, (x, q, k, v, p, z)
 
 
@@ -168,9 +159,9 @@ def attention_layer_backward(dout, cache, w, scale):
     ``dout`` (B, T, d_model) is dloss/d(layer output).
     """
     x, q, k, v, p, z = cache
-    H = q.shape[1]
     grads = {"o_proj": _linear_grad(dout, z)}
-    dz = _split_heads(dout @ w["o_proj"], H)  # (B, H, T, d_head)
+    # (B, T, d_model) -> (B, H, T, d_head)
+    dz = split_heads_core(dout @ w["o_proj"], q.shape[-1])
     dp = dz @ v.swapaxes(-1, -2)  # (.., T, d_head) @ (.., d_head, T)
     dv = p.swapaxes(-1, -2) @ dz  # (B, H, T, T) @ (B, H, T, d_head)
     ds = scale * softmax_backward(p, dp)  # masked keys: p = 0, so ds = 0
@@ -178,7 +169,7 @@ def attention_layer_backward(dout, cache, w, scale):
     dk = ds.swapaxes(-1, -2) @ q  # dscores[t, s] = q_t . k_s, so sum over t
     dx = np.zeros_like(x)
     for name, d in zip(PROJECTIONS[:3], (dq, dk, dv)):
-        d = _merge_heads(d)  # (B, T, d_model)
+        d = merge_heads_core(d)  # (B, T, d_model)
         grads[name] = _linear_grad(d, x)
         dx += d @ w[name]  # (B, T, d_model) @ (d_model, d_model)
     return dx, grads
@@ -213,8 +204,10 @@ class AttentionOnlyTransformer:
 
     Parameters
     ----------
-    vocab_size, d_model, num_layers, num_heads, max_seq_len : int
-        ``V``, ``d_model``, ``L``, ``H`` (must divide ``d_model``), most ``T``.
+    vocab_size, hidden_size, num_hidden_layers, num_attention_heads : int
+        ``V``, ``d_model``, ``L``, ``H`` (must divide ``d_model``).
+    max_seq_len : int
+        The most ``T``.
     scale : float, optional
         Multiplies ``q . k``; default ``1 / sqrt(d_head)``, 1.0 = unscaled.
     seed : int
@@ -227,18 +220,22 @@ class AttentionOnlyTransformer:
     transformers.GPT2LMHeadModel : the same shape, plus norms and MLPs.
     """
 
-    def __init__(self, vocab_size, d_model, num_layers, num_heads,
-                 max_seq_len, *, scale=None, seed=0, dtype=np.float64):
+    def __init__(self, vocab_size, hidden_size, num_hidden_layers,
+                 num_attention_heads, max_seq_len, *, scale=None, seed=0,
+                 dtype=np.float64):
         self.vocab_size = check_positive_int("vocab_size", vocab_size)
-        self.d_model = check_positive_int("d_model", d_model)
-        self.num_layers = check_positive_int("num_layers", num_layers)
-        self.num_heads = check_positive_int("num_heads", num_heads)
+        self.hidden_size = check_positive_int("hidden_size", hidden_size)
+        self.num_hidden_layers = check_positive_int("num_hidden_layers",
+                                                    num_hidden_layers)
+        self.num_attention_heads = check_positive_int("num_attention_heads",
+                                                      num_attention_heads)
         self.max_seq_len = check_positive_int("max_seq_len", max_seq_len)
-        if d_model % num_heads:
-            raise ValueError(f"d_model ({d_model}) must be divisible by "
-                             f"num_heads ({num_heads})")
-        self.d_head = d_model // num_heads
-        self.scale = self._check_scale(scale, self.d_head)
+        if hidden_size % num_attention_heads:
+            raise ValueError(
+                f"hidden_size ({hidden_size}) must be divisible by "
+                f"num_attention_heads ({num_attention_heads})")
+        self.head_dim = hidden_size // num_attention_heads
+        self.scale = self._check_scale(scale, self.head_dim)
         self.dtype = np.dtype(dtype)
         if self.dtype not in (np.float32, np.float64):
             raise ValueError(f"dtype must be float32 or float64, got {dtype}")
@@ -255,10 +252,10 @@ class AttentionOnlyTransformer:
         return float(scale)
 
     def _shapes(self) -> dict[str, tuple[int, int]]:
-        V, d = self.vocab_size, self.d_model
+        V, d = self.vocab_size, self.hidden_size
         shapes = {"embed_tokens.weight": (V, d),
                   "embed_positions.weight": (self.max_seq_len, d)}
-        for i in range(self.num_layers):
+        for i in range(self.num_hidden_layers):
             for name in PROJECTIONS:
                 shapes[f"layers.{i}.self_attn.{name}.weight"] = (d, d)
         shapes["lm_head.weight"] = (V, d)
@@ -309,9 +306,10 @@ class AttentionOnlyTransformer:
         x = self._params["embed_tokens.weight"][ids] \
             + self._params["embed_positions.weight"][:T]  # (B, T, d_model)
         caches = []
-        for i in range(self.num_layers):
+        for i in range(self.num_hidden_layers):
             out, cache = attention_layer_forward(
-                x, self._layer(i), self.num_heads, self.scale, is_causal)
+                x, self._layer(i), self.num_attention_heads, self.scale,
+                is_causal)
             x = x + out  # the residual stream
             caches.append(cache)
         # (B, T, d_model) @ (d_model, V) -> (B, T, V)
@@ -354,7 +352,7 @@ class AttentionOnlyTransformer:
         dlogits = dlogits / int((labels != IGNORE_INDEX).sum())
         grads = {"lm_head.weight": _linear_grad(dlogits, x)}
         dx = dlogits @ self._params["lm_head.weight"]  # (B, T, d_model)
-        for i in reversed(range(self.num_layers)):
+        for i in reversed(range(self.num_hidden_layers)):
             # the residual passes dx through unchanged, plus the layer's part
             dlayer, g = attention_layer_backward(dx, caches[i], self._layer(i),
                                             self.scale)

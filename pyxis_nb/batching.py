@@ -77,9 +77,9 @@ class TinyLM:
     ----------
     vocab_size : int
         ``V``.
-    d_model : int, default 16
-        Even, for the sinusoidal positions.
-    d_head : int, default 8
+    hidden_size : int, default 16
+        ``d_model``; even, for the sinusoidal positions.
+    head_dim : int, default 8
     seed : int, default 0
     dtype : numpy dtype, default float64
 
@@ -94,10 +94,12 @@ class TinyLM:
     transformers.GPT2LMHeadModel : the same skeleton, many layers deeper.
     """
 
-    def __init__(self, vocab_size: int, d_model: int = 16, d_head: int = 8,
-                 seed: int = 0, dtype=np.float64):
+    def __init__(self, vocab_size: int, hidden_size: int = 16,
+                 head_dim: int = 8, seed: int = 0, dtype=np.float64):
         self.vocab_size = check_positive_int("vocab_size", vocab_size)
-        d_model = check_even("d_model", d_model, "sinusoidal positions")
+        d_model = check_even("hidden_size", hidden_size,
+                             "sinusoidal positions")
+        d_head = check_positive_int("head_dim", head_dim)
         rng = np.random.default_rng(seed)
         self.embedding = rng.standard_normal(
             (self.vocab_size, d_model)).astype(dtype)  # (V, d_model)
@@ -124,7 +126,7 @@ class TinyLM:
         ids = check_int_array("ids", ids, low=0, high=self.vocab_size - 1)
         T, h = ids.shape[-1], self.head
         x = self.embedding[ids] + sinusoidal_positions(
-            T, h.d_model, dtype=self.embedding.dtype)  # (..., T, d_model)
+            T, h.hidden_size, dtype=self.embedding.dtype)  # (..., T, d_model)
         # (..., T, d_model) @ (d_model, d_head) -> (..., 1, T, d_head)
         q, k, v = ((x @ W)[..., None, :, :] for W in (h.Wq, h.Wk, h.Wv))
         mask = np.tri(T, dtype=bool) if is_causal else np.ones((T, T), bool)
@@ -137,7 +139,8 @@ class TinyLM:
 
     def __repr__(self) -> str:
         return (f"TinyLM(vocab_size={self.vocab_size}, "
-                f"d_model={self.head.d_model}, d_head={self.head.d_head})")
+                f"hidden_size={self.head.hidden_size}, "
+                f"head_dim={self.head.head_dim})")
 
 
 def greedy_generate(model: TinyLM, prompt: Sequence[int],

@@ -31,15 +31,15 @@ __all__ = [
 ]
 
 
-def random_attention_weights(d_head: int, *, T: int = 6, seed: int = 0,
+def random_attention_weights(head_dim: int, *, T: int = 6, seed: int = 0,
                              scaled: bool = True,
                              weight_std: float | None = None) -> np.ndarray:
     """Weights of an untrained ``Head(d_head, d_head, seed)`` on random tokens.
 
     Parameters
     ----------
-    d_head : int
-        Token and head size.
+    head_dim : int
+        ``d_head``, the token and head size.
     T : int, default 6
         Tokens; a uniform row has weights ``1 / T``.
     seed : int, default 0
@@ -52,7 +52,7 @@ def random_attention_weights(d_head: int, *, T: int = 6, seed: int = 0,
     -------
     ndarray, shape (T, T), float64
     """
-    d_head, T = check_positive_ints(d_head=d_head, T=T)
+    d_head, T = check_positive_ints(head_dim=head_dim, T=T)
     head = Head(d_head, d_head, seed=seed)
     if weight_std is not None:  # rescale the same draws to std weight_std
         factor = check_number("weight_std", weight_std, above=0) * d_head**0.5
@@ -63,7 +63,7 @@ def random_attention_weights(d_head: int, *, T: int = 6, seed: int = 0,
     return softmax_core(scores / np.sqrt(d_head) if scaled else scores)
 
 
-def max_attention_weight(d_head: int, *, scaled: bool = True, T: int = 6,
+def max_attention_weight(head_dim: int, *, scaled: bool = True, T: int = 6,
                          seeds: Iterable[int] = range(20),
                          weight_std: float | None = None) -> float:
     """The largest weight of a row, averaged over rows and seeds.
@@ -72,7 +72,7 @@ def max_attention_weight(d_head: int, *, scaled: bool = True, T: int = 6,
 
     Parameters
     ----------
-    d_head, scaled, T, weight_std
+    head_dim, scaled, T, weight_std
         As in :func:`random_attention_weights`.
     seeds : iterable of int, default range(20)
         One random head and sentence per seed; not empty.
@@ -83,13 +83,14 @@ def max_attention_weight(d_head: int, *, scaled: bool = True, T: int = 6,
     """
     seeds = list(seeds)
     check_positive_int("len(seeds)", len(seeds))
-    w = np.stack([random_attention_weights(d_head, T=T, seed=s, scaled=scaled,
+    w = np.stack([random_attention_weights(head_dim, T=T, seed=s,
+                                           scaled=scaled,
                                            weight_std=weight_std)
                   for s in seeds])  # (len(seeds), T, T)
     return float(w.max(axis=-1).mean())
 
 
-def dot_product_std(d_head: int, *, n: int = 20_000, seed: int = 0,
+def dot_product_std(head_dim: int, *, n: int = 20_000, seed: int = 0,
                     scaled: bool = False) -> float:
     """Sample std of ``q . k`` over ``n`` pairs of standard normal vectors.
 
@@ -98,7 +99,8 @@ def dot_product_std(d_head: int, *, n: int = 20_000, seed: int = 0,
 
     Parameters
     ----------
-    d_head : int
+    head_dim : int
+        ``d_head``.
     n : int, default 20000
         Pairs, >= 2.
     seed : int, default 0
@@ -109,7 +111,7 @@ def dot_product_std(d_head: int, *, n: int = 20_000, seed: int = 0,
     -------
     float
     """
-    d_head = check_positive_int("d_head", d_head)
+    d_head = check_positive_int("head_dim", head_dim)
     n = check_int("n", n, low=2)
     rng = np.random.default_rng(seed)
     q = rng.standard_normal((n, d_head))  # (n, d_head)

@@ -155,8 +155,9 @@ class TinyDecoder:
         keep = check_int("logits_to_keep", logits_to_keep, low=0)
         (B, T), cached = ids.shape, past_key_values is not None
         past = past_key_values.get_seq_length(0) if cached else 0
-        mask, pos = attention_inputs(attention_mask, position_ids, B, T,
-                                     past, cached)  # once, for every layer
+        mask, pos = attention_inputs(
+            attention_mask, position_ids, B, T, past,
+            max_position_embeddings=self.max_position_embeddings)  # once
         rope = rotary_cos_sin(pos, self.config.head_dim, dtype=self.dtype,
                               theta=self.config.rope_theta)  # (B, T, d_head)
         h = self.embed_tokens[ids]  # (B, T) -> (B, T, d_model)

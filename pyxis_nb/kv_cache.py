@@ -29,7 +29,8 @@ class KVCache:
 
     Parameters
     ----------
-    num_layers : int
+    num_hidden_layers : int
+        ``L``.
     batch_size : int
         ``B``.
     num_key_value_heads : int
@@ -61,10 +62,11 @@ class KVCache:
         ``update`` and ``get_seq_length``.
     """
 
-    def __init__(self, num_layers: int, batch_size: int,
+    def __init__(self, num_hidden_layers: int, batch_size: int,
                  num_key_value_heads: int, head_dim: int, max_seq_len: int,
                  dtype=np.float64):
-        self.num_layers = check_positive_int("num_layers", num_layers)
+        self.num_hidden_layers = check_positive_int(
+            "num_hidden_layers", num_hidden_layers)
         self.batch_size = check_positive_int("batch_size", batch_size)
         self.num_key_value_heads = check_positive_int(
             "num_key_value_heads", num_key_value_heads)
@@ -76,14 +78,14 @@ class KVCache:
                              f"float64), got {self.dtype}")
         shape = (self.batch_size, self.num_key_value_heads, self.max_seq_len,
                  self.head_dim)
-        layers = range(self.num_layers)
+        layers = range(self.num_hidden_layers)
         self.key_cache = [np.zeros(shape, self.dtype) for _ in layers]
         self.value_cache = [np.zeros(shape, self.dtype) for _ in layers]
-        self._lengths = [0] * self.num_layers
+        self._lengths = [0] * self.num_hidden_layers
 
     def _check_layer(self, layer_idx) -> int:
         return check_int("layer_idx", layer_idx, low=0,
-                         high=self.num_layers - 1)
+                         high=self.num_hidden_layers - 1)
 
     def get_seq_length(self, layer_idx: int = 0) -> int:
         """Positions held so far by layer ``layer_idx`` (HF's name)."""
@@ -120,7 +122,7 @@ class KVCache:
 
     def reset(self) -> None:
         """Forget every position (the storage stays allocated)."""
-        self._lengths = [0] * self.num_layers
+        self._lengths = [0] * self.num_hidden_layers
 
     def crop(self, max_length: int) -> None:
         """Keep the first ``max_length`` positions of every layer.
@@ -142,7 +144,7 @@ class KVCache:
         same = len(set(self._lengths)) == 1
         held = (f"every layer holds {self._lengths[0]}" if same
                 else f"lengths={self._lengths}")
-        return (f"KVCache(num_layers={self.num_layers}, "
+        return (f"KVCache(num_hidden_layers={self.num_hidden_layers}, "
                 f"batch_size={self.batch_size}, "
                 f"num_key_value_heads={self.num_key_value_heads}, "
                 f"head_dim={self.head_dim}, max_seq_len={self.max_seq_len}, "

@@ -24,8 +24,10 @@ from typing import Mapping
 import numpy as np
 
 from ._checks import (as_float_array, check_01_mask, check_bool, check_even,
+                      check_split_heads,
                       check_heads, check_nonempty, check_number,
-                      check_positive_int, check_same_dtype, check_theta)
+                      check_position_ids, check_positive_int,
+                      check_same_dtype, check_theta)
 from .attention import sdpa_core
 from .masks import causal_mask
 from .norms import rms_norm_core
@@ -33,7 +35,9 @@ from .rope import apply_rotary, rotary_cos_sin
 
 __all__ = [
     "split_heads",
+    "split_heads_core",
     "merge_heads",
+    "merge_heads_core",
     "repeat_kv",
     "kv_head_for",
     "weight_shapes",
@@ -54,49 +58,35 @@ PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj")
 OPTIONAL_GROUPS = (("q_proj_bias", "k_proj_bias", "v_proj_bias"),
                    ("q_norm", "k_norm"))
 _NOT_GIVEN = object()  # from_state_dict: theta not passed at all
-_check_heads = check_heads  # plotting still imports it from here
 
 
-def split_heads(x, num_heads: int) -> np.ndarray:
+def split_heads(x, *, head_dim: int) -> np.ndarray:
     """Cut the last axis into heads: (B, T, H*d_head) -> (B, H, T, d_head).
 
-    See Also
-    --------
-    merge_heads : the inverse.
-    transformers.models.qwen3.modeling_qwen3.Qwen3Attention.forward :
-        ``q_proj(x).view(B, T, -1, head_dim).transpose(1, 2)``.
+    The maths is :func:`split_heads_core`; this checks ``x`` first.
     """
-    x = as_float_array("x", x)
-    num_heads = check_positive_int("num_heads", num_heads)
-    if x.ndim != 3 or x.shape[-1] % num_heads:
-        raise ValueError(
-            f"x has shape {x.shape}, expected (B, T, H*d_head) with a last "
-            f"axis divisible by num_heads = {num_heads}")
-    return _split(x, num_heads)
+    x, d_head = check_split_heads(x, head_dim)
+    return split_heads_core(x, d_head)
 
 
-def _split(x, H):
+def split_heads_core(x, head_dim):
+    """Unchecked :func:`split_heads`. HF: ``view(B, T, -1, head_dim)``."""
     B, T, _ = x.shape
-    x = x.reshape(B, T, H, -1)  # (B, T, H*d_head) -> (B, T, H, d_head)
+    # (B, T, H*d_head) -> (B, T, H, d_head)
+    x = x.reshape(B, T, -1, head_dim)
     return x.transpose(0, 2, 1, 3)  # -> (B, H, T, d_head)
 
 
 def merge_heads(x) -> np.ndarray:
     """Concatenate the heads: (B, H, T, d_head) -> (B, T, H*d_head).
 
-    See Also
-    --------
-    split_heads : the inverse.
-    transformers.models.qwen3.modeling_qwen3.Qwen3Attention.forward :
-        ``attn_output.reshape(*input_shape, -1)``.
+    The maths is :func:`merge_heads_core`; this checks ``x`` first.
     """
-    x = as_float_array("x", x)
-    if x.ndim != 4:
-        raise ValueError(f"x has shape {x.shape}, expected (B, H, T, d_head)")
-    return _merge(x)
+    return merge_heads_core(as_float_array("x", x, ndim=4))
 
 
-def _merge(x):
+def merge_heads_core(x):
+    """Unchecked :func:`merge_heads`. HF: ``reshape(*input_shape, -1)``."""
     B, H, T, d_head = x.shape
     x = x.transpose(0, 2, 1, 3)  # (B, H, T, d_head) -> (B, T, H, d_head)
     return x.reshape(B, T, H * d_head)  # -> (B, T, H*d_head)
@@ -203,46 +193,23 @@ def _layer_mask(attention_mask, B, T, past, is_causal):
     return (keys & causal_mask(T, S) if is_causal else keys), m
 
 
-def _positions(position_ids, real, past, cached):
-    """Check (or derive) the positions of the T new tokens; returns (B, T)."""
-    B, S = real.shape
-    T = S - past
-    want = np.cumsum(real, axis=-1)[:, past:] - 1  # (B, T), HF's derivation
-    new = real[:, past:]  # (B, T): which new tokens are real
-    if position_ids is None:
-        return np.where(new, want, 0)
-    pos = np.asarray(position_ids)
-    if (not np.issubdtype(pos.dtype, np.integer)
-            or pos.shape not in ((T,), (1, T), (B, T)) or np.any(pos < 0)):
-        raise ValueError(
-            f"position_ids has shape {pos.shape} and dtype {pos.dtype}, "
-            f"expected integers >= 0 of shape (T,) or (B, T) = ({B}, {T})")
-    pos = np.broadcast_to(pos, (B, T))
-    for b in range(B):
-        got, exp = pos[b][new[b]], want[b][new[b]]
-        shift = 0 if cached or got.size == 0 else got[0] - exp[0]
-        if np.any(got != exp + shift):
-            held = int(real[b, :past].sum())
-            raise ValueError(
-                f"position_ids of row {b} are {got.tolist()} for its real "
-                f"tokens, but the cache holds {held} real tokens of that "
-                f"row: expected {(exp + shift).tolist()}" if cached else
-                f"position_ids of row {b} are {got.tolist()} for its real "
-                f"tokens: expected consecutive positions, "
-                f"{(exp + shift).tolist()}")
-    return pos
-
-
-def attention_inputs(attention_mask, position_ids, B, T, past, cached,
-                     is_causal=True):
+def attention_inputs(attention_mask, position_ids, B, T, past,
+                     is_causal=True, max_position_embeddings=None):
     """Check a layer's mask and positions; the SDPA mask and (B, T) ids.
 
     ``forward`` runs it for its layer; a model runs it once for all of its
     layers (HF: ``create_causal_mask`` and the position ids, built once in
     ``Qwen3Model.forward``). ``past``: positions the cache holds already.
+    Positions are the caller's, as in HF: any integers >= 0 (below
+    ``max_position_embeddings`` if given); the default counts the real
+    tokens of the 2-D mask, as ``generate`` does.
     """
     mask, real = _layer_mask(attention_mask, B, T, past, is_causal)
-    return mask, _positions(position_ids, real, past, cached)
+    if position_ids is None:  # (B, S) -> (B, T): HF's derivation
+        want = np.cumsum(real, axis=-1)[:, past:] - 1
+        return mask, np.where(real[:, past:], want, 0)
+    return mask, check_position_ids("position_ids", position_ids, B, T,
+                                    max_position_embeddings)
 
 
 def _linear(x, weight, bias):
@@ -386,14 +353,13 @@ class MultiHeadAttention:
     def project(self, x):
         """(q, k, v): (B, H, T, d_head), (B, H_kv, T, d_head) x2, pre-RoPE.
 
-        Unchecked: ``x`` (B, T, d_model) as :meth:`forward` checked it.
-        """
-        H, H_kv = self.num_attention_heads, self.num_key_value_heads
+        Unchecked: ``x`` (B, T, d_model) as :meth:`forward` checked it."""
+        d = self.head_dim
         # (B, T, d_model) @ (d_model, H*d_head) -> (B, H, T, d_head)
-        q = _split(_linear(x, self.q_proj, self.q_proj_bias), H)
+        q = split_heads_core(_linear(x, self.q_proj, self.q_proj_bias), d)
         # (B, T, d_model) @ (d_model, H_kv*d_head) -> (B, H_kv, T, d_head)
-        k = _split(_linear(x, self.k_proj, self.k_proj_bias), H_kv)
-        v = _split(_linear(x, self.v_proj, self.v_proj_bias), H_kv)
+        k = split_heads_core(_linear(x, self.k_proj, self.k_proj_bias), d)
+        v = split_heads_core(_linear(x, self.v_proj, self.v_proj_bias), d)
         if self.q_norm is not None:  # Qwen3: RMSNorm over d_head, per head
             q = rms_norm_core(q, self.q_norm, self.rms_norm_eps)
             k = rms_norm_core(k, self.k_norm, self.rms_norm_eps)
@@ -416,10 +382,10 @@ class MultiHeadAttention:
         return_weights = check_bool("return_weights", return_weights)
         x = _check_hidden(self, hidden_states)  # (B, T, d_model)
         B, T, _ = x.shape
-        cached = past_key_value is not None
-        past = past_key_value.get_seq_length(layer_idx) if cached else 0
+        past = (0 if past_key_value is None
+                else past_key_value.get_seq_length(layer_idx))
         mask, pos = attention_inputs(attention_mask, position_ids, B, T,
-                                     past, cached, is_causal)
+                                     past, is_causal)
         rope = None if self.theta is None else rotary_cos_sin(
             pos, self.head_dim, theta=self.theta, dtype=x.dtype)
         out, weights = self.attend(x, mask, rope, past_key_value, layer_idx)
@@ -444,7 +410,8 @@ class MultiHeadAttention:
             k, v = past_key_value.update(k, v, layer_idx)
         out, weights = sdpa_core(q, k, v, attn_mask=attn_mask,
                                  enable_gqa=True)  # (B, H, T, d_head)
-        out = _merge(out) @ self.o_proj.T  # (B, T, H*d_head) @ (., d_model)
+        # (B, T, H*d_head) @ (H*d_head, d_model) -> (B, T, d_model)
+        out = merge_heads_core(out) @ self.o_proj.T
         return out, weights
 
     __call__ = forward

@@ -446,7 +446,7 @@ def _state_bars(bx, stats, step, tokens, ylim) -> None:
 
 
 def plot_rope_rotation(m: int, n: int, *, pairs: Sequence[int] = (0, 8),
-                       start=(0.8, 0.6), d_head: int = 128,
+                       start=(0.8, 0.6), head_dim: int = 128,
                        theta: float = 1_000_000.0):
     """A query at position ``m`` and a key at ``n``, rotated pair by pair.
 
@@ -461,14 +461,14 @@ def plot_rope_rotation(m: int, n: int, *, pairs: Sequence[int] = (0, 8),
     pairs : sequence of int, default (0, 8)
         The pairs drawn, one panel each.
     start : (float, float), default (0.8, 0.6)
-    d_head : int, default 128
+    head_dim : int, default 128
     theta : float, default 1_000_000.0
 
     Returns
     -------
     matplotlib Figure
     """
-    inv_freq = rope_frequencies(d_head, theta)  # (d_head/2,)
+    inv_freq = rope_frequencies(head_dim, theta)  # (d_head/2,)
     p = np.asarray(start, dtype=float)
     fig, axes = plt.subplots(1, len(pairs), figsize=(3.5 * len(pairs), 3.6),
                              facecolor="white", layout="constrained",
@@ -486,7 +486,7 @@ def plot_rope_rotation(m: int, n: int, *, pairs: Sequence[int] = (0, 8),
         ax.plot([], [], color="tab:orange", label=f"key, n = {n}")
         ax.set(xlim=(-1.2, 1.2), ylim=(-1.2, 1.2), aspect="equal",
                xlabel=f"element {i}",
-               ylabel=f"element {i + d_head // 2} (= {i} + d_head/2)")
+               ylabel=f"element {i + head_dim // 2} (= {i} + d_head/2)")
         ax.set_title(f"pair {i}: {np.degrees(inv_freq[i]):.0f}° per "
                      f"position\npair score = {qm @ kn:+.3f}", fontsize=10)
         ax.legend(loc="lower left", fontsize=8)

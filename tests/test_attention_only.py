@@ -153,13 +153,15 @@ def test_state_dict_round_trip():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(d_model=10, num_heads=4), "divisible by num_heads"),
+    (dict(hidden_size=10, num_attention_heads=4),
+     "divisible by num_attention_heads"),
     (dict(scale=0.0), "scale"),
-    (dict(num_layers=0), "num_layers"),
+    (dict(num_hidden_layers=0), "num_hidden_layers"),
     (dict(dtype=np.int64), "dtype"),
 ])
 def test_bad_config_raises(kwargs, match):
-    config = dict(vocab_size=5, d_model=8, num_layers=1, num_heads=2,
+    config = dict(vocab_size=5, hidden_size=8, num_hidden_layers=1,
+                  num_attention_heads=2,
                   max_seq_len=4)
     with pytest.raises(ValueError, match=match):
         px.AttentionOnlyTransformer(**dict(config, **kwargs))

@@ -42,7 +42,7 @@ SHOWN = {
     "rope:rotate_pairs": 30, "rope:apply_rope": 30,
     "rope:interleaved_to_half_permutation": 30,
     "tiled:online_softmax_update": 30, "tiled:tiled_attention": 45,
-    "multihead:split_heads": 30, "multihead:merge_heads": 30,
+    "multihead:split_heads_core": 30, "multihead:merge_heads_core": 30,
     "multihead:kv_head_for": 30, "multihead:repeat_kv": 30,
     "multihead:MultiHeadAttention.project": 30,
     "multihead:MultiHeadAttention.forward": 45,

@@ -156,10 +156,10 @@ def test_cache_bytes_by_hand():
     assert px.kv_cache_bytes(28, 16, 128, seq_len=1) == 229_376  # MHA: twice as much
     assert px.kv_cache_bytes(28, 1, 128, seq_len=1) == 14_336  # MQA: an eighth
     assert px.kv_cache_bytes(28, 8, 128, seq_len=32_768) == 3_758_096_384  # 3.5 GiB
-    assert px.kv_cache_bytes(28, 8, 128, seq_len=1000, dtype_bytes=4, batch=3) == 2 * 28 * 8 * 128 * 4 * 1000 * 3
+    assert px.kv_cache_bytes(28, 8, 128, seq_len=1000, dtype_bytes=4, batch_size=3) == 2 * 28 * 8 * 128 * 4 * 1000 * 3
     # the numpy cache allocates exactly what the formula says (float32: 4 bytes)
     cache = px.KVCache(3, 2, 2, 16, max_seq_len=7, dtype=np.float32)
-    assert cache.nbytes == px.kv_cache_bytes(3, 2, 16, seq_len=7, dtype_bytes=4, batch=2) == 2 * 3 * 2 * 16 * 4 * 7 * 2
+    assert cache.nbytes == px.kv_cache_bytes(3, 2, 16, seq_len=7, dtype_bytes=4, batch_size=2) == 2 * 3 * 2 * 16 * 4 * 7 * 2
 
 
 @given(chunks=st.lists(st.integers(1, 3), min_size=1, max_size=4), drop=st.integers(1, 12))

@@ -35,7 +35,7 @@ def test_kv_cache_bytes_hand_computed():
     assert px.kv_cache_bytes(32, 8, 128, seq_len=1) == 131_072
     assert px.kv_cache_bytes(32, 8, 128, seq_len=8192) == 1_073_741_824  # exactly 1 GiB at 8k
     # Mistral-7B (v0.1): 32 layers, 8 kv heads, head_dim 128; fp32 and a batch of 4
-    assert px.kv_cache_bytes(32, 8, 128, seq_len=1000, dtype_bytes=4, batch=4) == 2 * 32 * 8 * 128 * 4 * 1000 * 4
+    assert px.kv_cache_bytes(32, 8, 128, seq_len=1000, dtype_bytes=4, batch_size=4) == 2 * 32 * 8 * 128 * 4 * 1000 * 4
     assert px.kv_cache_bytes(32, 8, 128, seq_len=0) == 0
 
 
@@ -72,7 +72,7 @@ def test_score_matrix_bytes():
     assert px.score_matrix_bytes(1_000) == 2_000_000
     assert px.score_matrix_bytes(8_000) == 128_000_000
     assert px.score_matrix_bytes(32_000) == 2_048_000_000
-    assert px.score_matrix_bytes(1_000, dtype_bytes=4, num_heads=16, batch=2) == 128_000_000
+    assert px.score_matrix_bytes(1_000, dtype_bytes=4, num_attention_heads=16, batch_size=2) == 128_000_000
 
 
 def test_format_bytes():
@@ -81,7 +81,7 @@ def test_format_bytes():
 
 
 def test_bad_sizes():
-    with pytest.raises(ValueError, match="num_kv_heads must be an integer >= 1, got 0"):
+    with pytest.raises(ValueError, match="num_key_value_heads must be an integer >= 1, got 0"):
         px.kv_cache_bytes(28, 0, 128, 1)
     with pytest.raises(ValueError, match="head_dim must be an integer >= 1, got 128.0"):
         px.kv_cache_bytes(28, 8, 128.0, 1)
@@ -89,8 +89,8 @@ def test_bad_sizes():
         px.kv_cache_bytes(28, 8, 128, -1)
     with pytest.raises(ValueError, match="num_key_value_heads must be an integer >= 1"):
         px.attention_parameter_count(2048, 16, None, 128)
-    with pytest.raises(ValueError, match="num_heads must be an integer >= 1, got 0"):
-        px.score_matrix_bytes(10, num_heads=0)
+    with pytest.raises(ValueError, match="num_attention_heads must be an integer >= 1, got 0"):
+        px.score_matrix_bytes(10, num_attention_heads=0)
 
 
 def test_memory_does_not_import_the_model_configs():
