@@ -25,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ._checks import as_float_array, check_bool, check_int, check_positive_int
+from ._checks import (as_float_array, check_bool, check_choice, check_int,
+                      check_positive_int)
 from .multihead import merge_heads_core, split_heads_core
 from .softmax import softmax_core
 
@@ -42,9 +43,15 @@ __all__ = [
     "train",
     "half_losses",
     "previous_token_score",
+    "offset_score",
     "duplicate_token_score",
     "induction_score",
+    "head_scores",
+    "copying_score",
+    "path_patch",
+    "value_from_embedding",
     "plot_half_losses",
+    "plot_score_history",
     "TRAINED_HEADS_RUNS",
     "train_run",
     "load_trained_heads",
@@ -60,12 +67,16 @@ _MAIN = dict(vocab_size=64, hidden_size=32, num_hidden_layers=2,
              max_seq_len=16, seed=0)
 _TRAIN = dict(steps=1500, batch_size=16, half=(4, 8), lr=3e-3, seed=0)
 _WIDE = dict(_MAIN, hidden_size=128, num_attention_heads=2)  # d_head 64
-TRAINED_HEADS_RUNS = {
-    "main": (_MAIN, _TRAIN),
+TRAINED_HEADS_RUNS = {  # the main run also records head scores
+    "main": (_MAIN, dict(_TRAIN, score_every=10)),
     "wide, scale 1/sqrt(d_head)": (_WIDE, _TRAIN),
     "wide, scale 1 (unscaled)": (dict(_WIDE, scale=1.0), _TRAIN),
 }
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj")
+SCORES = ("previous", "duplicate", "induction")
+# The fixed batch that the head scores are measured on, during training
+# and in the chapter: 256 sequences, every block length of the task.
+SCORE_BATCH = dict(batch_size=256, seed=1)
 
 
 def softmax_backward(weights, grad_weights) -> np.ndarray:
@@ -471,21 +482,38 @@ def half_losses(token_loss, halves) -> tuple[float, float]:
 
 
 def train(model, *, steps, batch_size=32, half=(6, 10), lr=1e-2, seed=0,
-          frozen=()):
+          frozen=(), score_every=None):
     """Train on fresh repeated-token batches with Adam.
 
     ``frozen`` names weights that keep their values (gradient set to 0).
+    ``score_every``: every so many steps (and after the last), also
+    record ``head_scores`` on the fixed batch ``SCORE_BATCH`` (drawn from
+    its own seed, so recording does not change the training batches).
 
     Returns
     -------
     dict with "first_half" and "second_half": ndarray, shape (steps,)
         The loss of each half on each step's batch (before its update).
+        With ``score_every``, also "score_steps" (N,) and one (N, L, H)
+        array per name of ``SCORES``, the scores before that step's update.
     """
     steps = check_positive_int("steps", steps)
     rng = np.random.default_rng(seed)
     opt = Adam(model.state_dict(), lr=lr)
     history = np.zeros((steps, 2))
-    for step in range(steps):
+    recorded = {}
+    if score_every is not None:
+        every = check_positive_int("score_every", score_every)
+        probe = repeated_tokens(SCORE_BATCH["batch_size"], half,
+                                model.vocab_size,
+                                np.random.default_rng(SCORE_BATCH["seed"]))
+        recorded = {"score_steps": [*range(0, steps, every), steps]}
+    for step in range(steps + 1):
+        if step in recorded.get("score_steps", ()):
+            for name, s in head_scores(model, probe[0], probe[2]).items():
+                recorded.setdefault(name, []).append(s)
+        if step == steps:
+            break
         ids, labels, halves = repeated_tokens(batch_size, half,
                                               model.vocab_size, rng)
         token_loss, grads = model._loss_and_grads(ids, labels)
@@ -493,7 +521,18 @@ def train(model, *, steps, batch_size=32, half=(6, 10), lr=1e-2, seed=0,
         for key in frozen:
             grads[key] = np.zeros_like(grads[key])
         opt.step(grads)
-    return {"first_half": history[:, 0], "second_half": history[:, 1]}
+    return {"first_half": history[:, 0], "second_half": history[:, 1],
+            **{k: np.array(v) for k, v in recorded.items()}}
+
+
+def offset_score(weights: np.ndarray, offset: int) -> np.ndarray:
+    """Mean weight each head puts on the key ``offset`` places before the
+    query (every query ``t >= offset``), whatever the tokens are.
+
+    weights : (B, H, T, T) -> ndarray, shape (H,)
+    """
+    t = np.arange(offset, weights.shape[-1])
+    return weights[:, :, t, t - offset].mean(axis=(0, 2))
 
 
 def previous_token_score(weights: np.ndarray) -> np.ndarray:
@@ -501,29 +540,140 @@ def previous_token_score(weights: np.ndarray) -> np.ndarray:
 
     weights : (B, H, T, T) -> ndarray, shape (H,)
     """
-    T = weights.shape[-1]
-    t = np.arange(1, T)
-    return weights[:, :, t, t - 1].mean(axis=(0, 2))
+    return offset_score(weights, 1)
 
 
-def duplicate_token_score(weights: np.ndarray, half: int) -> np.ndarray:
-    """Mean weight each head puts, from a second-half query ``half + j``, on
+def _second_copy_score(weights, half, key_shift: int) -> np.ndarray:
+    """Mean weight, over every query ``half + j`` of the second copies,
+    on the key ``j + key_shift``; ``half`` an int or one per row (B,)."""
+    halves = np.broadcast_to(half, weights.shape[:1])  # (B,)
+    rows = np.repeat(np.arange(len(halves)), halves - key_shift)  # (N,)
+    j = np.concatenate([np.arange(h - key_shift) for h in halves])  # (N,)
+    return weights[rows, :, halves[rows] + j, j + key_shift].mean(axis=0)
+
+
+def duplicate_token_score(weights: np.ndarray, half) -> np.ndarray:
+    """Mean weight each head puts, from a second-copy query ``half + j``, on
     the key ``j``: the first copy of the current token itself.
 
-    weights : (B, H, T, T) -> ndarray, shape (H,)
+    weights : (B, H, T, T); half : int, or (B,) one block length per row
+    -> ndarray, shape (H,)
     """
-    j = np.arange(half)
-    return weights[:, :, half + j, j].mean(axis=(0, 2))
+    return _second_copy_score(weights, half, 0)
 
 
-def induction_score(weights: np.ndarray, half: int) -> np.ndarray:
-    """Mean weight each head puts, from a second-half query ``half + j``, on
+def induction_score(weights: np.ndarray, half) -> np.ndarray:
+    """Mean weight each head puts, from a second-copy query ``half + j``, on
     the key ``j + 1``: the token after the first copy of the current token.
+    The last query of a copy has no such key and is not scored.
 
-    weights : (B, H, T, T) -> ndarray, shape (H,)
+    weights : (B, H, T, T); half : int, or (B,) one block length per row
+    -> ndarray, shape (H,)
     """
-    j = np.arange(half - 1)
-    return weights[:, :, half + j, j + 1].mean(axis=(0, 2))
+    return _second_copy_score(weights, half, 1)
+
+
+def head_scores(model, input_ids, halves) -> dict[str, np.ndarray]:
+    """The ``SCORES`` of every head on repeated-token ``input_ids`` with
+    block lengths ``halves`` (B,): name -> ndarray, shape (L, H)."""
+    _, weights = model.forward(input_ids, return_weights=True)
+    funcs = {"previous": lambda w: previous_token_score(w),
+             "duplicate": lambda w: duplicate_token_score(w, halves),
+             "induction": lambda w: induction_score(w, halves)}
+    return {name: np.stack([f(w) for w in weights])
+            for name, f in funcs.items()}
+
+
+def copying_score(model, layer: int) -> np.ndarray:
+    """Per head of ``layer``: the fraction of tokens whose own logit its
+    OV circuit raises most (Elhage et al.'s copying, measured by argmax).
+
+    Token t's embedding goes through the head's values and output alone,
+    ``lm_head @ W_O[:, h] @ W_V[h] @ embed_tokens[t]``, straight to the
+    logits. Returns ndarray, shape (H,); a random head scores about 1 / V.
+    """
+    layer = check_int("layer", layer, low=0,
+                      high=model.num_hidden_layers - 1)
+    w, d_head = model._layer(layer), model.head_dim
+    E = model._params["embed_tokens.weight"]  # (V, d_model)
+    W_U = model._params["lm_head.weight"]  # (V, d_model)
+    scores = []
+    for h in range(model.num_attention_heads):
+        cols = slice(h * d_head, (h + 1) * d_head)
+        # (V, d_model) @ (d_model, d_head) @ (d_head, d_model) -> (V, d_model)
+        out = E @ w["v_proj"][cols].T @ w["o_proj"][:, cols].T
+        logits = out @ W_U.T  # (V, d_model) @ (d_model, V) -> (V, V)
+        scores.append(np.mean(logits.argmax(-1) == np.arange(len(E))))
+    return np.array(scores)
+
+
+def _heads(xq, xk, xv, w, d_head, scale):
+    """Causal attention weights (B, H, T, T) and head outputs (B, H, T,
+    d_head) with queries, keys and values read from separate streams."""
+    q, k, v = (split_heads_core(x @ w[n].T, d_head)
+               for x, n in zip((xq, xk, xv), PROJECTIONS))
+    # (B, H, T, d_head) @ (B, H, d_head, T) -> (B, H, T, T)
+    scores = scale * (q @ k.swapaxes(-1, -2))
+    T = q.shape[2]
+    p = softmax_core(np.where(np.tri(T, dtype=bool), scores, -np.inf))
+    return p, p @ v  # (B, H, T, T) @ (B, H, T, d_head)
+
+
+def _patched_forward(model, ids, layer, head, into=(), values=None):
+    """Logits with head (layer, head)'s output subtracted from the
+    ``into`` inputs of every later layer, its values optionally read from
+    one embedding only (``values``: "tokens" or "positions")."""
+    T, d_head = ids.shape[1], model.head_dim
+    parts = {"tokens": model._params["embed_tokens.weight"][ids],
+             "positions": model._params["embed_positions.weight"][:T]}
+    x = parts["tokens"] + parts["positions"]  # (B, T, d_model)
+    removed = 0.0  # the head's output, once it is written
+    for i in range(model.num_hidden_layers):
+        w = model._layer(i)
+        p, z = _heads(*(x - removed if n in into else x
+                        for n in ("query", "key", "value")),
+                      w, d_head, model.scale)
+        cols = slice(head * d_head, (head + 1) * d_head)
+        if i == layer and values is not None:
+            v = parts[values] @ w["v_proj"][cols].T  # (B, T, d_head)
+            z[:, head] = p[:, head] @ v  # (B, T, T) @ (B, T, d_head)
+        if i == layer:
+            # (B, T, d_head) @ (d_head, d_model) -> (B, T, d_model)
+            removed = z[:, head] @ w["o_proj"][:, cols].T
+        x = x + merge_heads_core(z) @ w["o_proj"].T
+    return x @ model._params["lm_head.weight"].T  # (B, T, V)
+
+
+def path_patch(model, input_ids, *, layer, head, into):
+    """Logits (B, T, V) with one head's output removed from only some
+    inputs of the later layers.
+
+    ``into``: a subset of ("query", "key", "value"). Every later layer
+    reads those inputs from the residual stream minus the output of head
+    ``head`` of ``layer``; its other inputs, and ``lm_head``, read the
+    whole stream. Path patching with a zero patch (Wang et al., 2022).
+    """
+    ids = model._check_input(input_ids)
+    layer = check_int("layer", layer, low=0,
+                      high=model.num_hidden_layers - 1)
+    head = check_int("head", head, low=0,
+                     high=model.num_attention_heads - 1)
+    into = (into,) if isinstance(into, str) else tuple(into)
+    for name in into:
+        check_choice("into", name, ("query", "key", "value"))
+    return _patched_forward(model, ids, layer, head, into)
+
+
+def value_from_embedding(model, input_ids, *, head, part):
+    """Logits (B, T, V) when head ``head`` of layer 0 reads its values from
+    one part of its input only: ``part`` "tokens" (``embed_tokens[ids]``)
+    or "positions" (``embed_positions[:T]``). Its weights do not change.
+    """
+    ids = model._check_input(input_ids)
+    head = check_int("head", head, low=0,
+                     high=model.num_attention_heads - 1)
+    part = check_choice("part", part, ("tokens", "positions"))
+    return _patched_forward(model, ids, 0, head, values=part)
 
 
 def plot_half_losses(histories: dict, vocab_size: int, ax=None):
@@ -541,6 +691,28 @@ def plot_half_losses(histories: dict, vocab_size: int, ax=None):
     ax.set(xlabel="training step", ylabel="cross-entropy (nats)",
            ylim=(0, None))
     ax.legend(fontsize=8)
+    return ax
+
+
+def plot_score_history(history: dict, score: str, heads=None, ax=None):
+    """One head score per recorded step (``train(..., score_every=...)``).
+
+    ``score``: a name of ``SCORES``; ``heads``: (layer, head) pairs to
+    draw, default every head (layer 0 dashed, later layers solid).
+    """
+    import matplotlib.pyplot as plt  # lazily: the package never needs it
+
+    check_choice("score", score, SCORES)
+    if ax is None:
+        ax = plt.subplots(figsize=(7, 2.5))[1]
+    values = history[score]  # (N, L, H)
+    if heads is None:
+        heads = np.ndindex(*values.shape[1:])
+    for layer, head in heads:
+        ax.plot(history["score_steps"], values[:, layer, head],
+                "--" if layer == 0 else "-", label=f"L{layer}H{head}")
+    ax.set(xlabel="training step", ylabel=f"{score} score", ylim=(0, 1))
+    ax.legend(fontsize=8, ncol=4)
     return ax
 
 
@@ -566,6 +738,6 @@ def load_trained_heads(name: str = "main", path=DATA):
                    if k.startswith(prefix) and ".weight" in k}
         if weights:
             model.load_state_dict(weights)
-        history = {part: data[prefix + part]
-                   for part in ("first_half", "second_half")}
+        history = {k[len(prefix):]: data[k] for k in data.files
+                   if k.startswith(prefix) and ".weight" not in k}
     return model, history

@@ -59,35 +59,50 @@ def _style(control: str) -> dict:
     return style
 
 
-def figure_png(fig, dpi: int = 100, colors: int = 128) -> bytes:
-    """A matplotlib figure as a palette PNG of ``colors`` colours; closes it.
+def figure_png(fig, dpi: int = 100, colors: int = 128, *,
+               close: bool = True) -> bytes:
+    """A matplotlib figure as a palette PNG of ``colors`` colours.
+
+    The picture is what ``savefig(bbox_inches="tight")`` gives, drawn once
+    instead of twice: the figure is drawn at its own size and cut to the
+    tight box of what it shows (plus savefig's pad), so a frame costs one
+    draw. A figure with something outside its edges (a legend placed
+    beyond the axes) is saved by ``savefig`` itself, as before.
 
     A heatmap frame needs far fewer than the 16 million colours of an RGBA
     PNG: 128, chosen by median cut with no dithering, look the same and take
     about a third of the bytes (pass ``colors=0`` for a full-colour PNG).
     The PNG carries no software-version metadata, so the bytes depend only on
-    what is drawn (and the matplotlib and Pillow builds), not on when. The
-    sentence a ``pyxis_nb`` plot function attaches (``fig.pyxis_alt``) is
-    stored as the PNG's ``Description``, which :func:`view_switcher` uses as
-    the picture's alt text.
+    what is drawn (and the matplotlib and Pillow builds), not on when.
+    Closes the figure unless ``close=False``: a caller that draws several
+    frames on one figure (moving one artist) passes that and closes it.
+    The sentence a ``pyxis_nb`` plot function attaches (``fig.pyxis_alt``)
+    is stored as the PNG's ``Description``, which :func:`view_switcher`
+    uses as the picture's alt text.
     """
-    from PIL import PngImagePlugin  # matplotlib depends on Pillow
-
+    rgba, _ = _draw_tight(fig, dpi)
     alt = getattr(fig, "pyxis_alt", None)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight",
-                facecolor="white",
-                metadata={"Software": None, "Description": alt})
-    plt.close(fig)
+    if close:
+        plt.close(fig)
+    return _png(rgba, dpi, colors, alt)
+
+
+def _png(rgba: np.ndarray, dpi: int, colors: int,
+         description: str | None = None) -> bytes:
+    """(height, width, 4) pixels as a PNG of ``colors`` colours (0: all)."""
     if not colors:
+        buf = io.BytesIO()
+        plt.imsave(buf, rgba, format="png", dpi=dpi,
+                   metadata={"Software": None, "Description": description})
         return buf.getvalue()
-    buf.seek(0)
-    rgb = PngImagePlugin.PngImageFile(buf).convert("RGB")
-    pal = rgb.quantize(colors=colors, method=PngImagePlugin.Image.Quantize
-                       .MEDIANCUT, dither=PngImagePlugin.Image.Dither.NONE)
+    from PIL import Image, PngImagePlugin  # matplotlib depends on Pillow
+
+    rgb = Image.fromarray(rgba[..., :3])
+    pal = rgb.quantize(colors=colors, method=Image.Quantize.MEDIANCUT,
+                       dither=Image.Dither.NONE)
     info = PngImagePlugin.PngInfo()
-    if alt:
-        info.add_text("Description", alt)
+    if description:
+        info.add_text("Description", description)
     out = io.BytesIO()
     pal.save(out, format="png", optimize=True, pnginfo=info)
     return out.getvalue()
@@ -102,6 +117,57 @@ def png_description(png: bytes) -> str | None:
             "Description") or None
     except (OSError, SyntaxError):  # not a PNG: no description
         return None
+
+
+def _draw_tight(fig, dpi: int, box=None):
+    """``fig`` drawn once at ``dpi`` on white, cut to its tight box.
+
+    Returns the (height, width, 4) uint8 pixels that
+    ``savefig(bbox_inches="tight", facecolor="white")`` would write, up to
+    the sub-pixel offset of the cut (its edges are rounded to whole pixels
+    instead of the drawing being shifted by a fraction of one), and the box
+    with whether it lies inside the figure. Passing that back as ``box``
+    skips finding it again: for frames of one figure in which only an
+    artist inside the axes moves.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = fig.canvas
+    if not isinstance(canvas, FigureCanvasAgg):
+        canvas = FigureCanvasAgg(fig)
+    old_dpi, old_face = fig.dpi, fig.patch.get_facecolor()
+    fig.dpi = dpi
+    fig.patch.set_facecolor("white")
+    try:
+        if box is None:
+            canvas.draw()
+            tight = fig.get_tightbbox(canvas.get_renderer())  # inches
+            inside = (tight.x0 >= 0 and tight.y0 >= 0
+                      and tight.x1 <= fig.bbox_inches.width
+                      and tight.y1 <= fig.bbox_inches.height)
+            box = (tight.padded(plt.rcParams["savefig.pad_inches"]), inside)
+        elif box[1]:
+            canvas.draw()
+        tight, inside = box
+        w, h = int(tight.width * dpi), int(tight.height * dpi)  # savefig's
+        if not inside:  # something sticks out of the figure: savefig it
+            buf = io.BytesIO()
+            fig.savefig(buf, format="rgba", dpi=dpi, bbox_inches=tight,
+                        facecolor="white")
+            pixels = np.frombuffer(buf.getvalue(), np.uint8)
+            return pixels.reshape(h, w, 4), box
+        pixels = np.asarray(canvas.buffer_rgba())  # (H, W, 4), top row first
+    finally:
+        fig.dpi = old_dpi
+        fig.patch.set_facecolor(old_face)
+    H, W = pixels.shape[:2]
+    left = round(tight.x0 * dpi)
+    top = H - h - round(tight.y0 * dpi)  # row of the box's top edge
+    out = np.full((h, w, 4), 255, dtype=np.uint8)  # savefig's white margin
+    r0, r1 = max(top, 0), min(top + h, H)
+    c0, c1 = max(left, 0), min(left + w, W)
+    out[r0 - top:r1 - top, c0 - left:c1 - left] = pixels[r0:r1, c0:c1]
+    return out, box
 
 
 def png_figure_html(png: bytes, *, alt: str, view: str,
@@ -119,14 +185,51 @@ def png_figure_html(png: bytes, *, alt: str, view: str,
     )
 
 
+# JupyterLab's notebook takes ArrowUp and ArrowDown (and its other
+# command-mode keys) from a focused <select> in an output: the keys move the
+# active cell instead of changing the choice. Lumino's CommandRegistry skips
+# its key bindings for an event from inside an element that carries the
+# ``data-lm-suppress-shortcuts`` attribute (it checks no class); ipywidgets
+# sets no attributes, so this script, run once by JupyterLab's JavaScript
+# renderer, sets it on a pyxis view's <select> as it gets the focus. Where
+# nothing runs the script (the website, Colab, VS Code) it does nothing, and
+# nothing there takes those keys from a <select>.
+_KEEP_KEYS_JS = """\
+if (!window.pyxisKeepKeys) {
+  window.pyxisKeepKeys = true;
+  document.addEventListener("focusin", (event) => {
+    const el = event.target;
+    if (el instanceof HTMLSelectElement
+        && el.closest(".pyxis-switcher, .pyxis-explorer")) {
+      el.setAttribute("data-lm-suppress-shortcuts", "true");
+    }
+  }, true);
+}"""
+
+
+def _keep_keys() -> widgets.Output:
+    """A hidden Output widget that runs ``_KEEP_KEYS_JS`` where it is drawn."""
+    out = widgets.Output(layout=widgets.Layout(display="none"))
+    out.outputs = ({"output_type": "display_data", "metadata": {},
+                    "data": {"application/javascript": _KEEP_KEYS_JS,
+                             "text/plain": ""}},)
+    out.add_class("pyxis-keep-keys")
+    return out
+
+
 class LinkedViews(widgets.VBox):
     """A VBox of a control and the pre-rendered views it selects.
 
     Its text form is short and stable (nbval compares it), unlike the default
-    repr, which would print every child's full value.
+    repr, which would print every child's full value. A view with a dropdown
+    also holds a hidden Output that keeps the dropdown's arrow keys inside it
+    in JupyterLab (``_KEEP_KEYS_JS``).
     """
 
     def __init__(self, children, *, summary: str, **kwargs):
+        children = list(children)
+        if any(isinstance(c, widgets.Dropdown) for c in children):
+            children.append(_keep_keys())
         super().__init__(children, **kwargs)
         self._summary = summary
 
@@ -472,25 +575,29 @@ def attention_explorer(
             raise ValueError(f"views[{name!r}] has shape {w.shape}, "
                              f"expected (T, S) = ({T}, {S})")
         # one heatmap per query token, its row outlined, so the dropdown shows
-        # in the picture too which row the sentence below talks about
-        frames = []
+        # in the picture too which row the sentence below talks about: one
+        # figure per view, drawn once per row with the outline moved
+        ax = plot_attention(w, tokens, key_tokens=key_tokens,
+                            mask=masks.get(name),
+                            title=f"{title}: {name}" if title else name)
+        outline = ax.add_patch(Rectangle((-0.5, -0.5), S, 1, fill=False,
+                                         edgecolor="#e8173a", linewidth=2.5,
+                                         clip_on=False))
+        # the cell numbers' size in image pixels: the website check keeps
+        # them >= 9 CSS px on a phone
+        points = [t.get_fontsize() for t in ax.texts] or [0]
+        frames, box = [], None  # the tight box: the outline moves inside
         for i in range(T):
-            ax = plot_attention(w, tokens, key_tokens=key_tokens,
-                                mask=masks.get(name),
-                                title=f"{title}: {name}" if title else name)
-            ax.add_patch(Rectangle((-0.5, i - 0.5), S, 1, fill=False,
-                                   edgecolor="#e8173a", linewidth=2.5,
-                                   clip_on=False))
+            outline.set_y(i - 0.5)
+            rgba, box = _draw_tight(ax.figure, 100, box)
             alt = (f"Heatmap of attention weights, {name}: rows are the "
                    f"query tokens {', '.join(tokens)}; columns the keys; "
                    f"the row of {tokens[i]!r} is outlined.")
-            # the cell numbers' size in image pixels: the website check keeps
-            # them >= 9 CSS px on a phone
-            points = [t.get_fontsize() for t in ax.texts] or [0]
             frames.append(widgets.HTML(png_figure_html(
-                figure_png(ax.figure), alt=alt, view=name,
+                _png(rgba, 100, 128), alt=alt, view=name,
                 data={"weights": np.round(w, 4).tolist(), "query": i,
                       "annotation-px": round(min(points) * 100 / 72, 1)})))
+        plt.close(ax.figure)
         heatmaps.append(widgets.Stack(frames, selected_index=query_index))
         said = (describe_attention(w[i], tokens, i, key_tokens=key_tokens)
                 for i in range(T))

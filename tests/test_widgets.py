@@ -1,6 +1,8 @@
 """Tests of pyxis_nb.widgets: pre-rendered views linked client-side with jslink."""
 
+import base64
 import html
+import io
 import json
 import re
 
@@ -10,6 +12,7 @@ matplotlib.use("Agg")
 
 import ipywidgets as widgets  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from ipywidgets.widgets.widget import _instances  # noqa: E402
@@ -118,6 +121,76 @@ def test_figure_png_is_deterministic_and_closes_the_figure():
     assert not plt.fignum_exists(fig.number)
     assert px.figure_png(small_figure("a")) == png
     assert px.figure_png(small_figure("b")) != png
+
+
+def _pixels(png):
+    from PIL import Image
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+
+
+def _savefig_tight(fig):
+    """What figure_png drew before: savefig's own tight box (two draws)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight",
+                facecolor="white")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _heatmap_with_outline(row, tokens=TOKENS):
+    T = len(tokens)
+    w = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]
+    ax = px.plot_attention(w, tokens, mask=w > 0, title="t")
+    ax.add_patch(Rectangle((-0.5, row - 0.5), T, 1, fill=False, lw=2.5,
+                           edgecolor="#e8173a", clip_on=False))
+    return ax.figure
+
+
+def _best_shift(new, old, reach=2):
+    """The (rows, columns) shift of ``new`` that best matches ``old``."""
+    inner = (slice(reach, -reach),) * 2
+    return min(((dy, dx) for dy in range(-reach, reach + 1)
+                for dx in range(-reach, reach + 1)),
+               key=lambda s: np.abs(np.roll(new, s, (0, 1))[inner]
+                                    - old[inner]).mean())
+
+
+@pytest.mark.parametrize("make", [
+    lambda: _heatmap_with_outline(1, "The cat sat on the mat".split()),
+    lambda: px.plot_attention_grid(np.stack([W_CAUSAL, W_FULL]), TOKENS,
+                                   annotate=True, suptitle="grid"),
+    lambda: px.plot_rope_rotation(3, 1),
+], ids=["heatmap", "grid", "rope"])
+def test_figure_png_draws_the_tight_picture_once(make):
+    """One draw, cut to the tight box: savefig's picture, with its size and
+    place, up to the sub-pixel offset of the cut (lines and images move by
+    under half a pixel, a text by at most one)."""
+    old, new = _pixels(_savefig_tight(make())), _pixels(
+        px.figure_png(make(), colors=0))
+    assert new.shape == old.shape
+    assert _best_shift(new, old) == (0, 0)
+    differ = np.abs(new - old).max(axis=-1) > 64
+    assert differ.mean() < 0.05, f"{differ.mean():.1%} of pixels differ"
+
+
+def test_figure_png_saves_a_figure_with_something_outside_as_savefig():
+    """A legend beyond the figure's edge is not cut off: savefig's box."""
+    def make():
+        ax = px.plot_max_weight([2, 4, 8], {"a": [0.5, 0.6, 0.7]})
+        return ax.figure
+    assert np.array_equal(_pixels(px.figure_png(make(), colors=0)),
+                          _pixels(_savefig_tight(make())))
+
+
+def test_figure_png_keeps_an_open_figure_as_it_was():
+    """close=False draws a frame and leaves the figure open, unchanged."""
+    fig = _heatmap_with_outline(0)
+    dpi, face = fig.dpi, fig.patch.get_facecolor()
+    png = px.figure_png(fig, close=False, dpi=72)
+    assert plt.fignum_exists(fig.number)
+    assert (fig.dpi, fig.patch.get_facecolor()) == (dpi, face)
+    assert px.figure_png(fig, dpi=72) == png  # drawn again: the same
+    assert px.figure_png(_heatmap_with_outline(0), dpi=72) == png
 
 
 def test_png_figure_html_carries_view_and_data():
@@ -248,6 +321,24 @@ def test_explorer_one_prerendered_heatmap_per_view_and_query(explorer):
             assert name in alt and html.escape(repr(TOKENS[i])) in alt
             pngs.add(re.search(r"base64,([^\"]*)", frame.value).group(1))
         assert len(pngs) == len(TOKENS), "each frame outlines a different row"
+
+
+@pytest.mark.parametrize("tokens", [TOKENS, "The cat sat on the mat".split()],
+                         ids=["3 tokens", "6 tokens"])
+def test_explorer_frames_on_one_figure_are_fresh_figures_frames(tokens):
+    """The explorer draws a view's frames on one figure, moving the
+    outline; each frame is the PNG of a figure drawn for that row alone.
+    (With 3 tokens the labels stick out of the figure: savefig's path.)"""
+    T = len(tokens)
+    w = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]
+    ex = px.attention_explorer(tokens, {"causal": w}, title="toy")
+    for i, frame in enumerate(explorer_parts(ex)[3].children[0].children):
+        ax = px.plot_attention(w, tokens, title="toy: causal")
+        ax.add_patch(Rectangle((-0.5, i - 0.5), T, 1, fill=False,
+                               edgecolor="#e8173a", linewidth=2.5,
+                               clip_on=False))
+        fresh = base64.b64encode(px.figure_png(ax.figure)).decode()
+        assert re.search(r"base64,([^\"]*)", frame.value).group(1) == fresh
 
 
 def test_explorer_sentences_per_view_and_query(explorer):
