@@ -40,6 +40,7 @@ __all__ = [
     "describe_attention",
     "figure_png",
     "model_view",
+    "png_description",
     "png_figure_html",
     "view_grid",
     "view_switcher",
@@ -77,28 +78,47 @@ def figure_png(fig, dpi: int = 100, colors: int = 128, *,
     what is drawn (and the matplotlib and Pillow builds), not on when.
     Closes the figure unless ``close=False``: a caller that draws several
     frames on one figure (moving one artist) passes that and closes it.
+    The sentence a ``pyxis_nb`` plot function attaches (``fig.pyxis_alt``)
+    is stored as the PNG's ``Description``, which :func:`view_switcher`
+    uses as the picture's alt text.
     """
     rgba, _ = _draw_tight(fig, dpi)
+    alt = getattr(fig, "pyxis_alt", None)
     if close:
         plt.close(fig)
-    return _png(rgba, dpi, colors)
+    return _png(rgba, dpi, colors, alt)
 
 
-def _png(rgba: np.ndarray, dpi: int, colors: int) -> bytes:
+def _png(rgba: np.ndarray, dpi: int, colors: int,
+         description: str | None = None) -> bytes:
     """(height, width, 4) pixels as a PNG of ``colors`` colours (0: all)."""
     if not colors:
         buf = io.BytesIO()
         plt.imsave(buf, rgba, format="png", dpi=dpi,
-                   metadata={"Software": None})
+                   metadata={"Software": None, "Description": description})
         return buf.getvalue()
-    from PIL import Image  # matplotlib depends on Pillow
+    from PIL import Image, PngImagePlugin  # matplotlib depends on Pillow
 
     rgb = Image.fromarray(rgba[..., :3])
     pal = rgb.quantize(colors=colors, method=Image.Quantize.MEDIANCUT,
                        dither=Image.Dither.NONE)
+    info = PngImagePlugin.PngInfo()
+    if description:
+        info.add_text("Description", description)
     out = io.BytesIO()
-    pal.save(out, format="png", optimize=True)
+    pal.save(out, format="png", optimize=True, pnginfo=info)
     return out.getvalue()
+
+
+def png_description(png: bytes) -> str | None:
+    """The ``Description`` text of a PNG (see :func:`figure_png`), if any."""
+    from PIL import PngImagePlugin
+
+    try:
+        return PngImagePlugin.PngImageFile(io.BytesIO(png)).text.get(
+            "Description") or None
+    except (OSError, SyntaxError):  # not a PNG: no description
+        return None
 
 
 def _draw_tight(fig, dpi: int, box=None):
@@ -251,13 +271,25 @@ def _default_png(widget) -> bytes | None:
     return None
 
 
-def _as_view_widget(name: str, view) -> widgets.Widget:
+def _annotation_px(fig) -> float | None:
+    """The size, in image pixels at 100 dpi, of the smallest cell number."""
+    points = [t.get_fontsize() for ax in fig.axes for t in ax.texts]
+    return round(min(points) * 100 / 72, 1) if points else None
+
+
+def _as_view_widget(name: str, view, alt: str | None = None) -> widgets.Widget:
     if isinstance(view, widgets.Widget):
         return view
+    data = {}
     if isinstance(view, plt.Figure):
+        number_px = _annotation_px(view)
+        if number_px:  # the website check keeps heatmap numbers >= 9 px
+            data["annotation-px"] = number_px
         view = figure_png(view)
     if isinstance(view, bytes):
-        return widgets.HTML(png_figure_html(view, alt=name, view=name))
+        alt = alt or png_description(view) or name
+        return widgets.HTML(png_figure_html(view, alt=alt, view=name,
+                                            data=data))
     if isinstance(view, str):
         return widgets.HTML(view)
     raise ValueError(
@@ -266,8 +298,25 @@ def _as_view_widget(name: str, view) -> widgets.Widget:
     )
 
 
+def _alt_texts(name: str, alt, labels: list[str]) -> list[str | None]:
+    """``alt`` (None, a mapping by label or a sequence) as one per label."""
+    if alt is None:
+        return [None] * len(labels)
+    if isinstance(alt, str):
+        raise ValueError(f"{name} must be a mapping or a sequence of one "
+                         f"sentence per view, got a str: {alt[:40]!r}")
+    texts = ([alt.get(k) for k in labels] if isinstance(alt, Mapping)
+             else list(alt))
+    extra = sorted(set(alt) - set(labels)) if isinstance(alt, Mapping) else []
+    if len(texts) != len(labels) or extra:
+        raise ValueError(f"{name} must give one sentence per view "
+                         f"{labels}, got {len(texts)}" +
+                         (f" and unknown views {extra}" if extra else ""))
+    return texts
+
+
 def view_switcher(views: Mapping[str, object], *, control: str = "toggle",
-                  description: str = "") -> LinkedViews:
+                  description: str = "", alt=None) -> LinkedViews:
     """A control linked client-side to a stack of pre-rendered views.
 
     Parameters
@@ -279,6 +328,10 @@ def view_switcher(views: Mapping[str, object], *, control: str = "toggle",
         ordered sequence (positions, tiles, steps).
     description : str
         Label shown before the control.
+    alt : mapping of str to str, or sequence of str, optional
+        One sentence per picture, saying what it shows: its alt text. By
+        default a figure's own description (the ``pyxis_nb`` plot functions
+        write one), else the view's label.
 
     Returns
     -------
@@ -291,10 +344,11 @@ def view_switcher(views: Mapping[str, object], *, control: str = "toggle",
     if not views:
         raise ValueError("views is empty: expected at least one view")
     names = list(views)
+    alts = _alt_texts("alt", alt, names)
     ctrl = _CONTROLS[control](options=names, description=description,
                               style=_style(control))
-    stack = widgets.Stack([_as_view_widget(n, v) for n, v in views.items()],
-                          selected_index=0)
+    stack = widgets.Stack([_as_view_widget(n, v, a) for (n, v), a
+                           in zip(views.items(), alts)], selected_index=0)
     widgets.jslink((ctrl, "index"), (stack, "selected_index"))
     # CSS classes let the website test find each control and its views
     ctrl.add_class("pyxis-view-control")
@@ -310,6 +364,7 @@ def view_grid(
     *,
     controls: tuple[str, str] = ("toggle", "dropdown"),
     descriptions: tuple[str, str] = ("", ""),
+    alt: Mapping[str, Mapping[str, str]] | None = None,
 ) -> LinkedViews:
     """Two linked controls over a grid of pre-rendered views, e.g. mask x head.
 
@@ -323,6 +378,9 @@ def view_grid(
     controls : pair of {"toggle", "dropdown", "slider"}
     descriptions : pair of str
         Labels shown before each control.
+    alt : mapping of str to mapping of str to str, optional
+        ``alt[outer][inner]``: one sentence per picture, as in
+        :func:`view_switcher`.
 
     Returns
     -------
@@ -355,10 +413,13 @@ def view_grid(
     second = _CONTROLS[controls[1]](options=inner_names,
                                     description=descriptions[1],
                                     style=_style(controls[1]))
+    alts = _alt_texts("alt", alt, outer_names)
     inner_stacks = []
-    for name in outer_names:
-        stack = widgets.Stack([_as_view_widget(f"{name} / {n}", v)
-                               for n, v in views[name].items()],
+    for name, outer_alt in zip(outer_names, alts):
+        inner_alts = _alt_texts(f"alt[{name!r}]", outer_alt, inner_names)
+        stack = widgets.Stack([_as_view_widget(f"{name} / {n}", v, a)
+                               for (n, v), a in zip(views[name].items(),
+                                                    inner_alts)],
                               selected_index=0)
         widgets.jslink((second, "index"), (stack, "selected_index"))
         inner_stacks.append(stack)

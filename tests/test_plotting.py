@@ -9,6 +9,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import pyxis_nb as px  # noqa: E402
+from pyxis_nb import plotting  # noqa: E402
 
 TOKENS = ["The", "cat", "sat"]
 W = np.array([[1.0, 0.0, 0.0], [0.4, 0.6, 0.0], [0.03, 0.26, 0.71]])
@@ -200,6 +201,36 @@ def test_tile_step_shows_tiles_and_state():
         texts = ax.get_xticklabels() + bx.get_xticklabels() + [ax.title]
         assert min(t.get_fontsize() for t in texts) >= 10
         plt.close(fig)
+
+
+def test_stepper_figures_fit_the_website_column():
+    """Drawn no wider than the column at 100 dpi (shown at their own size,
+    text at its point size), the same size at every step, and described."""
+    words = list("abcdefghijkl")
+    rows = np.full((12, 12), np.nan)
+    sizes = set()
+    for t in (4, 11):
+        rows[t, :t + 1] = 1 / (t + 1)
+        fig = px.plot_decode_step(rows, np.full((4, t + 1), 1 / (t + 1)), words, t)
+        sizes.add(tuple(fig.get_size_inches()))
+        assert fig.get_size_inches()[0] <= plotting.COLUMN_WIDTH
+        assert f"position {t}" in fig.pyxis_alt
+        # every step writes each head's weights in its cells
+        assert len(fig.axes[1].texts) == 4 * (t + 1)
+        plt.close(fig)
+    assert len(sizes) == 1
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((8, 4)) for _ in range(3))
+    _, stats = px.tiled_attention(q, k, v, is_causal=True, block_q=2,
+                                  block_k=2, return_stats=True)
+    fig = px.plot_tile_step(stats, 5, list("abcdefgh"))
+    assert fig.get_size_inches()[0] <= plotting.COLUMN_WIDTH
+    assert fig.pyxis_alt.startswith("Tile step 6 of 16: tile (1, 1) is computed")
+    plt.close(fig)
+    wide = px.plot_attention_grid(np.full((2, 6, 6), 1 / 6), titles=["a", "b"],
+                                  annotate=True)
+    assert wide.get_size_inches()[0] <= plotting.COLUMN_WIDTH
+    plt.close(wide)
 
 
 def test_rope_rotation_scores_depend_on_m_minus_n():

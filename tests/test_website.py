@@ -19,8 +19,9 @@ Debian's Chromium through Playwright, then asserts that
   toggle buttons say aria-pressed, a selected one differs from an unselected
   one by contrast >= 3:1, the focus ring is >= 2 px, sliders have a name and
   a value text, the explorer's sentence is a polite live region;
-* on a phone (390 x 844) no page scrolls sideways and no heatmap's numbers
-  fall below 9 px; at 1280 px no code block scrolls sideways.
+* on a phone (390 x 844) no page scrolls sideways; at 1280 px no code block
+  scrolls sideways (figures, equations, raw TeX, first paint:
+  test_website_reads.py).
 
 A full-page screenshot of each page goes to _build/screenshots/, and of one
 chapter on a phone and in dark mode.

@@ -238,10 +238,50 @@ def test_view_switcher_keeps_widgets():
     ({}, {}, r"views is empty"),
     ({"a": "<p>a</p>"}, {"control": "radio"}, r"control must be one of .*'radio'"),
     ({"a": 42}, {}, r"view 'a' must be a matplotlib Figure, PNG bytes, an HTML string or a widget, got int"),
+    ({"a": "<p>a</p>"}, {"alt": "one"}, r"alt must be a mapping or a sequence .* got a str"),
+    ({"a": "<p>a</p>", "b": "<p>b</p>"}, {"alt": ["one"]}, r"alt must give one sentence per view \['a', 'b'\], got 1"),
+    ({"a": "<p>a</p>"}, {"alt": {"a": "x", "z": "y"}}, r"alt .*unknown views \['z'\]"),
 ])
 def test_view_switcher_bad_input(views, kwargs, match):
     with pytest.raises(ValueError, match=match):
         px.view_switcher(views, **kwargs)
+
+
+def test_view_switcher_alt_text_per_view():
+    """alt= wins; otherwise a pyxis_nb figure's own sentence; else the label."""
+    rows = np.array([[1.0, 0.0], [0.5, 0.5]])
+    described = px.plot_attention(rows, ["a", "b"], title="x").figure
+    box = px.view_switcher({"given": small_figure("1"), "own": described,
+                            "bare": small_figure("2")},
+                           alt={"given": "A sentence given by the chapter."})
+    alts = [html.unescape(re.search(r'alt="([^"]*)"', c.value).group(1))
+            for c in find(box, widgets.Stack).children]
+    assert alts[0] == "A sentence given by the chapter."
+    assert alts[1].startswith("Heatmap of attention weights: x: rows are")
+    assert alts[2] == "bare"
+    # the heatmap's numbers: 8 pt at 100 dpi, for the website check
+    assert attribute(find(box, widgets.Stack).children[1].value,
+                     "annotation-px") == "11.1"
+
+
+def test_figure_png_stores_the_figure_description():
+    fig = px.plot_attention_grid(np.full((2, 3, 3), 1 / 3), list("abc"),
+                                 titles=["p", r"$1/\sqrt{d}$"])
+    text = px.png_description(px.figure_png(fig))
+    assert text.startswith("2 heatmaps of attention weights, p, 1/sqrt(d):")
+    assert text.endswith("the largest weight in each is 0.33, 0.33.")
+    assert px.png_description(px.figure_png(small_figure("1"))) is None
+    assert px.png_description(b"not a png") is None
+
+
+def test_view_grid_alt_text():
+    grid = px.view_grid({"x": {"1": b"\x89PNG one", "2": b"\x89PNG two"}},
+                        alt={"x": {"2": "The second picture, described."}})
+    inner = find(grid, widgets.Stack, "pyxis-view-stack").children[0]
+    alts = [re.search(r'alt="([^"]*)"', c.value).group(1) for c in inner.children]
+    assert alts == ["x / 1", "The second picture, described."]
+    with pytest.raises(ValueError, match=r"alt\['x'\] must give one sentence per view \['1', '2'\], got 3"):
+        px.view_grid({"x": {"1": b"a", "2": b"b"}}, alt={"x": ["p", "q", "r"]})
 
 
 # ---------------------------------------------------------------- attention_explorer
@@ -297,6 +337,7 @@ def test_explorer_frames_on_one_figure_are_fresh_figures_frames(tokens):
         ax.add_patch(Rectangle((-0.5, i - 0.5), T, 1, fill=False,
                                edgecolor="#e8173a", linewidth=2.5,
                                clip_on=False))
+        ax.figure.pyxis_alt = None  # the frame's alt text is in its HTML
         fresh = base64.b64encode(px.figure_png(ax.figure)).decode()
         assert re.search(r"base64,([^\"]*)", frame.value).group(1) == fresh
 
