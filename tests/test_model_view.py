@@ -32,7 +32,7 @@ def view():
 
 
 def _parts(view):
-    top, grid, toggle, query, shown = view.children
+    top, grid, toggle, query, shown = view.children[:5]  # then keep-keys
     return top, grid, toggle, query, shown
 
 
