@@ -22,7 +22,7 @@ loads; torch gets ``torch.set_num_threads`` of the same number.
 Where the targets were missed when this was written (2026-12-01, the
 project's 2-core AMD EPYC machine, one thread), the profile said why:
 
-* Qwen3-0.6B decode (about 0.83): a step is 196 matrix-vector products
+* Qwen3-0.6B decode (about 0.83): a step is 197 matrix-vector products
   streaming 2.4 GB of float32 weights; numpy's OpenBLAS (0.3.31, Haswell
   kernels) streams the 622 MB ``lm_head`` in 69 ms where torch's BLAS takes
   53 ms, and the layers alike. Everything but those products took about
