@@ -483,7 +483,7 @@ def check_01_mask(name: str, mask) -> np.ndarray:
 
 
 # --- model and checkpoint checks (pyxis_nb.model)
-def check_token_ids(name: str, ids, vocab_size: int) -> np.ndarray:
+def check_input_ids(name: str, ids, vocab_size: int) -> np.ndarray:
     """Token ids (B, T) or (T,), as a (B, T) array in 0 .. vocab_size - 1."""
     arr = np.asarray(ids)
     arr = arr[None] if arr.ndim == 1 else arr  # (T,) -> (1, T)

@@ -39,7 +39,7 @@ from ._checks import (check_01_mask, check_bool, check_config_value,
                       check_context, check_float_dtype, check_int,
                       check_model_config, check_positive_int,
                       check_same_dtype, check_sampling, check_state_shapes,
-                      check_token_ids, check_token_list)
+                      check_input_ids, check_token_list)
 from .kv_cache import KVCache
 from .multihead import MultiHeadAttention, attention_inputs, weight_shapes
 from .norms import rms_norm_core
@@ -418,7 +418,7 @@ class Qwen3ForCausalLM:
 
     def _forward_args(self, input_ids, logits_to_keep, use_cache, cache):
         """forward's door: ids (B, T), kept logits, the cache, its length."""
-        ids = check_token_ids("input_ids", input_ids, self.vocab_size)
+        ids = check_input_ids("input_ids", input_ids, self.vocab_size)
         keep = check_int("logits_to_keep", logits_to_keep, low=0)
         if check_bool("use_cache", use_cache) and cache is None:
             cache = self.new_cache(self.max_position_embeddings, len(ids))
@@ -487,7 +487,7 @@ class Qwen3ForCausalLM:
         logits (B, V) to the next ids (B,).
         """
         one = np.ndim(input_ids) == 1
-        ids = check_token_ids("input_ids", input_ids, self.vocab_size)
+        ids = check_input_ids("input_ids", input_ids, self.vocab_size)
         (B, P), n_new = ids.shape, check_positive_int("max_new_tokens",
                                                       max_new_tokens)
         use_cache = check_bool("use_cache", use_cache)
