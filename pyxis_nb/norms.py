@@ -48,6 +48,7 @@ def rms_norm_core(x: np.ndarray, weight: np.ndarray, eps: float = 1e-6):
     """Unchecked core of :func:`rms_norm`."""
     work = np.float32 if x.dtype.itemsize < 4 else x.dtype  # float16 -> 32
     h = x.astype(work, copy=False)
-    ms = np.mean(h * h, axis=-1, keepdims=True)  # mean over the last axis
+    # the mean over the last axis (np.mean's arithmetic, without its wrapper)
+    ms = np.add.reduce(h * h, axis=-1, keepdims=True) / h.shape[-1]
     h = h / np.sqrt(ms + np.dtype(work).type(eps))  # / (..., 1)
     return weight * h.astype(x.dtype)
