@@ -16,6 +16,9 @@ modules use the unchecked cores, so no array is checked twice.
 
 from __future__ import annotations
 
+import json
+import pathlib
+
 import numpy as np
 
 
@@ -587,6 +590,21 @@ def check_input_ids(name: str, ids, vocab_size: int) -> np.ndarray:
                 "(B, T) or (T,) with B, T >= 1")
     return check_token_ids(name, arr, vocab_size, ndim=2,
                            want="(B, T) or (T,)")
+
+
+def check_found(ok: bool, message: str) -> None:
+    """Raise ``FileNotFoundError(message)`` unless ``ok`` (a file found)."""
+    if not ok:
+        raise FileNotFoundError(message)
+
+
+def check_json_file(file):
+    """The parsed JSON of ``file`` (a config or an index), or a ValueError."""
+    try:
+        return json.loads(pathlib.Path(file).read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{pathlib.Path(file).name} is not a readable JSON "
+                         f"file: {err}") from None
 
 
 def check_context(name_a: str, a: int, name_b: str, b: int,

@@ -35,11 +35,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._checks import (check_01_mask, check_bool, check_config_value,
-                      check_context, check_float_dtype, check_int,
-                      check_model_config, check_positive_int,
-                      check_same_dtype, check_sampling, check_state_shapes,
-                      check_input_ids, check_token_list)
+from ._checks import (check_01_mask, check_bool, check_choice,
+                      check_config_value, check_context, check_float_dtype,
+                      check_found, check_input_ids, check_int,
+                      check_json_file, check_keys, check_model_config,
+                      check_needs, check_positive_int, check_same_dtype,
+                      check_sampling, check_shape, check_state_shapes,
+                      check_token_list)
 from .kv_cache import KVCache
 from .multihead import MultiHeadAttention, attention_inputs, weight_shapes
 from .norms import rms_norm_core
@@ -281,9 +283,9 @@ class Qwen3ForCausalLM:
         if tied and "lm_head.weight" in state_dict and not np.array_equal(
                 state_dict["lm_head.weight"],
                 state_dict["model.embed_tokens.weight"]):
-            raise ValueError(
-                "tie_word_embeddings is true but lm_head.weight differs from "
-                "model.embed_tokens.weight")
+            check_needs(False, "lm_head.weight", "to equal "
+                        "model.embed_tokens.weight", "tie_word_embeddings "
+                        "is true")
         c, layers = config, []
         for i in range(c.num_hidden_layers):
             p = f"model.layers.{i}."
@@ -495,10 +497,9 @@ class Qwen3ForCausalLM:
                       self.max_position_embeddings)
         mask = np.ones((B, P), bool) if attention_mask is None else \
             check_01_mask("attention_mask", attention_mask)
-        if mask.shape != (B, P) or not mask.any(axis=-1).all():
-            raise ValueError(
-                f"attention_mask has shape {mask.shape}, expected (B, P) = "
-                f"({B}, {P}) with a real token (1) in every row")
+        check_shape("attention_mask", mask, mask.shape == (B, P)
+                    and mask.any(axis=-1).all(), f"(B, P) = ({B}, {P}) "
+                    "with a real token (1) in every row")
         if eos_token_id is None:
             eos_token_id = self.generation_config.get("eos_token_id")
         eos = np.array(check_token_list("eos_token_id", eos_token_id,
@@ -509,9 +510,9 @@ class Qwen3ForCausalLM:
                 else (lambda z: np.argmax(z, axis=-1)))
         chunk = P if prefill_chunk is None else check_positive_int(
             "prefill_chunk", prefill_chunk)
-        if prefill_chunk is not None and not use_cache:
-            raise ValueError("prefill_chunk needs use_cache=True: without "
-                             "a cache every step reruns the sequence")
+        check_needs(prefill_chunk is None or use_cache, "prefill_chunk",
+                    "use_cache=True", "without a cache every step reruns "
+                    "the sequence")
         return ids.astype(np.int64), mask, one, eos, chunk, pick
 
     def __repr__(self) -> str:
@@ -580,11 +581,7 @@ def read_qwen3_config(file) -> tuple[ModelConfig, bool]:
     another activation) raises instead of being ignored.
     """
     file = pathlib.Path(file)
-    try:
-        raw = json.loads(file.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{file.name} is not a readable JSON file: {err}") \
-            from None
+    raw = check_json_file(file)
     name = file.name
     check_config_value(name, "model_type", raw.get("model_type"), ("qwen3",),
                        "this loader runs Qwen3 checkpoints only")
@@ -623,10 +620,9 @@ def read_qwen3_config(file) -> tuple[ModelConfig, bool]:
 
 def _checkpoint_folder(path) -> pathlib.Path:
     folder = pathlib.Path(path)
-    if not (folder / "config.json").is_file():
-        raise FileNotFoundError(
-            f"path {str(path)!r} is not a checkpoint folder: expected a "
-            "folder with config.json and model.safetensors")
+    check_found((folder / "config.json").is_file(),
+                f"path {str(path)!r} is not a checkpoint folder: expected a "
+                "folder with config.json and model.safetensors")
     return folder
 
 
@@ -636,23 +632,19 @@ def _weight_files(folder: pathlib.Path) -> dict:
                      folder / "model.safetensors.index.json")
     if single.is_file():
         return {single: None}
-    if not index.is_file():
-        found = sorted(p.name for p in folder.iterdir())
-        raise FileNotFoundError(
-            f"no weights in {folder}: expected model.safetensors or "
-            f"model.safetensors.index.json, found {found}")
-    try:
-        weight_map = json.loads(index.read_text("utf-8"))["weight_map"]
-    except (KeyError, TypeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{index.name} has no readable weight_map: {err!r}") \
-            from None
+    check_found(index.is_file(), f"no weights in {folder}: expected "
+                "model.safetensors or model.safetensors.index.json, found "
+                f"{sorted(p.name for p in folder.iterdir())}")
+    raw = check_json_file(index)
+    weight_map = raw.get("weight_map") if isinstance(raw, dict) else None
+    check_needs(isinstance(weight_map, dict), index.name, "a weight_map",
+                "a mapping of tensor names to shard files")
     files = {}
     for key, name in weight_map.items():
         files.setdefault(folder / name, set()).add(key)
     for file in files:
-        if not file.is_file():
-            raise FileNotFoundError(
-                f"{index.name} lists {file.name}, which is not in {folder}")
+        check_found(file.is_file(), f"{index.name} lists {file.name}, "
+                    f"which is not in {folder}")
     return files
 
 
@@ -669,23 +661,20 @@ def safetensors_header(file) -> dict:
             return {k: (f.get_slice(k).get_dtype(),
                         tuple(f.get_slice(k).get_shape())) for k in f.keys()}
     except SafetensorError as err:
-        raise ValueError(f"{file.name} is not a valid safetensors file "
-                         f"(truncated or corrupt?): {err}") from None
+        raise ValueError(  # reason: the library's error, naming the file
+            f"{file.name} is not a valid safetensors file "
+            f"(truncated or corrupt?): {err}") from None
 
 
 def _checked_header(file: pathlib.Path, keys) -> dict:
     """The header of one file, its keys those the index gives it."""
     header = safetensors_header(file)
-    if keys is not None and set(header) != keys:
-        raise ValueError(
-            f"{file.name} does not hold what model.safetensors.index.json "
-            f"says: missing {sorted(keys - set(header))[:6]}, unexpected "
-            f"{sorted(set(header) - keys)[:6]}")
+    if keys is not None:
+        check_keys(f"{file.name} (by model.safetensors.index.json)",
+                   header, keys, keys)
     for key, (dtype, _) in header.items():
-        if dtype not in SAFETENSORS_DTYPES:
-            raise ValueError(
-                f"{key} in {file.name} has dtype {dtype}, expected one of "
-                f"{sorted(SAFETENSORS_DTYPES)}")
+        check_choice(f"{key} in {file.name}: dtype", dtype,
+                     tuple(sorted(SAFETENSORS_DTYPES)))
     return header
 
 
@@ -728,7 +717,5 @@ def load_tokenizer(path):
     from tokenizers import Tokenizer
     file = pathlib.Path(path)
     file = file / "tokenizer.json" if file.is_dir() else file
-    if not file.is_file():
-        raise FileNotFoundError(
-            f"path {str(path)!r} has no tokenizer.json")
+    check_found(file.is_file(), f"path {str(path)!r} has no tokenizer.json")
     return Tokenizer.from_file(str(file))

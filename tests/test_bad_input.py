@@ -861,7 +861,7 @@ MODEL_ROWS = [
      lambda m: px.Qwen3ForCausalLM.from_state_dict(
          m.state_dict() | {"lm_head.weight": np.zeros((64, 16), np.float32)},
          m.config, tie_word_embeddings=True), ValueError,
-     r"tie_word_embeddings is true but lm_head.weight differs"),
+     r"lm_head.weight needs to equal model.embed_tokens.weight"),
     ("no tokenizer.json", lambda m: px.load_tokenizer("/nowhere"),
      FileNotFoundError, r"path '/nowhere' has no tokenizer.json"),
 ]
