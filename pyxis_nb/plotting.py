@@ -28,8 +28,8 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
 import numpy as np
 
-from ._checks import (as_float_array, check_heads, check_int,
-                      check_positive_int)
+from ._checks import (as_float_array, check_heads, check_int, check_needs,
+                      check_positive_int, check_shape)
 from .memory import kv_cache_bytes, score_matrix_bytes
 from .rope import rope_frequencies
 
@@ -71,10 +71,8 @@ def _labels(name: str, labels, n: int) -> list[str]:
     if labels is None:
         return [str(i) for i in range(n)]
     labels = [str(t) for t in labels]
-    if len(labels) != n:
-        raise ValueError(
-            f"{name} has {len(labels)} labels, expected {n} to match the "
-            "weights")
+    check_needs(len(labels) == n, name, f"{n} labels to match the weights",
+                f"got {len(labels)} labels")
     return labels
 
 
@@ -119,17 +117,15 @@ def plot_attention(weights, tokens: Sequence[str] | None = None, *,
     w = as_float_array("weights", weights, ndim=2)
     T, S = w.shape
     rows = _labels("tokens", tokens, T)
-    if key_tokens is None and tokens is not None and T != S:
-        raise ValueError(f"weights has shape {w.shape}: pass key_tokens "
-                         f"(length {S}) for the columns")
+    check_needs(key_tokens is not None or tokens is None or T == S,
+                "key_tokens", f"(length {S}) for the columns",
+                f"weights has shape {w.shape}")
     cols = _labels("key_tokens",
                    key_tokens if key_tokens is not None else tokens, S)
     allowed = np.ones((T, S), dtype=bool) if mask is None else np.asarray(mask)
-    if allowed.dtype != bool or allowed.shape != (T, S):
-        raise ValueError(
-            f"mask has shape {allowed.shape} and dtype {allowed.dtype}, "
-            f"expected a boolean (T, S) = ({T}, {S}) array (True = may attend)"
-        )
+    check_shape("mask", allowed, allowed.dtype == bool
+                and allowed.shape == (T, S), f"a boolean (T, S) = ({T}, {S}) "
+                f"array (True = may attend), got dtype {allowed.dtype}")
     if ax is None:
         _, ax = plt.subplots(figsize=(0.55 * S + 2.4, 0.5 * T + 1.6),
                              facecolor="white")
@@ -689,9 +685,8 @@ def plot_max_weight(ds: Sequence[int], columns, *, T: int = 6,
     cycle = ["o-", "s-", "^--", "D-."]
     for n, (label, values) in enumerate(columns.items()):
         values = as_float_array(f"columns[{label!r}]", values, ndim=1)
-        if len(values) != len(log_d):
-            raise ValueError(f"columns[{label!r}] has {len(values)} values, "
-                             f"expected {len(log_d)} (one per d)")
+        check_shape(f"columns[{label!r}]", values, len(values) == len(log_d),
+                    f"({len(log_d)},): one value per d")
         ax.plot(log_d, values, styles.get(label, cycle[n % 4]), label=label)
     ax.axhline(1 / T, color="grey", linestyle=":", label=f"uniform row, 1/{T}")
     ax.axhline(1.0, color="black", linewidth=0.8)

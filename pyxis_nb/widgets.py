@@ -29,7 +29,9 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
 import numpy as np
 
-from ._checks import as_float_array, check_positive_int
+from ._checks import (as_float_array, check_choice, check_int, check_keys,
+                      check_needs, check_not_empty, check_positive_int,
+                      check_shape)
 from .plotting import CMAP, plot_attention
 
 __all__ = [
@@ -292,26 +294,23 @@ def _as_view_widget(name: str, view, alt: str | None = None) -> widgets.Widget:
                                             data=data))
     if isinstance(view, str):
         return widgets.HTML(view)
-    raise ValueError(
-        f"view {name!r} must be a matplotlib Figure, PNG bytes, an HTML "
-        f"string or a widget, got {type(view).__name__}"
-    )
+    check_needs(False, f"view {name!r}", "to be a matplotlib Figure, PNG "
+                "bytes, an HTML string or a widget",
+                f"got {type(view).__name__}")
 
 
 def _alt_texts(name: str, alt, labels: list[str]) -> list[str | None]:
     """``alt`` (None, a mapping by label or a sequence) as one per label."""
     if alt is None:
         return [None] * len(labels)
-    if isinstance(alt, str):
-        raise ValueError(f"{name} must be a mapping or a sequence of one "
-                         f"sentence per view, got a str: {alt[:40]!r}")
+    check_needs(not isinstance(alt, str), name, "a mapping or a sequence "
+                "of one sentence per view", f"got a str: {str(alt)[:40]!r}")
     texts = ([alt.get(k) for k in labels] if isinstance(alt, Mapping)
              else list(alt))
     extra = sorted(set(alt) - set(labels)) if isinstance(alt, Mapping) else []
-    if len(texts) != len(labels) or extra:
-        raise ValueError(f"{name} must give one sentence per view "
-                         f"{labels}, got {len(texts)}" +
-                         (f" and unknown views {extra}" if extra else ""))
+    check_needs(len(texts) == len(labels) and not extra, name,
+                f"one sentence per view {labels}", f"got {len(texts)}"
+                + (f" and unknown views {extra}" if extra else ""))
     return texts
 
 
@@ -338,11 +337,8 @@ def view_switcher(views: Mapping[str, object], *, control: str = "toggle",
     LinkedViews
         Works after the kernel is gone: the link lives in the browser.
     """
-    if control not in _CONTROLS:
-        raise ValueError(
-            f"control must be one of {sorted(_CONTROLS)}, got {control!r}")
-    if not views:
-        raise ValueError("views is empty: expected at least one view")
+    check_choice("control", control, tuple(sorted(_CONTROLS)))
+    check_not_empty("views", views, "view")
     names = list(views)
     alts = _alt_texts("alt", alt, names)
     ctrl = _CONTROLS[control](options=names, description=description,
@@ -392,21 +388,16 @@ def view_grid(
     ValueError
         If ``views`` or an inner mapping is empty, or the inner keys differ.
     """
-    if not views:
-        raise ValueError("views is empty: expected at least one outer view")
+    check_not_empty("views", views, "outer view")
     outer_names = list(views)
     inner_names = list(views[outer_names[0]])
     for name in outer_names:
-        if list(views[name]) != inner_names or not inner_names:
-            raise ValueError(
-                f"views[{name!r}] has inner views {list(views[name])}, "
-                "expected the same non-empty keys in the same order as "
-                f"views[{outer_names[0]!r}]: {inner_names}"
-            )
+        check_needs(list(views[name]) == inner_names and bool(inner_names),
+                    f"views[{name!r}]", "the same non-empty keys in the same "
+                    f"order as views[{outer_names[0]!r}]: {inner_names}",
+                    f"got inner views {list(views[name])}")
     for control in controls:
-        if control not in _CONTROLS:
-            raise ValueError(f"controls must be in {sorted(_CONTROLS)}, "
-                             f"got {controls!r}")
+        check_choice("controls", control, tuple(sorted(_CONTROLS)))
     first = _CONTROLS[controls[0]](options=outer_names,
                                    description=descriptions[0],
                                    style=_style(controls[0]))
@@ -441,12 +432,7 @@ def _quote(token: str) -> str:
 
 def _query_index(query_index, n: int) -> int:
     """``query_index`` as a row in ``0 .. n-1`` (negative: from the end)."""
-    if (isinstance(query_index, bool)
-            or not isinstance(query_index, (int, np.integer))
-            or not -n <= query_index < n):
-        raise ValueError(f"query_index must be in {-n} .. {n - 1} for {n} "
-                         f"tokens, got {query_index!r}")
-    return int(query_index) % n
+    return check_int("query_index", query_index, low=-n, high=n - 1) % n
 
 
 def describe_attention(weights_row, tokens: Sequence[str], query_index: int,
@@ -485,9 +471,7 @@ def describe_attention(weights_row, tokens: Sequence[str], query_index: int,
     """
     w = as_float_array("weights_row", weights_row)
     keys = list(tokens if key_tokens is None else key_tokens)
-    if w.ndim != 1 or w.shape[0] != len(keys):
-        raise ValueError(
-            f"weights_row has shape {w.shape}, expected ({len(keys)},)")
+    check_shape("weights_row", w, w.shape == (len(keys),), f"({len(keys)},)")
     query_index = _query_index(query_index, len(tokens))
     top = check_positive_int("top", top)
     who = _quote(tokens[query_index])
@@ -554,17 +538,11 @@ def attention_explorer(
         array, or ``query_index`` is not a valid row.
     """
     tokens = [str(t) for t in tokens]
-    if not tokens:
-        raise ValueError("tokens is empty: expected at least one query token")
-    if not views:
-        raise ValueError(
-            "views is empty: expected at least one (T, S) weights matrix")
+    check_not_empty("tokens", tokens, "query token")
+    check_not_empty("views", views, "(T, S) weights matrix")
     names = list(views)
     masks = dict(masks or {})
-    unknown = sorted(set(masks) - set(names))
-    if unknown:
-        raise ValueError(
-            f"masks has views {unknown} that are not in views {names}")
+    check_keys("masks", masks, names)
     T = len(tokens)
     query_index = (T - 1 if query_index is None
                    else _query_index(query_index, T))
@@ -573,9 +551,8 @@ def attention_explorer(
     for name, w in views.items():
         w = as_float_array(f"views[{name!r}]", w)
         S = len(key_tokens) if key_tokens is not None else T
-        if w.shape != (T, S):
-            raise ValueError(f"views[{name!r}] has shape {w.shape}, "
-                             f"expected (T, S) = ({T}, {S})")
+        check_shape(f"views[{name!r}]", w, w.shape == (T, S),
+                    f"(T, S) = ({T}, {S})")
         # one heatmap per query token, its row outlined, so the dropdown shows
         # in the picture too which row the sentence below talks about: one
         # figure per view, drawn once per row with the outline moved
@@ -794,15 +771,13 @@ def model_view(tokens: Sequence[str], weights, *, open_weights=None,
     tokens = [str(t) for t in tokens]
     w = as_float_array("weights", weights, ndim=4)
     L, H, T, S = w.shape
-    if T != len(tokens) or S != T:
-        raise ValueError(f"weights has shape {w.shape}, expected (L, H, T, T)"
-                         f" with T = len(tokens) = {len(tokens)}")
+    check_shape("weights", w, T == len(tokens) == S,
+                f"(L, H, T, T) with T = len(tokens) = {len(tokens)}")
     views = {"causal mask": (w, np.tril(np.ones((T, T), bool)))}
     if open_weights is not None:
         w_open = as_float_array("open_weights", open_weights, ndim=4)
-        if w_open.shape != w.shape:
-            raise ValueError(f"open_weights has shape {w_open.shape}, "
-                             f"expected that of weights, {w.shape}")
+        check_shape("open_weights", w_open, w_open.shape == w.shape,
+                    f"that of weights, {w.shape}")
         views["no mask"] = (w_open, None)
     query_index = T - 1 if query_index is None else _query_index(
         query_index, T)

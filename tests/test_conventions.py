@@ -321,7 +321,7 @@ def test_a_decoder_checks_its_mask_once_for_every_layer(checked):
 
 # raises the integrator still routes through _checks (files being edited
 # elsewhere, issue #18 point 4); this mapping only ever shrinks to {}
-NOT_YET_ROUTED = {"widgets": 12, "generation": 6, "plotting": 4}
+NOT_YET_ROUTED = {}
 
 
 def raises_outside_checks() -> dict[str, list[int]]:
