@@ -218,18 +218,17 @@ class TileStats:
 
 def tiled_attention(query, key, value, *, attn_mask=None, mask_mod=None,
                     is_causal=False, scale=None, enable_gqa=False,
-                    block_q=128, block_k=256, return_stats=False):
+                    block_q=256, block_k=512, return_stats=False):
     """Exact attention tile by tile; the (T, S) scores never exist at once.
 
     Parameters
     ----------
     query, key, value, attn_mask, is_causal, scale, enable_gqa
-        As in :func:`scaled_dot_product_attention`; a dense ``attn_mask``
-        costs (T, S) memory, however few keys it keeps.
+        As in :func:`scaled_dot_product_attention`; ``attn_mask`` costs (T, S).
     mask_mod : callable, optional
         ``mask_mod(b, h, q_idx, kv_idx) -> bool`` (True = may attend) on
         broadcast index arrays, called per tile; hidden tiles are skipped.
-    block_q, block_k : int, default 128 and 256
+    block_q, block_k : int, default 256 and 512
     return_stats : bool, default False
 
     Returns
@@ -248,13 +247,14 @@ def tiled_attention(query, key, value, *, attn_mask=None, mask_mod=None,
     (T, d_head), (S, d_v) = q.shape[-2:], v.shape[-2:]
     stats = TileStats.empty(T, S, block_q, block_k, record=return_stats)
     out = np.empty(q.shape[:-1] + (d_v,), dtype=q.dtype)
+    tile = _tile_buffer(q, min(block_q, T), min(block_k, S))
     for i0, i1 in _spans(T, block_q):  # one tile of queries at a time
         state = OnlineSoftmaxState.empty(q[..., i0:i1, 0].shape, q.dtype, d_v)
-        for j0 in range(0, S, block_k):  # causal: keys >= i1 are skipped
-            j1 = min(j0 + block_k, S, i1 if is_causal else S)
+        for j0, j1 in _spans(S, block_k, cut=i1 if is_causal else S):
             skip, bias = mask_tile(i0, i1, j0, j1)  # bias: -inf = hidden
             if not skip:  # (..., block_q, d_head) @ (..., d_head, block_k)
-                s = q[..., i0:i1, :] @ k_t[..., j0:j1]
+                s = np.matmul(q[..., i0:i1, :], k_t[..., j0:j1],
+                              out=tile(i1 - i0, j1 - j0))  # reused memory
                 s = s if bias is None else np.add(s, bias, out=s)
                 online_softmax_update(state, s, v[..., j0:j1, :])
             stats.add(i0, j0, state, 0 if skip else s.size * (d_head + d_v))
@@ -263,9 +263,20 @@ def tiled_attention(query, key, value, *, attn_mask=None, mask_mod=None,
     return (out, stats) if return_stats else out
 
 
-def _spans(n: int, block: int):
-    """``(start, stop)`` of each block of ``range(n)``."""
-    return ((i, min(i + block, n)) for i in range(0, n, block))
+def _spans(n: int, block: int, cut: int | None = None):
+    """``(start, stop)`` of each block of ``range(n)``, stops cut at ``cut``
+    (causal: a query tile ending at ``cut`` needs no key from ``cut`` on)."""
+    cut = n if cut is None else cut
+    return ((i, min(i + block, n, cut)) for i in range(0, n, block))
+
+
+def _tile_buffer(q: np.ndarray, block_q: int, block_k: int):
+    """``tile(rows, cols)``: a (..., rows, cols) view of one buffer as
+    large as a tile, so that every tile of scores reuses the same memory
+    (a fresh array per tile costs page faults and cold caches)."""
+    buf = np.empty(q.shape[:-2] + (block_q * block_k,), dtype=q.dtype)
+    return lambda rows, cols: buf[..., :rows * cols].reshape(
+        q.shape[:-2] + (rows, cols))
 
 
 def _tile_layout(q, k, v, scale, n_rep: int):
