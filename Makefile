@@ -11,7 +11,8 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: site test unit nbval webcheck execute lab bench vendor venv wheel standalone clean
+.PHONY: site test unit nbval webcheck execute lab bench vendor venv wheel standalone \
+  chapter-times clean
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,9 +55,10 @@ site: venv vendor wheel
 # installed by the chapter's own install cell from the checkout's wheel, with
 # no index (tools/run_standalone.py --prepare). Each chapter executes once.
 ALONE := _build/standalone/copies
+# The wheel is built once, by `make wheel` (for the site), and used by all.
 test: site
-	$(PY) tools/run_standalone.py --prepare $(ALONE)
-	JUPYTER_PATH=$(ALONE) $(PY) -m pytest -n 2 --dist loadfile tests \
+	$(PY) tools/run_standalone.py --wheel $(WHEEL_DIR) --prepare $(ALONE)
+	PYXIS_WHEEL_DIR=$(WHEEL_DIR) JUPYTER_PATH=$(ALONE) $(PY) -m pytest -n 2 --dist loadfile tests \
 	  $(ALONE)/*/run/*.ipynb --nbval --nbval-sanitize-with tools/nbval_sanitize.cfg \
 	  --nbval-cell-timeout=600 -p no:cacheprovider --durations=15
 
@@ -72,8 +74,11 @@ webcheck: site
 
 # Each chapter alone, as a reader gets it: a fresh env with numpy, matplotlib,
 # ipywidgets and ipykernel, pyxis-nb from the checkout's wheel, no index.
-standalone: venv
-	$(PY) tools/run_standalone.py $(NB)
+# Ends with a table of each chapter's Run All time (wall clock, install cell
+# included) and kernel CPU time, for CONTRIBUTING.md; chapter-times is that.
+standalone: wheel
+	$(PY) tools/run_standalone.py --wheel $(WHEEL_DIR) $(NB)
+chapter-times: standalone
 
 # Re-execute notebooks (all, or NB=book/x.ipynb) and store their outputs.
 execute: venv
@@ -90,9 +95,11 @@ clean:
 	rm -rf _build _vendor
 
 # ---- trained heads (issue #14) ---------------------------------------------
-# The weights and loss histories of book/trained_heads.ipynb, trained from
-# their seeds by the package's own train(); tests/test_attention_only.py
-# retrains the first steps and checks that they reproduce the stored history.
+# The weights, loss histories and head-score history of
+# book/trained_heads.ipynb, trained from their seeds by the package's own
+# train(); tests/test_attention_only.py retrains the first steps and checks
+# that they reproduce the stored history. `tools/train_heads.py PATH main`
+# retrains the main run alone (seconds; each wide run takes minutes).
 .PHONY: trained-heads
 trained-heads: venv
 	$(PY) tools/train_heads.py pyxis_nb/data/trained_heads.npz
@@ -112,7 +119,7 @@ $(CORPUS): | venv
 	touch $@
 
 # Train the small Qwen3 (torch + transformers + tokenizers: make venv WITH_TORCH=1)
-# and save it in Hugging Face's format into the package (about 40 min on 2 cores).
+# and save it in Hugging Face's format into the package (about 35 min on a quiet 2-core machine).
 REAL_MODEL := pyxis_nb/data/qwen3_shakespeare
 real-model: corpus
-	$(PY) tools/train_qwen3.py $(CORPUS) $(REAL_MODEL) --steps 1000 --eval-every 100
+	$(PY) tools/train_qwen3.py $(CORPUS) $(REAL_MODEL) --steps 800 --eval-every 100

@@ -14,6 +14,13 @@
   on the theme's ``fas``/``fab`` icons) hold 2,000 icons; the site shows about
   20. They are cut to the icons that a built page or the theme's stylesheet
   names, as small WOFF files in ``_static/icons/`` that ``pyxis.css`` declares.
+* A widget page's text paints before its widgets load: the widget state (up
+  to 0.6 MB of JSON that myst-nb puts in ``<head>``) moves to the end of the
+  body, and the widget manager's scripts are deferred (``_config.yml``), so
+  neither holds up the first paint. The manager renders on the window's load
+  event, when both are there.
+* ``_static/pyxis-figures.js`` (the "Full size" button of a figure scaled
+  to its column), which Jupyter Book adds to every page, is deferred.
 * Static figures (matplotlib PNGs in ``_images/``) are stored as 256-colour
   palette PNGs: the same look, a third to half of the bytes.
 """
@@ -41,6 +48,26 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
             seen.add(key)
             unique.append(js)
     context["script_files"] = unique
+    for js in unique:
+        if str(getattr(js, "filename", js) or "").endswith(DEFERRED):
+            js.attributes["defer"] = "defer"
+
+
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+DEFERRED = ("pyxis-figures.js",)
+
+
+def _widget_state_last(app, pagename, templatename, context, doctree):
+    scripts = context.get("script_files", [])
+    state = [js for js in scripts
+             if getattr(js, "attributes", {}).get("type") == WIDGET_STATE]
+    if not state or "body" not in context:
+        return
+    context["script_files"] = [js for js in scripts if js not in state]
+    # the body is already escaped for a script element by myst-nb
+    context["body"] += "".join(
+        f'<script type="{WIDGET_STATE}">{js.attributes["body"]}</script>'
+        for js in state)
 
 
 def _default_mode(app, config):
@@ -129,5 +156,6 @@ def _prune(app, exception):
 def setup(app):
     app.connect("config-inited", _default_mode)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
+    app.connect("html-page-context", _widget_state_last, priority=910)
     app.connect("build-finished", _prune)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

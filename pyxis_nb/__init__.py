@@ -19,8 +19,10 @@ available at the top level. One concept per module:
 ``qwen3``           Qwen3-1.7B's config; seeded random (Qwen3) attention layers
 ``kv_cache``        ``KVCache``: preallocated keys and values for decoding
 ``tiled``           online softmax, exact attention in tiles (FlashAttention)
-``generation``      a tiny model that generates with and without a KV cache
+``model``           ``Qwen3ForCausalLM``: checkpoints, MLP, sampling, tokenizer
+``generation``      ``TinyDecoder``: that model without MLPs, seeded; FLOPs
 ``attention_only``  a trainable attention-only transformer, backward by hand
+``circuits``        a trained model's heads: maps, scores, ablation, layouts
 ``source``          ``show_source``: the package's own code as a listing
 ``plotting``        labelled heatmaps and the chapters' figures (matplotlib)
 ``widgets``         interactive views that also work on the static website
@@ -51,16 +53,18 @@ from .multihead import *  # noqa: F401,F403
 from .qwen3 import *  # noqa: F401,F403
 from .kv_cache import *  # noqa: F401,F403
 from .tiled import *  # noqa: F401,F403
+from .model import *  # noqa: F401,F403
 from .generation import *  # noqa: F401,F403
 from .attention_only import *  # noqa: F401,F403
+from .circuits import *  # noqa: F401,F403
 from .source import *  # noqa: F401,F403
 
 # Every module, in layers: a module imports only modules listed before it.
 # Each defines __all__. The _LAZY ones are imported on first use.
 _MODULES = ["softmax", "masks", "attention", "head", "experiments",
             "positions", "engine", "batching", "memory", "norms", "rope",
-            "multihead", "qwen3", "kv_cache", "tiled", "generation",
-            "attention_only", "source",
+            "multihead", "qwen3", "kv_cache", "tiled", "model", "generation",
+            "attention_only", "circuits", "source",
             "plotting", "widgets"]
 _LAZY = ("plotting", "widgets")
 
@@ -73,6 +77,7 @@ def _declared_all(module: str) -> list[str]:
                 and any(getattr(t, "id", "") == "__all__"
                         for t in node.targets)):
             return list(_ast.literal_eval(node.value))
+    # reason: a broken package, not bad input: no argument to name
     raise ImportError(f"pyxis_nb.{module} defines no literal __all__")
 
 
@@ -90,7 +95,7 @@ __version__ = "0.2.0"
 def __getattr__(name: str):
     """Load ``plotting`` / ``widgets`` when one of their names is used."""
     module = _LAZY_NAMES.get(name, name if name in _LAZY else None)
-    if module is None:
+    if module is None:  # reason: PEP 562 wants AttributeError here
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     loaded = _importlib.import_module(f".{module}", __name__)
     value = loaded if name == module else getattr(loaded, name)

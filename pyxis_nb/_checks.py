@@ -387,23 +387,14 @@ def check_rotary(q, k, cos, sin, unsqueeze_dim: int):
     return q, k, cos, sin
 
 
-def check_proj_rows(weight, num_heads) -> tuple[np.ndarray, int]:
-    """A q/k projection (num_heads * d_head, d_model) or bias; its d_head."""
+def check_proj_rows(weight, head_dim) -> tuple[np.ndarray, int]:
+    """A q/k projection (heads * d_head, d_model) or bias; its d_head."""
     w = as_float_array("weight", weight)
-    if w.ndim not in (1, 2):
+    d_head = check_even("head_dim", head_dim)
+    if w.ndim not in (1, 2) or w.shape[0] % d_head:
         raise ValueError(
-            f"weight has shape {w.shape}, expected (num_heads * d_head, "
-            "d_model) or (num_heads * d_head,)"
-        )
-    num_heads = check_positive_int("num_heads", num_heads)
-    if w.shape[0] % num_heads:
-        raise ValueError(
-            f"weight has shape {w.shape}: its {w.shape[0]} rows do not split "
-            f"into num_heads = {num_heads} heads, expected "
-            "(num_heads * d_head, ...)"
-        )
-    d_head = check_even("d_head (weight rows / num_heads)",
-                        w.shape[0] // num_heads)
+            f"weight has shape {w.shape}, expected (heads * head_dim, "
+            f"d_model) or (heads * head_dim,) with head_dim = {d_head}")
     return w, d_head
 
 
@@ -477,6 +468,101 @@ def check_frequencies(name: str, size, theta,
 
 
 # --- layer checks
+# ------------------------------------------ shapes, keys, lengths, needs
+# The general doors: one message per kind of mistake, for the conditions
+# the helpers above do not cover. Each names the argument, what it got and
+# what it wanted, as every helper here does.
+
+def check_shape(name: str, x, ok: bool, want: str):
+    """``x`` if ``ok``; else ``name has shape (...), expected want``."""
+    if not ok:
+        raise ValueError(f"{name} has shape {np.shape(x)}, expected {want}")
+    return x
+
+
+def check_not_empty(name: str, items, want: str):
+    """``items`` unless it is empty (``want``: what one item is)."""
+    if len(items) == 0:
+        raise ValueError(f"{name} is empty: expected at least one {want}")
+    return items
+
+
+def check_keys(name: str, keys, known, required=()) -> None:
+    """Raise if ``keys`` has one not in ``known`` or lacks a ``required``."""
+    keys = list(keys)
+    unknown = sorted(str(k) for k in keys if k not in known)
+    missing = [str(k) for k in required if k not in keys]
+    if unknown or missing:
+        raise ValueError(
+            f"{name} has unknown keys {unknown}, missing keys {missing}")
+
+
+def check_all_or_none(**given) -> None:
+    """Arrays that come together (q_norm and k_norm): all of them or none."""
+    have = [n for n, v in given.items() if v is not None]
+    if 0 < len(have) < len(given):
+        raise ValueError(
+            f"give all of {tuple(given)} or none, got only {have}")
+
+
+def check_divisible(name: str, value: int, by_name: str, by: int) -> int:
+    """``value`` if ``by`` divides it (hidden_size by num_attention_heads)."""
+    if value % by:
+        raise ValueError(f"{name} = {value} must be divisible by "
+                         f"{by_name} = {by}, got remainder {value % by}")
+    return value
+
+
+def check_room(name: str, held: int, new: int, limit_name: str,
+               limit: int, where: str) -> None:
+    """Raise if ``held + new`` positions exceed ``limit`` (a cache, a model).
+
+    The one overflow check: a cache's ``max_seq_len``, a model's
+    ``max_position_embeddings``; ``where``: what holds the ``held`` ones.
+    """
+    if held + new > limit:
+        raise ValueError(
+            f"{name}: cannot append {new} positions to {where}: it holds "
+            f"{held} and {limit_name} is {limit} ({held} + {new} = "
+            f"{held + new} > {limit})")
+
+
+def check_needs(ok: bool, name: str, needs: str, why: str) -> None:
+    """Raise unless ``ok``: argument ``name`` needs ``needs`` (``why``)."""
+    if not ok:
+        raise ValueError(f"{name} needs {needs}: {why}")
+
+
+def check_scale(name: str, value) -> float | None:
+    """None, or a finite number > 0 (an attention scale, as torch's)."""
+    if value is None:
+        return None
+    real = (isinstance(value, (int, float, np.integer, np.floating))
+            and not isinstance(value, bool))
+    if not real or not np.isfinite(value) or value <= 0:
+        raise ValueError(
+            f"{name} must be a finite number > 0 or None, got {value!r}")
+    return float(value)
+
+
+def check_token_ids(name: str, ids, vocab_size: int, *,
+                    ndim: int | None = None, want: str = "(B, T)",
+                    ignore_index: int | None = None) -> np.ndarray:
+    """Token ids: a non-empty integer array with values in 0 .. V-1.
+
+    The one convention for token ids (``input_ids``, ``labels``, prompts);
+    ``ignore_index`` (torch's -100 for labels) is allowed besides.
+    """
+    arr = check_int_array(name, ids, ndim=ndim, want=want)
+    real = arr if ignore_index is None else arr[arr != ignore_index]
+    if real.size and (real.min() < 0 or real.max() >= vocab_size):
+        extra = "" if ignore_index is None else f" (or {ignore_index})"
+        raise ValueError(
+            f"{name} must lie in 0 .. {vocab_size - 1}{extra}, got "
+            f"{real.min()} .. {real.max()} (vocab_size = {vocab_size})")
+    return arr
+
+
 def check_01_mask(name: str, mask) -> np.ndarray:
     """A mask as a bool array: booleans, or numbers that are all 0 or 1."""
     m = np.asarray(mask)
@@ -492,6 +578,131 @@ def check_01_mask(name: str, mask) -> np.ndarray:
         )
     return m.astype(bool)
 
+
+# --- model and checkpoint checks (pyxis_nb.model)
+def check_input_ids(name: str, ids, vocab_size: int) -> np.ndarray:
+    """A model's input ids (B, T) or (T,), as (B, T): ``check_token_ids``."""
+    check_int_array(name, ids, want="(B, T) or (T,)")  # ints, T >= 1
+    arr = np.asarray(ids)
+    arr = arr[None] if arr.ndim == 1 else arr  # (T,) -> (1, T)
+    check_shape(name, ids, arr.ndim == 2 and arr.shape[0] > 0,
+                "(B, T) or (T,) with B, T >= 1")
+    return check_token_ids(name, arr, vocab_size, ndim=2,
+                           want="(B, T) or (T,)")
+
+
+def check_context(name_a: str, a: int, name_b: str, b: int,
+                  max_position_embeddings: int) -> None:
+    """Raise if ``a + b`` positions pass ``max_position_embeddings``."""
+    if a + b > max_position_embeddings:
+        raise ValueError(
+            f"{name_a} ({a}) + {name_b} ({b}) = {a + b} exceeds "
+            f"max_position_embeddings = {max_position_embeddings}")
+
+
+def check_token_list(name: str, value, vocab_size: int) -> tuple[int, ...]:
+    """None, an id or a list of ids in 0 .. vocab_size - 1, as a tuple."""
+    values = [] if value is None else (
+        list(value) if isinstance(value, (list, tuple)) else [value])
+    return tuple(check_int(name, v, low=0, high=vocab_size - 1)
+                 for v in values)
+
+
+def check_sampling(do_sample, temperature, top_k, top_p, seed) -> dict:
+    """``generate``'s sampling arguments, checked (HF's names and ranges)."""
+    check_bool("do_sample", do_sample)
+    check_number("temperature", temperature, above=0)
+    if top_k is not None:
+        check_positive_int("top_k", top_k)
+    if top_p is not None and not 0 < check_number("top_p", top_p,
+                                                  above=0) <= 1:
+        raise ValueError(f"top_p must be a number in (0, 1], got {top_p!r}")
+    if seed is not None:
+        check_int("seed", seed, low=0)
+    return dict(temperature=float(temperature), top_k=top_k, top_p=top_p,
+                seed=seed)
+
+
+def check_config_value(file: str, key: str, value, allowed: tuple,
+                       why: str) -> None:
+    """A config key this code implements only with ``allowed`` values."""
+    if value not in allowed:
+        raise ValueError(
+            f"{file}: {key} is {value!r}, expected "
+            f"{' or '.join(map(repr, allowed))} ({why})")
+
+
+def check_state_shapes(source: str, got: dict, want: dict,
+                       optional: tuple = ()) -> None:
+    """Every key of ``want`` in ``got`` with its shape, and no other key.
+
+    ``got`` and ``want`` map tensor names to shapes; ``optional`` names
+    keys that may be absent (a tied ``lm_head.weight``).
+    """
+    missing = sorted(k for k in want if k not in got and k not in optional)
+    unexpected = sorted(k for k in got if k not in want)
+    if missing or unexpected:
+        raise ValueError(
+            f"{source} does not fit config.json: missing keys "
+            f"{_few(missing)}, unexpected keys {_few(unexpected)}")
+    for key, shape in got.items():
+        if tuple(shape) != tuple(want[key]):
+            raise ValueError(
+                f"{key} has shape {tuple(shape)} in {source}, expected "
+                f"{tuple(want[key])} from config.json")
+
+
+def _few(keys: list, n: int = 6) -> str:
+    """A list of names, cut after ``n`` with the count of the rest."""
+    more = f" and {len(keys) - n} more" if len(keys) > n else ""
+    return f"{keys[:n]}{more}"
+
+
+def check_position_ids(name: str, position_ids, B: int, T: int,
+                       max_position_embeddings: int | None = None
+                       ) -> np.ndarray:
+    """Integer positions >= 0 of shape (T,), (1, T) or (B, T), as (B, T).
+
+    Only what is a property of the input: HF accepts any such positions
+    (packed sequences, tree decoding), so their values are the caller's.
+    """
+    pos = np.asarray(position_ids)
+    high = np.inf if max_position_embeddings is None else \
+        max_position_embeddings
+    if (not np.issubdtype(pos.dtype, np.integer)
+            or pos.shape not in ((T,), (1, T), (B, T))
+            or np.any(pos < 0) or np.any(pos >= high)):
+        limit = "" if max_position_embeddings is None else \
+            f" and < max_position_embeddings = {max_position_embeddings}"
+        seen = (f", values {pos.min()} .. {pos.max()}"
+                if pos.size and np.issubdtype(pos.dtype, np.number) else "")
+        raise ValueError(
+            f"{name} has shape {pos.shape} and dtype {pos.dtype}{seen}, "
+            f"expected integers >= 0{limit} of shape (T,) or (B, T) = "
+            f"({B}, {T})")
+    return np.broadcast_to(pos, (B, T))
+
+
+def check_split_heads(x, head_dim) -> tuple[np.ndarray, int]:
+    """x (B, T, H*d_head) whose last axis splits into heads of head_dim."""
+    x = as_float_array("x", x)
+    d_head = check_positive_int("head_dim", head_dim)
+    if x.ndim != 3 or x.shape[-1] % d_head:
+        raise ValueError(
+            f"x has shape {x.shape}, expected (B, T, H*d_head) with a last "
+            f"axis divisible by head_dim = {d_head}")
+    return x, d_head
+
+
+def check_model_config(config) -> None:
+    """A ModelConfig's values (``intermediate_size`` 0: no MLP)."""
+    for name in ("vocab_size", "hidden_size", "num_hidden_layers", "head_dim",
+                 "max_position_embeddings"):
+        check_positive_int(name, getattr(config, name))
+    check_heads(config.num_attention_heads, config.num_key_value_heads)
+    check_int("intermediate_size", config.intermediate_size, low=0)
+    check_theta("rope_theta", config.rope_theta)
+    check_number("rms_norm_eps", config.rms_norm_eps, at_least=0)
 
 
 # --- tiled attention's mask_mod (FlexAttention)

@@ -18,7 +18,7 @@ from ._checks import check_attention
 from .masks import mask_to_bias
 from .softmax import softmax_core
 
-__all__ = ["scaled_dot_product_attention"]
+__all__ = ["scaled_dot_product_attention", "sdpa_core"]
 
 
 def scaled_dot_product_attention(query, key, value, *, attn_mask=None,

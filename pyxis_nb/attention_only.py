@@ -25,7 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ._checks import as_float_array, check_bool, check_int, check_positive_int
+from ._checks import (as_float_array, check_bool, check_choice,
+                      check_divisible, check_int, check_keys, check_needs,
+                      check_positive_int, check_scale, check_shape,
+                      check_token_ids)
+from .multihead import merge_heads_core, split_heads_core
 from .softmax import softmax_core
 
 __all__ = [
@@ -41,9 +45,15 @@ __all__ = [
     "train",
     "half_losses",
     "previous_token_score",
+    "offset_score",
     "duplicate_token_score",
     "induction_score",
+    "head_scores",
+    "copying_score",
+    "path_patch",
+    "value_from_embedding",
     "plot_half_losses",
+    "plot_score_history",
     "TRAINED_HEADS_RUNS",
     "train_run",
     "load_trained_heads",
@@ -54,16 +64,21 @@ DATA = Path(__file__).parent / "data" / "trained_heads.npz"
 
 # The chapter's runs: (model keywords, training keywords). ``make
 # trained-heads`` trains them and stores weights and loss histories in DATA.
-_MAIN = dict(vocab_size=64, d_model=32, num_layers=2, num_heads=4,
+_MAIN = dict(vocab_size=64, hidden_size=32, num_hidden_layers=2,
+             num_attention_heads=4,
              max_seq_len=16, seed=0)
 _TRAIN = dict(steps=1500, batch_size=16, half=(4, 8), lr=3e-3, seed=0)
-_WIDE = dict(_MAIN, d_model=128, num_heads=2)  # d_head = 64
-TRAINED_HEADS_RUNS = {
-    "main": (_MAIN, _TRAIN),
+_WIDE = dict(_MAIN, hidden_size=128, num_attention_heads=2)  # d_head 64
+TRAINED_HEADS_RUNS = {  # the main run also records head scores
+    "main": (_MAIN, dict(_TRAIN, score_every=10)),
     "wide, scale 1/sqrt(d_head)": (_WIDE, _TRAIN),
     "wide, scale 1 (unscaled)": (dict(_WIDE, scale=1.0), _TRAIN),
 }
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj")
+SCORES = ("previous", "duplicate", "induction")
+# The fixed batch that the head scores are measured on, during training
+# and in the chapter: 256 sequences, every block length of the task.
+SCORE_BATCH = dict(batch_size=256, seed=1)
 
 
 def softmax_backward(weights, grad_weights) -> np.ndarray:
@@ -126,25 +141,14 @@ def cross_entropy(logits, labels) -> tuple[np.ndarray, np.ndarray]:
     return np.where(valid, -picked, 0.0), grad * valid[..., None]
 
 
-def _split_heads(x: np.ndarray, H: int) -> np.ndarray:
-    B, T, d_model = x.shape
-    # (B, T, H * d_head) -> (B, T, H, d_head) -> (B, H, T, d_head)
-    return x.reshape(B, T, H, d_model // H).transpose(0, 2, 1, 3)
-
-
-def _merge_heads(x: np.ndarray) -> np.ndarray:
-    B, H, T, d_head = x.shape
-    # (B, H, T, d_head) -> (B, T, H, d_head) -> (B, T, H * d_head)
-    return x.transpose(0, 2, 1, 3).reshape(B, T, H * d_head)
-
-
-def attention_layer_forward(x, w, H, scale, is_causal):
+def attention_layer_forward(x, w, num_attention_heads, scale, is_causal):
     """One layer's attention output (B, T, d_model) and its cache.
 
     ``x`` (B, T, d_model); ``w`` maps q/k/v/o_proj to (d_model, d_model).
     Unchecked: ``AttentionOnlyTransformer`` checks its input once.
     """
-    q, k, v = (_split_heads(x @ w[n].T, H) for n in PROJECTIONS[:3])
+    d_head = x.shape[-1] // num_attention_heads  # d_model = H * d_head
+    q, k, v = (split_heads_core(x @ w[n].T, d_head) for n in PROJECTIONS[:3])
     # (B, H, T, d_head) @ (B, H, d_head, T) -> (B, H, T, T)
     scores = scale * (q @ k.swapaxes(-1, -2))
     if is_causal:
@@ -152,7 +156,7 @@ def attention_layer_forward(x, w, H, scale, is_causal):
         scores = np.where(np.tri(T, dtype=bool), scores, -np.inf)
     p = softmax_core(scores)  # (B, H, T, T), rows sum to 1
     # (B, H, T, T) @ (B, H, T, d_head) -> (B, H, T, d_head) -> (B, T, d_model)
-    z = _merge_heads(p @ v)
+    z = merge_heads_core(p @ v)
     return z @ w["o_proj"].T, (x, q, k, v, p, z)
 
 
@@ -168,9 +172,9 @@ def attention_layer_backward(dout, cache, w, scale):
     ``dout`` (B, T, d_model) is dloss/d(layer output).
     """
     x, q, k, v, p, z = cache
-    H = q.shape[1]
     grads = {"o_proj": _linear_grad(dout, z)}
-    dz = _split_heads(dout @ w["o_proj"], H)  # (B, H, T, d_head)
+    # (B, T, d_model) -> (B, H, T, d_head)
+    dz = split_heads_core(dout @ w["o_proj"], q.shape[-1])
     dp = dz @ v.swapaxes(-1, -2)  # (.., T, d_head) @ (.., d_head, T)
     dv = p.swapaxes(-1, -2) @ dz  # (B, H, T, T) @ (B, H, T, d_head)
     ds = scale * softmax_backward(p, dp)  # masked keys: p = 0, so ds = 0
@@ -178,30 +182,17 @@ def attention_layer_backward(dout, cache, w, scale):
     dk = ds.swapaxes(-1, -2) @ q  # dscores[t, s] = q_t . k_s, so sum over t
     dx = np.zeros_like(x)
     for name, d in zip(PROJECTIONS[:3], (dq, dk, dv)):
-        d = _merge_heads(d)  # (B, T, d_model)
+        d = merge_heads_core(d)  # (B, T, d_model)
         grads[name] = _linear_grad(d, x)
         dx += d @ w[name]  # (B, T, d_model) @ (d_model, d_model)
     return dx, grads
 
 
 def _check_ids(name: str, ids, V: int, shape=None, allow_ignore=False):
-    ids = np.asarray(ids)
-    if not np.issubdtype(ids.dtype, np.integer) or ids.ndim != 2 \
-            or ids.size == 0:
-        raise ValueError(f"{name} must be a non-empty 2-D integer array "
-                         f"(B, T), got dtype {ids.dtype}, shape {ids.shape}")
-    if shape is not None and ids.shape != shape:
-        raise ValueError(f"{name} has shape {ids.shape}, expected {shape} "
-                         "(the shape of input_ids)")
-    ok = (ids >= 0) & (ids < V)
-    if allow_ignore:
-        ok |= ids == IGNORE_INDEX
-    if not ok.all():
-        bad = ids[~ok][0]
-        extra = " or -100" if allow_ignore else ""
-        raise ValueError(f"{name} must hold ids in [0, {V}){extra}, "
-                         f"got {bad}")
-    return ids
+    ids = check_token_ids(name, ids, V, ndim=2, want="(B, T)",
+                          ignore_index=IGNORE_INDEX if allow_ignore else None)
+    return check_shape(name, ids, shape is None or ids.shape == shape,
+                       f"{shape} (the shape of input_ids)")
 
 
 class AttentionOnlyTransformer:
@@ -213,8 +204,10 @@ class AttentionOnlyTransformer:
 
     Parameters
     ----------
-    vocab_size, d_model, num_layers, num_heads, max_seq_len : int
-        ``V``, ``d_model``, ``L``, ``H`` (must divide ``d_model``), most ``T``.
+    vocab_size, hidden_size, num_hidden_layers, num_attention_heads : int
+        ``V``, ``d_model``, ``L``, ``H`` (must divide ``d_model``).
+    max_seq_len : int
+        The most ``T``.
     scale : float, optional
         Multiplies ``q . k``; default ``1 / sqrt(d_head)``, 1.0 = unscaled.
     seed : int
@@ -227,38 +220,35 @@ class AttentionOnlyTransformer:
     transformers.GPT2LMHeadModel : the same shape, plus norms and MLPs.
     """
 
-    def __init__(self, vocab_size, d_model, num_layers, num_heads,
-                 max_seq_len, *, scale=None, seed=0, dtype=np.float64):
+    def __init__(self, vocab_size, hidden_size, num_hidden_layers,
+                 num_attention_heads, max_seq_len, *, scale=None, seed=0,
+                 dtype=np.float64):
         self.vocab_size = check_positive_int("vocab_size", vocab_size)
-        self.d_model = check_positive_int("d_model", d_model)
-        self.num_layers = check_positive_int("num_layers", num_layers)
-        self.num_heads = check_positive_int("num_heads", num_heads)
+        self.hidden_size = check_positive_int("hidden_size", hidden_size)
+        self.num_hidden_layers = check_positive_int("num_hidden_layers",
+                                                    num_hidden_layers)
+        self.num_attention_heads = check_positive_int("num_attention_heads",
+                                                      num_attention_heads)
         self.max_seq_len = check_positive_int("max_seq_len", max_seq_len)
-        if d_model % num_heads:
-            raise ValueError(f"d_model ({d_model}) must be divisible by "
-                             f"num_heads ({num_heads})")
-        self.d_head = d_model // num_heads
-        self.scale = self._check_scale(scale, self.d_head)
+        check_divisible("hidden_size", hidden_size, "num_attention_heads",
+                        num_attention_heads)
+        self.head_dim = hidden_size // num_attention_heads
+        self.scale = self._check_scale(scale, self.head_dim)
         self.dtype = np.dtype(dtype)
-        if self.dtype not in (np.float32, np.float64):
-            raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+        check_choice("dtype", self.dtype, (np.dtype(np.float32),
+                                           np.dtype(np.float64)))
         self._params = self._init_params(check_int("seed", seed, low=0))
 
     @staticmethod
     def _check_scale(scale, d_head: int) -> float:
-        if scale is None:
-            return float(1.0 / np.sqrt(d_head))
-        if isinstance(scale, bool) or not np.isscalar(scale) \
-                or not np.isfinite(scale) or scale <= 0:
-            raise ValueError(f"scale must be a finite number > 0 or None, "
-                             f"got {scale!r}")
-        return float(scale)
+        scale = check_scale("scale", scale)
+        return float(1.0 / np.sqrt(d_head)) if scale is None else scale
 
     def _shapes(self) -> dict[str, tuple[int, int]]:
-        V, d = self.vocab_size, self.d_model
+        V, d = self.vocab_size, self.hidden_size
         shapes = {"embed_tokens.weight": (V, d),
                   "embed_positions.weight": (self.max_seq_len, d)}
-        for i in range(self.num_layers):
+        for i in range(self.num_hidden_layers):
             for name in PROJECTIONS:
                 shapes[f"layers.{i}.self_attn.{name}.weight"] = (d, d)
         shapes["lm_head.weight"] = (V, d)
@@ -280,16 +270,11 @@ class AttentionOnlyTransformer:
     def load_state_dict(self, state_dict) -> None:
         """Copy weights in, in place; keys and shapes must match exactly."""
         shapes = self._shapes()
-        missing = sorted(set(shapes) - set(state_dict))
-        extra = sorted(set(state_dict) - set(shapes))
-        if missing or extra:
-            raise ValueError(f"state_dict keys do not match: missing {missing}"
-                             f", unexpected {extra}")
+        check_keys("state_dict", state_dict, shapes, shapes)
         for key, shape in shapes.items():
             value = as_float_array(f"state_dict[{key!r}]", state_dict[key])
-            if value.shape != shape:
-                raise ValueError(f"state_dict[{key!r}] has shape {value.shape}"
-                                 f", expected {shape}")
+            check_shape(f"state_dict[{key!r}]", value, value.shape == shape,
+                        str(shape))
             self._params[key][...] = value
 
     def _layer(self, i: int) -> dict[str, np.ndarray]:
@@ -298,10 +283,9 @@ class AttentionOnlyTransformer:
 
     def _check_input(self, input_ids) -> np.ndarray:
         ids = _check_ids("input_ids", input_ids, self.vocab_size)
-        if ids.shape[1] > self.max_seq_len:
-            raise ValueError(f"input_ids has T = {ids.shape[1]} positions, "
-                             f"more than max_seq_len = {self.max_seq_len}")
-        return ids
+        return check_shape("input_ids", ids, ids.shape[1] <= self.max_seq_len,
+                           f"(B, T) with T <= max_seq_len = "
+                           f"{self.max_seq_len}")
 
     def _forward(self, ids, is_causal=True):
         """Logits and every layer's cache; ``ids`` already checked."""
@@ -309,9 +293,10 @@ class AttentionOnlyTransformer:
         x = self._params["embed_tokens.weight"][ids] \
             + self._params["embed_positions.weight"][:T]  # (B, T, d_model)
         caches = []
-        for i in range(self.num_layers):
+        for i in range(self.num_hidden_layers):
             out, cache = attention_layer_forward(
-                x, self._layer(i), self.num_heads, self.scale, is_causal)
+                x, self._layer(i), self.num_attention_heads, self.scale,
+                is_causal)
             x = x + out  # the residual stream
             caches.append(cache)
         # (B, T, d_model) @ (d_model, V) -> (B, T, V)
@@ -342,8 +327,8 @@ class AttentionOnlyTransformer:
         ids = self._check_input(input_ids)
         labels = _check_ids("labels", labels, self.vocab_size, ids.shape,
                             allow_ignore=True)
-        if np.all(labels == IGNORE_INDEX):
-            raise ValueError("labels are all -100: no position to score")
+        check_needs(bool((labels != IGNORE_INDEX).any()), "labels",
+                    "a position that is not -100", "no position to score")
         token_loss, grads = self._loss_and_grads(ids, labels)
         return float(token_loss.sum() / (labels != IGNORE_INDEX).sum()), grads
 
@@ -354,7 +339,7 @@ class AttentionOnlyTransformer:
         dlogits = dlogits / int((labels != IGNORE_INDEX).sum())
         grads = {"lm_head.weight": _linear_grad(dlogits, x)}
         dx = dlogits @ self._params["lm_head.weight"]  # (B, T, d_model)
-        for i in reversed(range(self.num_layers)):
+        for i in reversed(range(self.num_hidden_layers)):
             # the residual passes dx through unchanged, plus the layer's part
             dlayer, g = attention_layer_backward(dx, caches[i], self._layer(i),
                                             self.scale)
@@ -473,21 +458,38 @@ def half_losses(token_loss, halves) -> tuple[float, float]:
 
 
 def train(model, *, steps, batch_size=32, half=(6, 10), lr=1e-2, seed=0,
-          frozen=()):
+          frozen=(), score_every=None):
     """Train on fresh repeated-token batches with Adam.
 
     ``frozen`` names weights that keep their values (gradient set to 0).
+    ``score_every``: every so many steps (and after the last), also
+    record ``head_scores`` on the fixed batch ``SCORE_BATCH`` (drawn from
+    its own seed, so recording does not change the training batches).
 
     Returns
     -------
     dict with "first_half" and "second_half": ndarray, shape (steps,)
         The loss of each half on each step's batch (before its update).
+        With ``score_every``, also "score_steps" (N,) and one (N, L, H)
+        array per name of ``SCORES``, the scores before that step's update.
     """
     steps = check_positive_int("steps", steps)
     rng = np.random.default_rng(seed)
     opt = Adam(model.state_dict(), lr=lr)
     history = np.zeros((steps, 2))
-    for step in range(steps):
+    recorded = {}
+    if score_every is not None:
+        every = check_positive_int("score_every", score_every)
+        probe = repeated_tokens(SCORE_BATCH["batch_size"], half,
+                                model.vocab_size,
+                                np.random.default_rng(SCORE_BATCH["seed"]))
+        recorded = {"score_steps": [*range(0, steps, every), steps]}
+    for step in range(steps + 1):
+        if step in recorded.get("score_steps", ()):
+            for name, s in head_scores(model, probe[0], probe[2]).items():
+                recorded.setdefault(name, []).append(s)
+        if step == steps:
+            break
         ids, labels, halves = repeated_tokens(batch_size, half,
                                               model.vocab_size, rng)
         token_loss, grads = model._loss_and_grads(ids, labels)
@@ -495,7 +497,18 @@ def train(model, *, steps, batch_size=32, half=(6, 10), lr=1e-2, seed=0,
         for key in frozen:
             grads[key] = np.zeros_like(grads[key])
         opt.step(grads)
-    return {"first_half": history[:, 0], "second_half": history[:, 1]}
+    return {"first_half": history[:, 0], "second_half": history[:, 1],
+            **{k: np.array(v) for k, v in recorded.items()}}
+
+
+def offset_score(weights: np.ndarray, offset: int) -> np.ndarray:
+    """Mean weight each head puts on the key ``offset`` places before the
+    query (every query ``t >= offset``), whatever the tokens are.
+
+    weights : (B, H, T, T) -> ndarray, shape (H,)
+    """
+    t = np.arange(offset, weights.shape[-1])
+    return weights[:, :, t, t - offset].mean(axis=(0, 2))
 
 
 def previous_token_score(weights: np.ndarray) -> np.ndarray:
@@ -503,29 +516,140 @@ def previous_token_score(weights: np.ndarray) -> np.ndarray:
 
     weights : (B, H, T, T) -> ndarray, shape (H,)
     """
-    T = weights.shape[-1]
-    t = np.arange(1, T)
-    return weights[:, :, t, t - 1].mean(axis=(0, 2))
+    return offset_score(weights, 1)
 
 
-def duplicate_token_score(weights: np.ndarray, half: int) -> np.ndarray:
-    """Mean weight each head puts, from a second-half query ``half + j``, on
+def _second_copy_score(weights, half, key_shift: int) -> np.ndarray:
+    """Mean weight, over every query ``half + j`` of the second copies,
+    on the key ``j + key_shift``; ``half`` an int or one per row (B,)."""
+    halves = np.broadcast_to(half, weights.shape[:1])  # (B,)
+    rows = np.repeat(np.arange(len(halves)), halves - key_shift)  # (N,)
+    j = np.concatenate([np.arange(h - key_shift) for h in halves])  # (N,)
+    return weights[rows, :, halves[rows] + j, j + key_shift].mean(axis=0)
+
+
+def duplicate_token_score(weights: np.ndarray, half) -> np.ndarray:
+    """Mean weight each head puts, from a second-copy query ``half + j``, on
     the key ``j``: the first copy of the current token itself.
 
-    weights : (B, H, T, T) -> ndarray, shape (H,)
+    weights : (B, H, T, T); half : int, or (B,) one block length per row
+    -> ndarray, shape (H,)
     """
-    j = np.arange(half)
-    return weights[:, :, half + j, j].mean(axis=(0, 2))
+    return _second_copy_score(weights, half, 0)
 
 
-def induction_score(weights: np.ndarray, half: int) -> np.ndarray:
-    """Mean weight each head puts, from a second-half query ``half + j``, on
+def induction_score(weights: np.ndarray, half) -> np.ndarray:
+    """Mean weight each head puts, from a second-copy query ``half + j``, on
     the key ``j + 1``: the token after the first copy of the current token.
+    The last query of a copy has no such key and is not scored.
 
-    weights : (B, H, T, T) -> ndarray, shape (H,)
+    weights : (B, H, T, T); half : int, or (B,) one block length per row
+    -> ndarray, shape (H,)
     """
-    j = np.arange(half - 1)
-    return weights[:, :, half + j, j + 1].mean(axis=(0, 2))
+    return _second_copy_score(weights, half, 1)
+
+
+def head_scores(model, input_ids, halves) -> dict[str, np.ndarray]:
+    """The ``SCORES`` of every head on repeated-token ``input_ids`` with
+    block lengths ``halves`` (B,): name -> ndarray, shape (L, H)."""
+    _, weights = model.forward(input_ids, return_weights=True)
+    funcs = {"previous": lambda w: previous_token_score(w),
+             "duplicate": lambda w: duplicate_token_score(w, halves),
+             "induction": lambda w: induction_score(w, halves)}
+    return {name: np.stack([f(w) for w in weights])
+            for name, f in funcs.items()}
+
+
+def copying_score(model, layer: int) -> np.ndarray:
+    """Per head of ``layer``: the fraction of tokens whose own logit its
+    OV circuit raises most (Elhage et al.'s copying, measured by argmax).
+
+    Token t's embedding goes through the head's values and output alone,
+    ``lm_head @ W_O[:, h] @ W_V[h] @ embed_tokens[t]``, straight to the
+    logits. Returns ndarray, shape (H,); a random head scores about 1 / V.
+    """
+    layer = check_int("layer", layer, low=0,
+                      high=model.num_hidden_layers - 1)
+    w, d_head = model._layer(layer), model.head_dim
+    E = model._params["embed_tokens.weight"]  # (V, d_model)
+    W_U = model._params["lm_head.weight"]  # (V, d_model)
+    scores = []
+    for h in range(model.num_attention_heads):
+        cols = slice(h * d_head, (h + 1) * d_head)
+        # (V, d_model) @ (d_model, d_head) @ (d_head, d_model) -> (V, d_model)
+        out = E @ w["v_proj"][cols].T @ w["o_proj"][:, cols].T
+        logits = out @ W_U.T  # (V, d_model) @ (d_model, V) -> (V, V)
+        scores.append(np.mean(logits.argmax(-1) == np.arange(len(E))))
+    return np.array(scores)
+
+
+def _heads(xq, xk, xv, w, d_head, scale):
+    """Causal attention weights (B, H, T, T) and head outputs (B, H, T,
+    d_head) with queries, keys and values read from separate streams."""
+    q, k, v = (split_heads_core(x @ w[n].T, d_head)
+               for x, n in zip((xq, xk, xv), PROJECTIONS))
+    # (B, H, T, d_head) @ (B, H, d_head, T) -> (B, H, T, T)
+    scores = scale * (q @ k.swapaxes(-1, -2))
+    T = q.shape[2]
+    p = softmax_core(np.where(np.tri(T, dtype=bool), scores, -np.inf))
+    return p, p @ v  # (B, H, T, T) @ (B, H, T, d_head)
+
+
+def _patched_forward(model, ids, layer, head, into=(), values=None):
+    """Logits with head (layer, head)'s output subtracted from the
+    ``into`` inputs of every later layer, its values optionally read from
+    one embedding only (``values``: "tokens" or "positions")."""
+    T, d_head = ids.shape[1], model.head_dim
+    parts = {"tokens": model._params["embed_tokens.weight"][ids],
+             "positions": model._params["embed_positions.weight"][:T]}
+    x = parts["tokens"] + parts["positions"]  # (B, T, d_model)
+    removed = 0.0  # the head's output, once it is written
+    for i in range(model.num_hidden_layers):
+        w = model._layer(i)
+        p, z = _heads(*(x - removed if n in into else x
+                        for n in ("query", "key", "value")),
+                      w, d_head, model.scale)
+        cols = slice(head * d_head, (head + 1) * d_head)
+        if i == layer and values is not None:
+            v = parts[values] @ w["v_proj"][cols].T  # (B, T, d_head)
+            z[:, head] = p[:, head] @ v  # (B, T, T) @ (B, T, d_head)
+        if i == layer:
+            # (B, T, d_head) @ (d_head, d_model) -> (B, T, d_model)
+            removed = z[:, head] @ w["o_proj"][:, cols].T
+        x = x + merge_heads_core(z) @ w["o_proj"].T
+    return x @ model._params["lm_head.weight"].T  # (B, T, V)
+
+
+def path_patch(model, input_ids, *, layer, head, into):
+    """Logits (B, T, V) with one head's output removed from only some
+    inputs of the later layers.
+
+    ``into``: a subset of ("query", "key", "value"). Every later layer
+    reads those inputs from the residual stream minus the output of head
+    ``head`` of ``layer``; its other inputs, and ``lm_head``, read the
+    whole stream. Path patching with a zero patch (Wang et al., 2022).
+    """
+    ids = model._check_input(input_ids)
+    layer = check_int("layer", layer, low=0,
+                      high=model.num_hidden_layers - 1)
+    head = check_int("head", head, low=0,
+                     high=model.num_attention_heads - 1)
+    into = (into,) if isinstance(into, str) else tuple(into)
+    for name in into:
+        check_choice("into", name, ("query", "key", "value"))
+    return _patched_forward(model, ids, layer, head, into)
+
+
+def value_from_embedding(model, input_ids, *, head, part):
+    """Logits (B, T, V) when head ``head`` of layer 0 reads its values from
+    one part of its input only: ``part`` "tokens" (``embed_tokens[ids]``)
+    or "positions" (``embed_positions[:T]``). Its weights do not change.
+    """
+    ids = model._check_input(input_ids)
+    head = check_int("head", head, low=0,
+                     high=model.num_attention_heads - 1)
+    part = check_choice("part", part, ("tokens", "positions"))
+    return _patched_forward(model, ids, 0, head, values=part)
 
 
 def plot_half_losses(histories: dict, vocab_size: int, ax=None):
@@ -543,6 +667,28 @@ def plot_half_losses(histories: dict, vocab_size: int, ax=None):
     ax.set(xlabel="training step", ylabel="cross-entropy (nats)",
            ylim=(0, None))
     ax.legend(fontsize=8)
+    return ax
+
+
+def plot_score_history(history: dict, score: str, heads=None, ax=None):
+    """One head score per recorded step (``train(..., score_every=...)``).
+
+    ``score``: a name of ``SCORES``; ``heads``: (layer, head) pairs to
+    draw, default every head (layer 0 dashed, later layers solid).
+    """
+    import matplotlib.pyplot as plt  # lazily: the package never needs it
+
+    check_choice("score", score, SCORES)
+    if ax is None:
+        ax = plt.subplots(figsize=(7, 2.5))[1]
+    values = history[score]  # (N, L, H)
+    if heads is None:
+        heads = np.ndindex(*values.shape[1:])
+    for layer, head in heads:
+        ax.plot(history["score_steps"], values[:, layer, head],
+                "--" if layer == 0 else "-", label=f"L{layer}H{head}")
+    ax.set(xlabel="training step", ylabel=f"{score} score", ylim=(0, 1))
+    ax.legend(fontsize=8, ncol=4)
     return ax
 
 
@@ -568,6 +714,6 @@ def load_trained_heads(name: str = "main", path=DATA):
                    if k.startswith(prefix) and ".weight" in k}
         if weights:
             model.load_state_dict(weights)
-        history = {part: data[prefix + part]
-                   for part in ("first_half", "second_half")}
+        history = {k[len(prefix):]: data[k] for k in data.files
+                   if k.startswith(prefix) and ".weight" not in k}
     return model, history

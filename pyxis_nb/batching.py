@@ -15,29 +15,46 @@ Token ids are integers; PAD is an id like any other, hidden by a mask.
 * :class:`TinyLM` is the smallest language model with attention in it:
   embedding, sinusoidal positions, one causal head, output projection.
 * :func:`greedy_generate` runs it one token at a time, as generation must.
-"""
 
-from __future__ import annotations
+Details
+-------
+What ``help()`` tells beyond the short docstrings the chapters list.
 
-from typing import Sequence
+``TinyLM.forward``
+    Parameters
+    ----------
+    ids : array_like of int, shape (..., T), in ``0 .. V - 1``
+    attn_mask : ndarray of bool, broadcastable to (..., 1, T, T)
+        True = may attend, e.g. ``px.padding_mask(lengths, T)``;
+        combined with the causal mask by ``&``.
+    is_causal : bool, default True
 
-import numpy as np
+    Returns
+    -------
+    ndarray, shape (..., T, V)
+        Row ``t`` scores each candidate for the token at ``t + 1``.
 
-from ._checks import check_attn_mask, check_choice, check_even
-from ._checks import check_int, check_int_array, check_positive_int
-from ._checks import check_sequences
-from .attention import sdpa_core
-from .head import Head
-from .masks import real_tokens
-from .positions import sinusoidal_positions
+``greedy_generate``
+    Each step reruns the whole prefix (no KV cache yet: see the KV-cache
+    chapter) and keeps only the logits of the last position.
 
-__all__ = ["pad_sequences", "TinyLM", "greedy_generate"]
+    Parameters
+    ----------
+    model : TinyLM
+    prompt : sequence of int, length P >= 1
+    max_new_tokens : int, N >= 1
 
+    Returns
+    -------
+    ids : ndarray of int64, shape (P + N,)
+    step_logits : ndarray, shape (N, V)
+        Row ``n`` chose ``ids[P + n]``.
 
-def pad_sequences(sequences: Sequence[Sequence[int]], *, pad_id: int = 0,
-                  side: str = "right", length: int | None = None):
-    """Pad token-id lists to one length, so they stack into a (B, T) array.
+    See Also
+    --------
+    transformers.GenerationMixin.generate : ``do_sample=False`` is greedy.
 
+``pad_sequences``
     Parameters
     ----------
     sequences : sequence of B non-empty sequences of int
@@ -55,7 +72,31 @@ def pad_sequences(sequences: Sequence[Sequence[int]], *, pad_id: int = 0,
     See Also
     --------
     transformers.PreTrainedTokenizerBase.pad : ``padding_side``.
-    """
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ._checks import check_attn_mask, check_choice, check_even
+from ._checks import (check_int, check_int_array, check_positive_int,
+                      check_token_ids)
+from ._checks import check_sequences
+from .attention import sdpa_core
+from .head import Head
+from .masks import real_tokens
+from .positions import sinusoidal_positions
+
+__all__ = ["pad_sequences", "TinyLM", "greedy_generate"]
+
+
+def pad_sequences(sequences: Sequence[Sequence[int]], *, pad_id: int = 0,
+                  side: str = "right", length: int | None = None):
+    """Pad token-id lists to one length, so they stack into a (B, T) array.
+
+    -> ids (B, T), lengths (B,). HF: ``tokenizer.pad``, ``padding_side``."""
     check_choice("side", side, ("right", "left"))
     seqs = check_sequences("sequences", sequences)
     lengths = np.array([len(s) for s in seqs], dtype=np.int64)  # (B,)
@@ -77,9 +118,9 @@ class TinyLM:
     ----------
     vocab_size : int
         ``V``.
-    d_model : int, default 16
-        Even, for the sinusoidal positions.
-    d_head : int, default 8
+    hidden_size : int, default 16
+        ``d_model``; even, for the sinusoidal positions.
+    head_dim : int, default 8
     seed : int, default 0
     dtype : numpy dtype, default float64
 
@@ -94,10 +135,12 @@ class TinyLM:
     transformers.GPT2LMHeadModel : the same skeleton, many layers deeper.
     """
 
-    def __init__(self, vocab_size: int, d_model: int = 16, d_head: int = 8,
-                 seed: int = 0, dtype=np.float64):
+    def __init__(self, vocab_size: int, hidden_size: int = 16,
+                 head_dim: int = 8, seed: int = 0, dtype=np.float64):
         self.vocab_size = check_positive_int("vocab_size", vocab_size)
-        d_model = check_even("d_model", d_model, "sinusoidal positions")
+        d_model = check_even("hidden_size", hidden_size,
+                             "sinusoidal positions")
+        d_head = check_positive_int("head_dim", head_dim)
         rng = np.random.default_rng(seed)
         self.embedding = rng.standard_normal(
             (self.vocab_size, d_model)).astype(dtype)  # (V, d_model)
@@ -108,23 +151,11 @@ class TinyLM:
     def forward(self, ids, *, attn_mask=None, is_causal: bool = True):
         """Logits for the next token at every position.
 
-        Parameters
-        ----------
-        ids : array_like of int, shape (..., T), in ``0 .. V - 1``
-        attn_mask : ndarray of bool, broadcastable to (..., 1, T, T)
-            True = may attend, e.g. ``px.padding_mask(lengths, T)``;
-            combined with the causal mask by ``&``.
-        is_causal : bool, default True
-
-        Returns
-        -------
-        ndarray, shape (..., T, V)
-            Row ``t`` scores each candidate for the token at ``t + 1``.
-        """
-        ids = check_int_array("ids", ids, low=0, high=self.vocab_size - 1)
+        ids (..., T) -> logits (..., T, V); attn_mask: ``padding_mask``'s."""
+        ids = check_token_ids("ids", ids, self.vocab_size, want="(..., T)")
         T, h = ids.shape[-1], self.head
         x = self.embedding[ids] + sinusoidal_positions(
-            T, h.d_model, dtype=self.embedding.dtype)  # (..., T, d_model)
+            T, h.hidden_size, dtype=self.embedding.dtype)  # (..., T, d_model)
         # (..., T, d_model) @ (d_model, d_head) -> (..., 1, T, d_head)
         q, k, v = ((x @ W)[..., None, :, :] for W in (h.Wq, h.Wk, h.Wv))
         mask = np.tri(T, dtype=bool) if is_causal else np.ones((T, T), bool)
@@ -137,32 +168,15 @@ class TinyLM:
 
     def __repr__(self) -> str:
         return (f"TinyLM(vocab_size={self.vocab_size}, "
-                f"d_model={self.head.d_model}, d_head={self.head.d_head})")
+                f"hidden_size={self.head.hidden_size}, "
+                f"head_dim={self.head.head_dim})")
 
 
 def greedy_generate(model: TinyLM, prompt: Sequence[int],
                     max_new_tokens: int):
     """Generate token by token: run the model, take the argmax, append.
 
-    Each step reruns the whole prefix (no KV cache yet: see the KV-cache
-    chapter) and keeps only the logits of the last position.
-
-    Parameters
-    ----------
-    model : TinyLM
-    prompt : sequence of int, length P >= 1
-    max_new_tokens : int, N >= 1
-
-    Returns
-    -------
-    ids : ndarray of int64, shape (P + N,)
-    step_logits : ndarray, shape (N, V)
-        Row ``n`` chose ``ids[P + n]``.
-
-    See Also
-    --------
-    transformers.GenerationMixin.generate : ``do_sample=False`` is greedy.
-    """
+    prompt (P,) -> ids (P + N,), step_logits (N, V). HF: ``generate``."""
     ids = check_int_array("prompt", prompt, ndim=1, want="(P,)")
     ids, step_logits = ids.astype(np.int64), []
     for _ in range(check_positive_int("max_new_tokens", max_new_tokens)):

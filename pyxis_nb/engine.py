@@ -12,6 +12,26 @@ Shape legend:
              cache, so query ``i`` sits at position ``S - T + i``
     S        key/value positions
     d_head   size of one head's query, key and value vectors
+
+Details
+-------
+What ``help()`` tells beyond the short docstrings the chapters list.
+
+``engine_causal_attention``
+    Parameters
+    ----------
+    query : ndarray, shape (..., T, d_head), T <= S
+    key, value : ndarray, shape (..., S, d_head)
+    scale, return_weights : as in :func:`scaled_dot_product_attention`
+
+    Returns
+    -------
+    output : ndarray, shape (..., T, d_head)
+    weights : ndarray, shape (..., T, S), only with ``return_weights``
+
+    See Also
+    --------
+    transformers.cache_utils.DynamicCache : the past keys an engine keeps.
 """
 
 from __future__ import annotations
@@ -28,21 +48,7 @@ def engine_causal_attention(query, key, value, *, scale: float | None = None,
                             return_weights: bool = False):
     """Causal attention computed one query row at a time.
 
-    Parameters
-    ----------
-    query : ndarray, shape (..., T, d_head), T <= S
-    key, value : ndarray, shape (..., S, d_head)
-    scale, return_weights : as in :func:`scaled_dot_product_attention`
-
-    Returns
-    -------
-    output : ndarray, shape (..., T, d_head)
-    weights : ndarray, shape (..., T, S), only with ``return_weights``
-
-    See Also
-    --------
-    transformers.cache_utils.DynamicCache : the past keys an engine keeps.
-    """
+    (..., T, d_head), keys (..., S, d_head), T <= S -> (..., T, d_head)."""
     q, k, v, lead = check_causal_qkv(query, key, value)  # lead: the "..."
     T, S = q.shape[-2], k.shape[-2]
     scale = q.dtype.type(q.shape[-1] ** -0.5 if scale is None else scale)

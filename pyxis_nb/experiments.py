@@ -8,6 +8,73 @@ Shape legend:
 Every function is deterministic: the randomness comes from
 ``np.random.default_rng(seed)``, so the book prints the same (rounded)
 numbers on every machine.
+
+Details
+-------
+What ``help()`` tells beyond the short docstrings the chapters list.
+
+``dot_product_std``
+    ``q . k`` sums ``d_head`` terms of variance 1, so its std is
+    ``sqrt(d_head)``; divided by ``sqrt(d_head)`` it is 1.
+
+    Parameters
+    ----------
+    head_dim : int
+        ``d_head``.
+    n : int, default 20000
+        Pairs, >= 2.
+    seed : int, default 0
+    scaled : bool, default False
+        Divide each dot product by ``sqrt(d_head)``.
+
+    Returns
+    -------
+    float
+
+``max_attention_weight``
+    ``1 / T`` for uniform rows, 1 for rows collapsed onto one token.
+
+    Parameters
+    ----------
+    head_dim, scaled, T, weight_std
+        As in :func:`random_attention_weights`.
+    seeds : iterable of int, default range(20)
+        One random head and sentence per seed; not empty.
+
+    Returns
+    -------
+    float, in ``[1 / T, 1]``
+
+``random_attention_weights``
+    Parameters
+    ----------
+    head_dim : int
+        ``d_head``, the token and head size.
+    T : int, default 6
+        Tokens; a uniform row has weights ``1 / T``.
+    seed : int, default 0
+    scaled : bool, default True
+        Divide the scores by ``sqrt(d_head)``.
+    weight_std : float, optional
+        Projection std instead of ``1 / sqrt(d_head)`` (not fan-in scaled).
+
+    Returns
+    -------
+    ndarray, shape (T, T), float64
+
+``softmax_jacobian``
+    Parameters
+    ----------
+    x : ndarray, shape (T,), floating and finite
+
+    Returns
+    -------
+    ndarray, shape (T, T), dtype of ``x``
+        Symmetric; rows and columns sum to 0; all near 0 once ``p`` saturates.
+
+    See Also
+    --------
+    torch.autograd.functional.jacobian : the same matrix, by autograd.
 """
 
 from __future__ import annotations
@@ -31,28 +98,13 @@ __all__ = [
 ]
 
 
-def random_attention_weights(d_head: int, *, T: int = 6, seed: int = 0,
+def random_attention_weights(head_dim: int, *, T: int = 6, seed: int = 0,
                              scaled: bool = True,
                              weight_std: float | None = None) -> np.ndarray:
     """Weights of an untrained ``Head(d_head, d_head, seed)`` on random tokens.
 
-    Parameters
-    ----------
-    d_head : int
-        Token and head size.
-    T : int, default 6
-        Tokens; a uniform row has weights ``1 / T``.
-    seed : int, default 0
-    scaled : bool, default True
-        Divide the scores by ``sqrt(d_head)``.
-    weight_std : float, optional
-        Projection std instead of ``1 / sqrt(d_head)`` (not fan-in scaled).
-
-    Returns
-    -------
-    ndarray, shape (T, T), float64
-    """
-    d_head, T = check_positive_ints(d_head=d_head, T=T)
+    -> (T, T); ``weight_std``: projection std instead of 1/sqrt(d_head)."""
+    d_head, T = check_positive_ints(head_dim=head_dim, T=T)
     head = Head(d_head, d_head, seed=seed)
     if weight_std is not None:  # rescale the same draws to std weight_std
         factor = check_number("weight_std", weight_std, above=0) * d_head**0.5
@@ -63,53 +115,27 @@ def random_attention_weights(d_head: int, *, T: int = 6, seed: int = 0,
     return softmax_core(scores / np.sqrt(d_head) if scaled else scores)
 
 
-def max_attention_weight(d_head: int, *, scaled: bool = True, T: int = 6,
+def max_attention_weight(head_dim: int, *, scaled: bool = True, T: int = 6,
                          seeds: Iterable[int] = range(20),
                          weight_std: float | None = None) -> float:
     """The largest weight of a row, averaged over rows and seeds.
 
-    ``1 / T`` for uniform rows, 1 for rows collapsed onto one token.
-
-    Parameters
-    ----------
-    d_head, scaled, T, weight_std
-        As in :func:`random_attention_weights`.
-    seeds : iterable of int, default range(20)
-        One random head and sentence per seed; not empty.
-
-    Returns
-    -------
-    float, in ``[1 / T, 1]``
-    """
+    ``1 / T`` for uniform rows, 1 for rows collapsed onto one token."""
     seeds = list(seeds)
     check_positive_int("len(seeds)", len(seeds))
-    w = np.stack([random_attention_weights(d_head, T=T, seed=s, scaled=scaled,
+    w = np.stack([random_attention_weights(head_dim, T=T, seed=s,
+                                           scaled=scaled,
                                            weight_std=weight_std)
                   for s in seeds])  # (len(seeds), T, T)
     return float(w.max(axis=-1).mean())
 
 
-def dot_product_std(d_head: int, *, n: int = 20_000, seed: int = 0,
+def dot_product_std(head_dim: int, *, n: int = 20_000, seed: int = 0,
                     scaled: bool = False) -> float:
     """Sample std of ``q . k`` over ``n`` pairs of standard normal vectors.
 
-    ``q . k`` sums ``d_head`` terms of variance 1, so its std is
-    ``sqrt(d_head)``; divided by ``sqrt(d_head)`` it is 1.
-
-    Parameters
-    ----------
-    d_head : int
-    n : int, default 20000
-        Pairs, >= 2.
-    seed : int, default 0
-    scaled : bool, default False
-        Divide each dot product by ``sqrt(d_head)``.
-
-    Returns
-    -------
-    float
-    """
-    d_head = check_positive_int("d_head", d_head)
+    ``sqrt(d_head)``; with ``scaled``, divided by ``sqrt(d_head)``: 1."""
+    d_head = check_positive_int("head_dim", head_dim)
     n = check_int("n", n, low=2)
     rng = np.random.default_rng(seed)
     q = rng.standard_normal((n, d_head))  # (n, d_head)
@@ -121,19 +147,7 @@ def dot_product_std(d_head: int, *, n: int = 20_000, seed: int = 0,
 def softmax_jacobian(x) -> np.ndarray:
     """Jacobian ``J = diag(p) - p p^T`` of ``p = softmax(x)`` for one row.
 
-    Parameters
-    ----------
-    x : ndarray, shape (T,), floating and finite
-
-    Returns
-    -------
-    ndarray, shape (T, T), dtype of ``x``
-        Symmetric; rows and columns sum to 0; all near 0 once ``p`` saturates.
-
-    See Also
-    --------
-    torch.autograd.functional.jacobian : the same matrix, by autograd.
-    """
+    x (T,) -> J (T, T). torch: ``autograd.functional.jacobian``."""
     x = as_float_array("x", x, ndim=1, finite=True)
     check_nonempty("x", x, {0: "key"})
     p = softmax_core(x)  # (T,)

@@ -26,8 +26,8 @@ class Head:
 
     Parameters
     ----------
-    d_model, d_head : int
-        Token size and head size.
+    hidden_size, head_dim : int
+        ``d_model`` and ``d_head``: token size and head size.
     seed : int, default 0
         The weights are normal with std ``1 / sqrt(d_model)``, so projected
         entries have about unit variance when the inputs do.
@@ -42,10 +42,10 @@ class Head:
     torch.nn.Linear : one projection, stored transposed (d_head, d_model).
     """
 
-    def __init__(self, d_model: int, d_head: int, seed: int = 0,
+    def __init__(self, hidden_size: int, head_dim: int, seed: int = 0,
                  dtype=np.float64):
-        d_model = check_positive_int("d_model", d_model)
-        d_head = check_positive_int("d_head", d_head)
+        d_model = check_positive_int("hidden_size", hidden_size)
+        d_head = check_positive_int("head_dim", head_dim)
         rng = np.random.default_rng(seed)
         std = 1.0 / np.sqrt(d_model)
         self.Wq, self.Wk, self.Wv = (
@@ -53,24 +53,24 @@ class Head:
             for _ in range(3))
 
     @classmethod
-    def identity(cls, d_model: int, dtype=np.float64) -> "Head":
+    def identity(cls, hidden_size: int, dtype=np.float64) -> "Head":
         """A head with ``Wq = Wk = Wv = I``: Q, K and V are the inputs."""
-        head = cls(d_model, d_model, dtype=dtype)
-        head.Wq, head.Wk, head.Wv = (np.eye(d_model, dtype=dtype)
+        head = cls(hidden_size, hidden_size, dtype=dtype)
+        head.Wq, head.Wk, head.Wv = (np.eye(hidden_size, dtype=dtype)
                                      for _ in range(3))
         return head
 
     @property
-    def d_model(self) -> int:
+    def hidden_size(self) -> int:
         return self.Wq.shape[0]
 
     @property
-    def d_head(self) -> int:
+    def head_dim(self) -> int:
         return self.Wq.shape[1]
 
     def qkv(self, x):
         """Tokens (..., T, d_model) to Q, K, V: each (..., T, d_head)."""
-        x = check_tokens("x", x, self.d_model)
+        x = check_tokens("x", x, self.hidden_size)
         # (..., T, d_model) @ (d_model, d_head) -> (..., T, d_head)
         return tuple(x @ W.astype(x.dtype, copy=False)
                      for W in (self.Wq, self.Wk, self.Wv))
@@ -80,7 +80,7 @@ class Head:
         q, k, _ = self.qkv(x)
         s = q @ np.swapaxes(k, -1, -2)  # (..., T, d_head) @ (..., d_head, T)
         # np.sqrt gives a float64 scalar, which would promote float32 scores
-        return s / s.dtype.type(np.sqrt(self.d_head)) if scaled else s
+        return s / s.dtype.type(np.sqrt(self.head_dim)) if scaled else s
 
     def weights(self, x, is_causal: bool = False,
                 scaled: bool = True) -> np.ndarray:
@@ -115,4 +115,5 @@ class Head:
     __call__ = forward
 
     def __repr__(self) -> str:
-        return f"Head(d_model={self.d_model}, d_head={self.d_head})"
+        return (f"Head(hidden_size={self.hidden_size}, "
+                f"head_dim={self.head_dim})")

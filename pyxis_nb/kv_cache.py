@@ -13,13 +13,25 @@ Each layer owns two arrays of shape (B, H_kv, max_seq_len, d_head),
 allocated once; an ``update`` writes ``T`` new positions after those
 already there and returns views of the first ``S``. Nothing is copied or
 reallocated while decoding.
+
+Details
+-------
+What ``help()`` tells beyond the short docstrings the chapters list.
+
+``KVCache.update``
+    ``key_states``, ``value_states``: (B, H_kv, T, d_head), of the
+    cache's dtype; nothing is written if anything is wrong. Returns
+    views (B, H_kv, S, d_head), which later updates leave unchanged.
+    Same call as ``transformers.DynamicCache.update``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array, check_int, check_positive_int
+from ._checks import (as_float_array, check_float_dtype, check_int,
+                      check_positive_int, check_room, check_same_dtype,
+                      check_shape)
 
 __all__ = ["KVCache"]
 
@@ -29,7 +41,8 @@ class KVCache:
 
     Parameters
     ----------
-    num_layers : int
+    num_hidden_layers : int
+        ``L``.
     batch_size : int
         ``B``.
     num_key_value_heads : int
@@ -61,58 +74,49 @@ class KVCache:
         ``update`` and ``get_seq_length``.
     """
 
-    def __init__(self, num_layers: int, batch_size: int,
+    def __init__(self, num_hidden_layers: int, batch_size: int,
                  num_key_value_heads: int, head_dim: int, max_seq_len: int,
                  dtype=np.float64):
-        self.num_layers = check_positive_int("num_layers", num_layers)
+        self.num_hidden_layers = check_positive_int(
+            "num_hidden_layers", num_hidden_layers)
         self.batch_size = check_positive_int("batch_size", batch_size)
         self.num_key_value_heads = check_positive_int(
             "num_key_value_heads", num_key_value_heads)
         self.head_dim = check_positive_int("head_dim", head_dim)
         self.max_seq_len = check_positive_int("max_seq_len", max_seq_len)
-        self.dtype = np.dtype(dtype)
-        if not np.issubdtype(self.dtype, np.floating):
-            raise ValueError("dtype must be a float dtype (float32 or "
-                             f"float64), got {self.dtype}")
+        self.dtype = check_float_dtype("dtype", dtype)
         shape = (self.batch_size, self.num_key_value_heads, self.max_seq_len,
                  self.head_dim)
-        layers = range(self.num_layers)
+        layers = range(self.num_hidden_layers)
         self.key_cache = [np.zeros(shape, self.dtype) for _ in layers]
         self.value_cache = [np.zeros(shape, self.dtype) for _ in layers]
-        self._lengths = [0] * self.num_layers
+        self._lengths = [0] * self.num_hidden_layers
 
     def _check_layer(self, layer_idx) -> int:
         return check_int("layer_idx", layer_idx, low=0,
-                         high=self.num_layers - 1)
+                         high=self.num_hidden_layers - 1)
 
     def get_seq_length(self, layer_idx: int = 0) -> int:
         """Positions held so far by layer ``layer_idx`` (HF's name)."""
         return self._lengths[self._check_layer(layer_idx)]
 
     def update(self, key_states, value_states, layer_idx: int):
-        """Append ``T`` new positions to one layer; return all it holds.
+        """Append T positions to layer ``layer_idx``; return all it holds.
 
-        ``key_states``, ``value_states``: (B, H_kv, T, d_head), of the
-        cache's dtype; nothing is written if anything is wrong. Returns
-        views (B, H_kv, S, d_head), which later updates leave unchanged.
-        Same call as ``transformers.DynamicCache.update``.
-        """
+        (B, H_kv, T, d_head) each -> views (B, H_kv, S, d_head), as HF's."""
         i = self._check_layer(layer_idx)
         k = as_float_array("key_states", key_states, ndim=4)
         v = as_float_array("value_states", value_states, ndim=4)
         start, T = self._lengths[i], k.shape[2]
         want = (self.batch_size, self.num_key_value_heads, T, self.head_dim)
         for name, x in (("key_states", k), ("value_states", v)):
-            if x.dtype != self.dtype or x.shape != want or T == 0:
-                raise ValueError(
-                    f"{name} has shape {x.shape} and dtype {x.dtype}, "
-                    f"expected (B, H_kv, T, d_head) = ({want[0]}, {want[1]}, "
-                    f"T, {want[3]}) with T >= 1 and dtype {self.dtype}")
-        if start + T > self.max_seq_len:
-            raise ValueError(
-                f"cannot append {T} positions to layer {i}: it holds {start} "
-                f"and max_seq_len is {self.max_seq_len} ({start} + {T} = "
-                f"{start + T} > {self.max_seq_len})")
+            check_shape(name, x, x.shape == want and T >= 1,
+                        f"(B, H_kv, T, d_head) = ({want[0]}, {want[1]}, T, "
+                        f"{want[3]}) with T >= 1")
+        check_same_dtype(key_cache=self.key_cache[i], key_states=k,
+                         value_states=v)
+        check_room("key_states", start, T, "max_seq_len", self.max_seq_len,
+                   f"layer {i}")
         self.key_cache[i][:, :, start:start + T] = k  # positions start..S-1
         self.value_cache[i][:, :, start:start + T] = v
         self._lengths[i] = S = start + T
@@ -120,7 +124,7 @@ class KVCache:
 
     def reset(self) -> None:
         """Forget every position (the storage stays allocated)."""
-        self._lengths = [0] * self.num_layers
+        self._lengths = [0] * self.num_hidden_layers
 
     def crop(self, max_length: int) -> None:
         """Keep the first ``max_length`` positions of every layer.
@@ -142,7 +146,7 @@ class KVCache:
         same = len(set(self._lengths)) == 1
         held = (f"every layer holds {self._lengths[0]}" if same
                 else f"lengths={self._lengths}")
-        return (f"KVCache(num_layers={self.num_layers}, "
+        return (f"KVCache(num_hidden_layers={self.num_hidden_layers}, "
                 f"batch_size={self.batch_size}, "
                 f"num_key_value_heads={self.num_key_value_heads}, "
                 f"head_dim={self.head_dim}, max_seq_len={self.max_seq_len}, "

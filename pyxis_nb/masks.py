@@ -10,6 +10,47 @@ When ``T < S`` (a KV cache) the ``T`` queries are the last ``T`` of the
 ``S`` positions, so by default the causal triangle sits bottom-right, as
 in FlashAttention and ``torch.nn.attention.bias.causal_lower_right``.
 Torch's ``is_causal=True`` aligns it top-left: ``align="top_left"``.
+
+Details
+-------
+What ``help()`` tells beyond the short docstrings the chapters list.
+
+``causal_mask``
+    Parameters
+    ----------
+    T : int
+        Query positions.
+    S : int, optional
+        Key positions; defaults to ``T``.
+    align : {"bottom_right", "top_left"}
+        Query ``i`` sits at position ``S - T + i`` (bottom-right) or ``i``.
+
+    Returns
+    -------
+    ndarray of bool, shape (T, S)
+        True = may attend.
+
+    See Also
+    --------
+    torch.nn.attention.bias.causal_lower_right : the bottom-right mask.
+
+``sliding_window_mask``
+    Two-sided, as Longformer; ``& causal_mask(T, S)`` gives Mistral's
+    one-sided window (each query sees itself and ``window - 1`` keys back).
+
+    Parameters
+    ----------
+    T, S : int
+        Query and key positions, as in :func:`causal_mask`.
+    window : int
+        Width of the window, >= 1.
+    align : {"bottom_right", "top_left"}
+        As in :func:`causal_mask`.
+
+    Returns
+    -------
+    ndarray of bool, shape (T, S)
+        True = may attend.
 """
 
 from __future__ import annotations
@@ -28,24 +69,7 @@ def causal_mask(T: int, S: int | None = None, *,
                 align: str = "bottom_right") -> np.ndarray:
     """Lower-triangular mask: query ``i`` sees the keys up to its position.
 
-    Parameters
-    ----------
-    T : int
-        Query positions.
-    S : int, optional
-        Key positions; defaults to ``T``.
-    align : {"bottom_right", "top_left"}
-        Query ``i`` sits at position ``S - T + i`` (bottom-right) or ``i``.
-
-    Returns
-    -------
-    ndarray of bool, shape (T, S)
-        True = may attend.
-
-    See Also
-    --------
-    torch.nn.attention.bias.causal_lower_right : the bottom-right mask.
-    """
+    -> (T, S) bool, True = may attend. torch: ``causal_lower_right``."""
     T, S = check_sizes(T, S)
     check_choice("align", align, ALIGNMENTS)
     offset = S - T if align == "bottom_right" else 0  # query i at i + offset
@@ -56,23 +80,7 @@ def sliding_window_mask(T: int, S: int | None = None, *, window: int,
                         align: str = "bottom_right") -> np.ndarray:
     """Band mask: query and key are less than ``window`` positions apart.
 
-    Two-sided, as Longformer; ``& causal_mask(T, S)`` gives Mistral's
-    one-sided window (each query sees itself and ``window - 1`` keys back).
-
-    Parameters
-    ----------
-    T, S : int
-        Query and key positions, as in :func:`causal_mask`.
-    window : int
-        Width of the window, >= 1.
-    align : {"bottom_right", "top_left"}
-        As in :func:`causal_mask`.
-
-    Returns
-    -------
-    ndarray of bool, shape (T, S)
-        True = may attend.
-    """
+    -> (T, S) bool; ``& causal_mask(T, S)`` gives Mistral's window."""
     T, S = check_sizes(T, S)
     window = check_positive_int("window", window)
     check_choice("align", align, ALIGNMENTS)

@@ -16,6 +16,41 @@ The KV cache stores one key and one value vector of ``d_head`` numbers per
 key/value head, per layer, per token: it grows with ``H_kv``, not ``H``,
 which is the memory GQA and MQA save. Model configurations live in
 :mod:`pyxis_nb.qwen3`.
+
+Details
+-------
+What ``help()`` tells beyond the short docstrings the chapters list.
+
+``attention_parameter_count``
+    Parameters
+    ----------
+    hidden_size, num_attention_heads, num_key_value_heads, head_dim : int
+        ``d_model``, ``H``, ``H_kv``, ``d_head`` (shapes: ``weight_shapes``).
+    qk_norm, bias : bool, default False
+        Add Qwen3's ``q_norm`` and ``k_norm``, or Qwen2's q/k/v biases.
+
+    Examples
+    --------
+    >>> attention_parameter_count(2048, 16, 8, 128)  # one Qwen3-1.7B layer
+    12582912
+
+``kv_cache_bytes``
+    The 2 counts keys and values; ``seq_len=1`` gives the cost of a token.
+
+    Parameters
+    ----------
+    num_hidden_layers, num_key_value_heads, head_dim : int
+        ``L``, ``H_kv`` (*not* the group size ``n_rep``: a known error of
+        published estimators), ``d_head``.
+    seq_len, batch_size : int, >= 0
+        Tokens ``T`` held, and sequences (default 1).
+    dtype_bytes : int, default 2
+        Bytes per value (bf16). Allocated by numpy: ``KVCache.nbytes``.
+
+    Examples
+    --------
+    >>> kv_cache_bytes(28, 8, 128, seq_len=1)  # Qwen3-1.7B, bf16, per token
+    114688
 """
 
 from __future__ import annotations
@@ -35,33 +70,19 @@ def _check_count(name: str, value) -> int:
     return check_int(name, value, low=0)
 
 
-def kv_cache_bytes(num_layers: int, num_kv_heads: int, head_dim: int,
-                   seq_len: int, dtype_bytes: int = 2, batch: int = 1) -> int:
+def kv_cache_bytes(num_hidden_layers: int, num_key_value_heads: int,
+                   head_dim: int, seq_len: int, dtype_bytes: int = 2,
+                   batch_size: int = 1) -> int:
     """Bytes of a KV cache: ``2 x L x H_kv x d_head x bytes x T x B``.
 
-    The 2 counts keys and values; ``seq_len=1`` gives the cost of a token.
-
-    Parameters
-    ----------
-    num_layers, num_kv_heads, head_dim : int
-        ``L``, ``H_kv`` (*not* the group size ``n_rep``: a known error of
-        published estimators), ``d_head``.
-    seq_len, batch : int, >= 0
-        Tokens ``T`` held, and sequences (default 1).
-    dtype_bytes : int, default 2
-        Bytes per value (bf16). Allocated by numpy: ``KVCache.nbytes``.
-
-    Examples
-    --------
-    >>> kv_cache_bytes(28, 8, 128, seq_len=1)  # Qwen3-1.7B, bf16, per token
-    114688
-    """
-    layers = check_positive_int("num_layers", num_layers)
-    H_kv = check_positive_int("num_kv_heads", num_kv_heads)
+    The 2 counts keys and values; ``H_kv``, not the group size ``n_rep``."""
+    layers = check_positive_int("num_hidden_layers", num_hidden_layers)
+    H_kv = check_positive_int("num_key_value_heads",
+                              num_key_value_heads)
     d_head = check_positive_int("head_dim", head_dim)
     nbytes = check_positive_int("dtype_bytes", dtype_bytes)
     T = _check_count("seq_len", seq_len)
-    B = _check_count("batch", batch)
+    B = _check_count("batch_size", batch_size)
     return 2 * layers * H_kv * d_head * nbytes * T * B
 
 
@@ -71,18 +92,7 @@ def attention_parameter_count(hidden_size: int, num_attention_heads: int,
                               ) -> int:
     """Weights of one layer: ``q_proj + k_proj + v_proj + o_proj``.
 
-    Parameters
-    ----------
-    hidden_size, num_attention_heads, num_key_value_heads, head_dim : int
-        ``d_model``, ``H``, ``H_kv``, ``d_head`` (shapes: ``weight_shapes``).
-    qk_norm, bias : bool, default False
-        Add Qwen3's ``q_norm`` and ``k_norm``, or Qwen2's q/k/v biases.
-
-    Examples
-    --------
-    >>> attention_parameter_count(2048, 16, 8, 128)  # one Qwen3-1.7B layer
-    12582912
-    """
+    Shapes: ``weight_shapes``; ``qk_norm``: Qwen3's, ``bias``: Qwen2's."""
     d_model = check_positive_int("hidden_size", hidden_size)
     H = check_positive_int("num_attention_heads", num_attention_heads)
     H_kv = check_positive_int("num_key_value_heads", num_key_value_heads)
@@ -95,7 +105,8 @@ def attention_parameter_count(hidden_size: int, num_attention_heads: int,
 
 
 def score_matrix_bytes(seq_len: int, dtype_bytes: int = 2,
-                       num_heads: int = 1, batch: int = 1) -> int:
+                       num_attention_heads: int = 1,
+                       batch_size: int = 1) -> int:
     """Bytes of stored (T, T) score matrices: ``T^2 x bytes x H x batch``.
 
     FlashAttention never stores them; naive attention does.
@@ -112,8 +123,8 @@ def score_matrix_bytes(seq_len: int, dtype_bytes: int = 2,
     """
     t = _check_count("seq_len", seq_len)
     nbytes = check_positive_int("dtype_bytes", dtype_bytes)
-    H = check_positive_int("num_heads", num_heads)
-    return t * t * nbytes * H * check_positive_int("batch", batch)
+    H = check_positive_int("num_attention_heads", num_attention_heads)
+    return t * t * nbytes * H * check_positive_int("batch_size", batch_size)
 
 
 def format_bytes(n: int | float) -> str:

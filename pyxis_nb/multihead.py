@@ -15,6 +15,48 @@ MHA is ``H_kv == H``, GQA ``1 < H_kv < H``, MQA ``H_kv == 1``. Query head
 ``h`` reads key/value head ``h // n_rep``, as ``repeat_kv`` lays them out.
 Weights use torch's ``Linear`` layout (out_features, in_features), as
 checkpoints store them: a projection is ``x @ W.T + b``.
+
+Details
+-------
+What ``help()`` tells beyond the short docstrings the chapters list.
+
+``MultiHeadAttention.attend``
+    ``x`` (B, T, d_model) of the layer's dtype; ``attn_mask`` bool, True
+    = may attend, broadcastable to (B, H, T, S), or None;
+    ``position_embeddings`` (cos, sin), each (B, T, d_head), or None: no
+    RoPE. Returns out (B, T, d_model), weights (B, H, T, S). HF:
+    ``Qwen3Attention.forward``, given what its model builds once.
+
+``MultiHeadAttention.forward``
+    ``hidden_states`` (B, T, d_model). ``attention_mask`` (B, S): 1 =
+    real token, 0 = padding, over cached and new positions, combined
+    with the causal mask; or 4-D (B or 1, 1, T, S), True = may attend,
+    used as given (as HF does). ``position_ids`` (T,) or (B, T),
+    default from the mask. ``past_key_value``: a KVCache, appended at
+    ``layer_idx`` (HF 5.x: ``cache``). Returns out (B, T, d_model),
+    and weights (B, H, T, S) with ``return_weights``.
+
+``MultiHeadAttention.project``
+    Unchecked: ``x`` (B, T, d_model) as :meth:`forward` checked it.
+
+``attention_per_head``
+    Query head ``h`` uses its rows of ``q_proj`` and those of key/value
+    head ``kv_head_for(h, H, H_kv)`` of ``k_proj`` and ``v_proj``; ``o_proj``
+    mixes the concatenated heads: (B, T, d_model). For teaching and tests.
+
+``kv_head_for``
+    With 16 query and 8 key/value heads, query heads 0 and 1 read head 0,
+    2 and 3 read head 1, and so on.
+
+``repeat_kv``
+    (B, H_kv, S, d_head) -> (B, H_kv*n_rep, S, d_head); output head ``h``
+    is input head ``h // n_rep`` (0, 0, 1, 1, ... for ``n_rep = 2``).
+    Returns the input itself when ``n_rep == 1``, as Hugging Face does.
+
+    See Also
+    --------
+    transformers.models.qwen3.modeling_qwen3.repeat_kv : the reference.
+    torch.nn.functional.scaled_dot_product_attention : ``enable_gqa=True``.
 """
 
 from __future__ import annotations
@@ -23,9 +65,12 @@ from typing import Mapping
 
 import numpy as np
 
-from ._checks import (as_float_array, check_01_mask, check_bool, check_even,
-                      check_heads, check_nonempty, check_number,
-                      check_positive_int, check_same_dtype, check_theta)
+from ._checks import (as_float_array, check_01_mask, check_all_or_none,
+                      check_bool, check_even, check_heads, check_int,
+                      check_keys, check_needs, check_nonempty, check_number,
+                      check_position_ids, check_positive_int,
+                      check_same_dtype, check_shape, check_split_heads,
+                      check_theta)
 from .attention import sdpa_core
 from .masks import causal_mask
 from .norms import rms_norm_core
@@ -33,7 +78,9 @@ from .rope import apply_rotary, rotary_cos_sin
 
 __all__ = [
     "split_heads",
+    "split_heads_core",
     "merge_heads",
+    "merge_heads_core",
     "repeat_kv",
     "kv_head_for",
     "weight_shapes",
@@ -54,49 +101,35 @@ PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj")
 OPTIONAL_GROUPS = (("q_proj_bias", "k_proj_bias", "v_proj_bias"),
                    ("q_norm", "k_norm"))
 _NOT_GIVEN = object()  # from_state_dict: theta not passed at all
-_check_heads = check_heads  # plotting still imports it from here
 
 
-def split_heads(x, num_heads: int) -> np.ndarray:
+def split_heads(x, *, head_dim: int) -> np.ndarray:
     """Cut the last axis into heads: (B, T, H*d_head) -> (B, H, T, d_head).
 
-    See Also
-    --------
-    merge_heads : the inverse.
-    transformers.models.qwen3.modeling_qwen3.Qwen3Attention.forward :
-        ``q_proj(x).view(B, T, -1, head_dim).transpose(1, 2)``.
+    The maths is :func:`split_heads_core`; this checks ``x`` first.
     """
-    x = as_float_array("x", x)
-    num_heads = check_positive_int("num_heads", num_heads)
-    if x.ndim != 3 or x.shape[-1] % num_heads:
-        raise ValueError(
-            f"x has shape {x.shape}, expected (B, T, H*d_head) with a last "
-            f"axis divisible by num_heads = {num_heads}")
-    return _split(x, num_heads)
+    x, d_head = check_split_heads(x, head_dim)
+    return split_heads_core(x, d_head)
 
 
-def _split(x, H):
+def split_heads_core(x, head_dim):
+    """Unchecked :func:`split_heads`. HF: ``view(B, T, -1, head_dim)``."""
     B, T, _ = x.shape
-    x = x.reshape(B, T, H, -1)  # (B, T, H*d_head) -> (B, T, H, d_head)
+    # (B, T, H*d_head) -> (B, T, H, d_head)
+    x = x.reshape(B, T, -1, head_dim)
     return x.transpose(0, 2, 1, 3)  # -> (B, H, T, d_head)
 
 
 def merge_heads(x) -> np.ndarray:
     """Concatenate the heads: (B, H, T, d_head) -> (B, T, H*d_head).
 
-    See Also
-    --------
-    split_heads : the inverse.
-    transformers.models.qwen3.modeling_qwen3.Qwen3Attention.forward :
-        ``attn_output.reshape(*input_shape, -1)``.
+    The maths is :func:`merge_heads_core`; this checks ``x`` first.
     """
-    x = as_float_array("x", x)
-    if x.ndim != 4:
-        raise ValueError(f"x has shape {x.shape}, expected (B, H, T, d_head)")
-    return _merge(x)
+    return merge_heads_core(as_float_array("x", x, ndim=4))
 
 
-def _merge(x):
+def merge_heads_core(x):
+    """Unchecked :func:`merge_heads`. HF: ``reshape(*input_shape, -1)``."""
     B, H, T, d_head = x.shape
     x = x.transpose(0, 2, 1, 3)  # (B, H, T, d_head) -> (B, T, H, d_head)
     return x.reshape(B, T, H * d_head)  # -> (B, T, H*d_head)
@@ -105,20 +138,9 @@ def _merge(x):
 def repeat_kv(hidden_states, n_rep: int) -> np.ndarray:
     """Repeat each key/value head for ``n_rep`` consecutive query heads.
 
-    (B, H_kv, S, d_head) -> (B, H_kv*n_rep, S, d_head); output head ``h``
-    is input head ``h // n_rep`` (0, 0, 1, 1, ... for ``n_rep = 2``).
-    Returns the input itself when ``n_rep == 1``, as Hugging Face does.
-
-    See Also
-    --------
-    transformers.models.qwen3.modeling_qwen3.repeat_kv : the reference.
-    torch.nn.functional.scaled_dot_product_attention : ``enable_gqa=True``.
-    """
-    x = as_float_array("hidden_states", hidden_states)
+    (B, H_kv, S, d_head) -> (B, H_kv*n_rep, S, d_head). HF: ``repeat_kv``."""
+    x = as_float_array("hidden_states", hidden_states, ndim=4)
     n_rep = check_positive_int("n_rep", n_rep)
-    if x.ndim != 4:
-        raise ValueError(f"hidden_states has shape {x.shape}, "
-                         "expected (B, H_kv, S, d_head)")
     if n_rep == 1:
         return x
     B, H_kv, S, d_head = x.shape
@@ -129,18 +151,10 @@ def repeat_kv(hidden_states, n_rep: int) -> np.ndarray:
 
 def kv_head_for(q_head: int, num_attention_heads: int,
                 num_key_value_heads: int) -> int:
-    """The key/value head query head ``q_head`` reads: ``q_head // n_rep``.
-
-    With 16 query and 8 key/value heads, query heads 0 and 1 read head 0,
-    2 and 3 read head 1, and so on.
-    """
+    """The key/value head query head ``q_head`` reads: ``q_head // n_rep``."""
     H, H_kv = check_heads(num_attention_heads, num_key_value_heads)
-    is_int = (isinstance(q_head, (int, np.integer))
-              and not isinstance(q_head, bool))
-    if not is_int or not 0 <= q_head < H:
-        raise ValueError(
-            f"q_head must be an integer in 0 .. {H - 1}, got {q_head!r}")
-    return int(q_head) * H_kv // H
+    q_head = check_int("q_head", q_head, low=0, high=H - 1)
+    return q_head * H_kv // H
 
 
 def weight_shapes(hidden_size: int, num_attention_heads: int,
@@ -177,9 +191,7 @@ def position_ids_from_mask(attention_mask) -> np.ndarray:
     transformers.GenerationMixin._prepare_position_ids_for_generation
     """
     real = check_01_mask("attention_mask", attention_mask)
-    if real.ndim != 2:
-        raise ValueError(f"attention_mask has shape {real.shape}, "
-                         "expected (B, S)")
+    check_shape("attention_mask", real, real.ndim == 2, "(B, S)")
     return np.where(real, np.cumsum(real, axis=-1) - 1, 0)
 
 
@@ -191,58 +203,33 @@ def _layer_mask(attention_mask, B, T, past, is_causal):
         return mask, np.ones((B, S), bool)
     m = check_01_mask("attention_mask", attention_mask)
     if m.ndim == 4:  # Hugging Face: a 4-D mask is the complete mask, as given
-        if m.shape not in ((B, 1, T, S), (1, 1, T, S)):
-            raise ValueError(f"attention_mask has shape {m.shape}, expected "
-                             f"(B, 1, T, S) = ({B}, 1, {T}, {S})")
+        check_shape("attention_mask", m,
+                    m.shape in ((B, 1, T, S), (1, 1, T, S)),
+                    f"(B, 1, T, S) = ({B}, 1, {T}, {S})")
         return m, np.ones((B, S), bool)
-    if m.shape != (B, S):
-        raise ValueError(
-            f"attention_mask has shape {m.shape}, expected (B, S) = "
-            f"({B}, {S}): {past} cached positions plus {T} new ones")
+    check_shape("attention_mask", m, m.shape == (B, S),
+                f"(B, S) = ({B}, {S}): {past} cached positions plus {T} new")
     keys = m[:, None, None, :]  # (B, S) -> (B, 1, 1, S): True = may attend
     return (keys & causal_mask(T, S) if is_causal else keys), m
 
 
-def _positions(position_ids, real, past, cached):
-    """Check (or derive) the positions of the T new tokens; returns (B, T)."""
-    B, S = real.shape
-    T = S - past
-    want = np.cumsum(real, axis=-1)[:, past:] - 1  # (B, T), HF's derivation
-    new = real[:, past:]  # (B, T): which new tokens are real
-    if position_ids is None:
-        return np.where(new, want, 0)
-    pos = np.asarray(position_ids)
-    if (not np.issubdtype(pos.dtype, np.integer)
-            or pos.shape not in ((T,), (1, T), (B, T)) or np.any(pos < 0)):
-        raise ValueError(
-            f"position_ids has shape {pos.shape} and dtype {pos.dtype}, "
-            f"expected integers >= 0 of shape (T,) or (B, T) = ({B}, {T})")
-    pos = np.broadcast_to(pos, (B, T))
-    for b in range(B):
-        got, exp = pos[b][new[b]], want[b][new[b]]
-        shift = 0 if cached or got.size == 0 else got[0] - exp[0]
-        if np.any(got != exp + shift):
-            held = int(real[b, :past].sum())
-            raise ValueError(
-                f"position_ids of row {b} are {got.tolist()} for its real "
-                f"tokens, but the cache holds {held} real tokens of that "
-                f"row: expected {(exp + shift).tolist()}" if cached else
-                f"position_ids of row {b} are {got.tolist()} for its real "
-                f"tokens: expected consecutive positions, "
-                f"{(exp + shift).tolist()}")
-    return pos
-
-
-def attention_inputs(attention_mask, position_ids, B, T, past, cached,
-                     is_causal=True):
+def attention_inputs(attention_mask, position_ids, B, T, past,
+                     is_causal=True, max_position_embeddings=None):
     """Check a layer's mask and positions; the SDPA mask and (B, T) ids.
 
     ``forward`` runs it for its layer; a model runs it once for all of its
     layers (HF: ``create_causal_mask`` and the position ids, built once in
     ``Qwen3Model.forward``). ``past``: positions the cache holds already.
+    Positions are the caller's, as in HF: any integers >= 0 (below
+    ``max_position_embeddings`` if given); the default counts the real
+    tokens of the 2-D mask, as ``generate`` does.
     """
     mask, real = _layer_mask(attention_mask, B, T, past, is_causal)
-    return mask, _positions(position_ids, real, past, cached)
+    if position_ids is None:  # (B, S) -> (B, T): HF's derivation
+        want = np.cumsum(real, axis=-1)[:, past:] - 1
+        return mask, np.where(real[:, past:], want, 0)
+    return mask, check_position_ids("position_ids", position_ids, B, T,
+                                    max_position_embeddings)
 
 
 def _linear(x, weight, bias):
@@ -253,9 +240,9 @@ def _linear(x, weight, bias):
 
 def _check_hidden(layer, hidden_states) -> np.ndarray:
     x = as_float_array("hidden_states", hidden_states)
-    if x.ndim != 3 or x.shape[-1] != layer.hidden_size:
-        raise ValueError(f"hidden_states has shape {x.shape}, expected "
-                         f"(B, T, d_model) with d_model = {layer.hidden_size}")
+    check_shape("hidden_states", x,
+                x.ndim == 3 and x.shape[-1] == layer.hidden_size,
+                f"(B, T, d_model) with d_model = {layer.hidden_size}")
     check_nonempty("hidden_states", x, {0: "batch", 1: "sequence"})
     check_same_dtype(**{"q_proj.weight": layer.q_proj, "hidden_states": x})
     return x
@@ -264,17 +251,13 @@ def _check_hidden(layer, hidden_states) -> np.ndarray:
 def _check_arrays(given: dict, shapes: dict) -> dict:
     """The arrays that are not None, checked: shapes, groups, one dtype."""
     for group in OPTIONAL_GROUPS:  # a checkpoint has all of them or none
-        have = [n for n in group if given[n] is not None]
-        if 0 < len(have) < len(group):
-            raise ValueError(f"give all of {group} or none, got only {have}")
+        check_all_or_none(**{n: given[n] for n in group})
     arrays = {}
     for name, w in given.items():
         if w is not None:
-            arrays[name] = as_float_array(STATE_KEYS[name], w)
-            if arrays[name].shape != shapes[name]:
-                raise ValueError(
-                    f"{STATE_KEYS[name]} has shape {arrays[name].shape}, "
-                    f"expected {shapes[name]}")
+            arrays[name] = a = as_float_array(STATE_KEYS[name], w)
+            check_shape(STATE_KEYS[name], a, a.shape == shapes[name],
+                        str(shapes[name]))
     check_same_dtype(**arrays)
     return arrays
 
@@ -283,13 +266,10 @@ def _checkpoint_arrays(state_dict: Mapping, prefix: str) -> dict:
     """The arrays under ``prefix``; raise if a key is unknown or missing."""
     ours = {k[len(prefix):]: v for k, v in state_dict.items()
             if k.startswith(prefix)}
-    unknown = sorted(prefix + k for k in ours if k not in STATE_KEYS.values())
-    missing = [prefix + STATE_KEYS[n] for n in PROJECTIONS
-               if STATE_KEYS[n] not in ours]
-    if unknown or missing:
-        raise ValueError(
-            f"state_dict does not fit the layer under prefix {prefix!r}: "
-            f"unknown keys {unknown}, missing keys {missing}")
+    check_keys(f"state_dict under prefix {prefix!r}",
+               [prefix + k for k in ours],
+               [prefix + k for k in STATE_KEYS.values()],
+               [prefix + STATE_KEYS[n] for n in PROJECTIONS])
     return {n: ours[k] for n, k in STATE_KEYS.items() if k in ours}
 
 
@@ -297,11 +277,10 @@ def _checkpoint_theta(arrays: dict, theta):
     """theta as given; if not given, None, unless the arrays are Qwen3's."""
     if theta is not _NOT_GIVEN:
         return theta
-    if "q_norm" in arrays or "k_norm" in arrays:
-        raise ValueError(
-            "state_dict has q_norm/k_norm (a Qwen3 checkpoint) but no "
-            "theta was given: pass theta=config.rope_theta, or "
-            "theta=None to leave RoPE out on purpose")
+    check_needs("q_norm" not in arrays and "k_norm" not in arrays, "theta",
+                "a value for a Qwen3 checkpoint (it has q_norm/k_norm)",
+                "pass theta=config.rope_theta, or theta=None to leave RoPE "
+                "out on purpose")
     return None
 
 
@@ -384,16 +363,13 @@ class MultiHeadAttention:
         return self.q_proj.dtype
 
     def project(self, x):
-        """(q, k, v): (B, H, T, d_head), (B, H_kv, T, d_head) x2, pre-RoPE.
-
-        Unchecked: ``x`` (B, T, d_model) as :meth:`forward` checked it.
-        """
-        H, H_kv = self.num_attention_heads, self.num_key_value_heads
+        """(q, k, v): (B, H, T, d_head), (B, H_kv, T, d_head) x2, pre-RoPE."""
+        d = self.head_dim
         # (B, T, d_model) @ (d_model, H*d_head) -> (B, H, T, d_head)
-        q = _split(_linear(x, self.q_proj, self.q_proj_bias), H)
+        q = split_heads_core(_linear(x, self.q_proj, self.q_proj_bias), d)
         # (B, T, d_model) @ (d_model, H_kv*d_head) -> (B, H_kv, T, d_head)
-        k = _split(_linear(x, self.k_proj, self.k_proj_bias), H_kv)
-        v = _split(_linear(x, self.v_proj, self.v_proj_bias), H_kv)
+        k = split_heads_core(_linear(x, self.k_proj, self.k_proj_bias), d)
+        v = split_heads_core(_linear(x, self.v_proj, self.v_proj_bias), d)
         if self.q_norm is not None:  # Qwen3: RMSNorm over d_head, per head
             q = rms_norm_core(q, self.q_norm, self.rms_norm_eps)
             k = rms_norm_core(k, self.k_norm, self.rms_norm_eps)
@@ -404,22 +380,15 @@ class MultiHeadAttention:
                 return_weights=False):
         """Check the inputs, build the mask and positions, then ``attend``.
 
-        ``hidden_states`` (B, T, d_model). ``attention_mask`` (B, S): 1 =
-        real token, 0 = padding, over cached and new positions, combined
-        with the causal mask; or 4-D (B or 1, 1, T, S), True = may attend,
-        used as given (as HF does). ``position_ids`` (T,) or (B, T),
-        default from the mask. ``past_key_value``: a KVCache, appended at
-        ``layer_idx`` (HF 5.x: ``cache``). Returns out (B, T, d_model),
-        and weights (B, H, T, S) with ``return_weights``.
-        """
+        (B, T, d_model) -> (B, T, d_model). HF: ``Qwen3Attention.forward``."""
         is_causal = check_bool("is_causal", is_causal)
         return_weights = check_bool("return_weights", return_weights)
         x = _check_hidden(self, hidden_states)  # (B, T, d_model)
         B, T, _ = x.shape
-        cached = past_key_value is not None
-        past = past_key_value.get_seq_length(layer_idx) if cached else 0
+        past = (0 if past_key_value is None
+                else past_key_value.get_seq_length(layer_idx))
         mask, pos = attention_inputs(attention_mask, position_ids, B, T,
-                                     past, cached, is_causal)
+                                     past, is_causal)
         rope = None if self.theta is None else rotary_cos_sin(
             pos, self.head_dim, theta=self.theta, dtype=x.dtype)
         out, weights = self.attend(x, mask, rope, past_key_value, layer_idx)
@@ -429,12 +398,7 @@ class MultiHeadAttention:
                layer_idx=0):
         """Unchecked core of :meth:`forward`: project, rotate, cache, attend.
 
-        ``x`` (B, T, d_model) of the layer's dtype; ``attn_mask`` bool, True
-        = may attend, broadcastable to (B, H, T, S), or None;
-        ``position_embeddings`` (cos, sin), each (B, T, d_head), or None: no
-        RoPE. Returns out (B, T, d_model), weights (B, H, T, S). HF:
-        ``Qwen3Attention.forward``, given what its model builds once.
-        """
+        x (B, T, d_model) -> out (B, T, d_model), weights (B, H, T, S)."""
         q, k, v = self.project(x)  # (B, H or H_kv, T, d_head)
         if position_embeddings is not None:  # rotate before caching
             cos, sin = position_embeddings  # (B, T, d_head) each
@@ -444,7 +408,8 @@ class MultiHeadAttention:
             k, v = past_key_value.update(k, v, layer_idx)
         out, weights = sdpa_core(q, k, v, attn_mask=attn_mask,
                                  enable_gqa=True)  # (B, H, T, d_head)
-        out = _merge(out) @ self.o_proj.T  # (B, T, H*d_head) @ (., d_model)
+        # (B, T, H*d_head) @ (H*d_head, d_model) -> (B, T, d_model)
+        out = merge_heads_core(out) @ self.o_proj.T
         return out, weights
 
     __call__ = forward
@@ -461,10 +426,7 @@ def attention_per_head(layer: MultiHeadAttention, hidden_states, *,
                        is_causal: bool = True) -> np.ndarray:
     """The layer as a loop over query heads, positions 0 .. T-1, no cache.
 
-    Query head ``h`` uses its rows of ``q_proj`` and those of key/value
-    head ``kv_head_for(h, H, H_kv)`` of ``k_proj`` and ``v_proj``; ``o_proj``
-    mixes the concatenated heads: (B, T, d_model). For teaching and tests.
-    """
+    (B, T, d_model) -> (B, T, d_model), equal to the layer's output."""
     x = _check_hidden(layer, hidden_states)  # (B, T, d_model)
     is_causal = check_bool("is_causal", is_causal)
     d_head, H, T = layer.head_dim, layer.num_attention_heads, x.shape[1]

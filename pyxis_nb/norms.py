@@ -13,7 +13,7 @@ import numpy as np
 from ._checks import (as_float_array, check_last_axis, check_number,
                       check_same_dtype)
 
-__all__ = ["rms_norm"]
+__all__ = ["rms_norm", "rms_norm_core"]
 
 
 def rms_norm(x, weight, eps: float = 1e-6):

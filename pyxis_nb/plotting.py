@@ -5,6 +5,13 @@ looked at (the key). Figures have an opaque white background so that they
 stay readable when the website is in dark mode. Importing this module
 imports matplotlib; ``import pyxis_nb`` loads it on first use.
 
+The interactive views' figures (a decode step, a tile step, a heatmap grid)
+are at most ``COLUMN_WIDTH`` inches wide: at 100 dpi they fit the website's
+column at 1280 px, so they are shown at their own size and their text stays
+at its point size. Each figure a function here makes carries one sentence
+saying what it shows, ``fig.pyxis_alt``: ``figure_png`` stores it in the PNG
+and ``view_switcher`` makes it the picture's alt text.
+
 Shape legend:
     H        query heads
     H_kv     key/value heads
@@ -14,6 +21,7 @@ Shape legend:
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 import matplotlib.pyplot as plt
@@ -36,6 +44,27 @@ __all__ = ["plot_attention", "plot_attention_grid", "plot_gqa_mapping",
            "plot_rope_decay", "plot_rope_layout_bug"]
 
 CMAP = "viridis"
+COLUMN_WIDTH = 6.5  # inches: 650 px at 100 dpi, the website's column at 1280
+
+
+def _describe(fig, text: str):
+    """Attach the sentence that says what ``fig`` shows (its alt text)."""
+    fig.pyxis_alt = text
+    return fig
+
+
+def _token_list(labels, most: int = 8) -> str:
+    """``'a', 'b', 'c'``, or the first few and how many in all."""
+    quoted = [f"'{t}'" for t in labels]
+    if len(quoted) <= most:
+        return ", ".join(quoted)
+    return ", ".join(quoted[:most - 2]) + f", ... ({len(quoted)} in all)"
+
+
+def _plain(text: str) -> str:
+    """A title as plain words: ``$1/\\sqrt{d}$`` becomes ``1/sqrt(d)``."""
+    text = re.sub(r"\\sqrt\{([^{}]*)\}", r"sqrt(\1)", text)
+    return re.sub(r"[$\\{}]", "", text)
 
 
 def _labels(name: str, labels, n: int) -> list[str]:
@@ -104,6 +133,15 @@ def plot_attention(weights, tokens: Sequence[str] | None = None, *,
     if ax is None:
         _, ax = plt.subplots(figsize=(0.55 * S + 2.4, 0.5 * T + 1.6),
                              facecolor="white")
+        same = key_tokens is None
+        _describe(ax.figure, (
+            f"Heatmap of attention weights"
+            f"{': ' + _plain(title) if title else ''}: rows are the query "
+            f"tokens {_token_list(rows)}, columns "
+            + ("the same tokens as keys" if same
+               else f"the keys {_token_list(cols)}")
+            + ("; masked cells are hatched" if mask is not None else "")
+            + "."))
     im = ax.imshow(w, cmap=CMAP, vmin=0.0, vmax=vmax)
     slanted = max(map(len, cols)) > 3
     ax.set_xticks(range(S), cols, rotation=45 if slanted else 0,
@@ -157,11 +195,20 @@ def plot_attention_grid(weights, tokens: Sequence[str] | None = None, *,
               else [f"head {h}" for h in range(H)])
     ncols = max(1, min(ncols, H))
     nrows = -(-H // ncols)
+    width = ncols * (0.45 * S + 1.6) + 1.0
+    # no wider than the website's column; the panels shrink, the text not
+    height = nrows * (0.45 * T + 1.4) * min(1.0, 1.1 * COLUMN_WIDTH / width)
     fig, axes = plt.subplots(
-        nrows, ncols,
-        figsize=(ncols * (0.45 * S + 1.6) + 1.0, nrows * (0.45 * T + 1.4)),
+        nrows, ncols, figsize=(min(width, COLUMN_WIDTH), height),
         facecolor="white", squeeze=False, layout="constrained",
     )
+    _describe(fig, (
+        f"{H} heatmaps of attention weights"
+        f"{' (' + _plain(suptitle) + ')' if suptitle else ''}, "
+        f"{', '.join(_plain(t) for t in titles)}: rows are the query tokens "
+        f"{_token_list(_labels('tokens', tokens, T))}, columns the keys; "
+        f"the largest weight in each is "
+        f"{', '.join(f'{x:.2f}' for x in w.max(axis=(1, 2)))}."))
     for h, ax in enumerate(axes.flat):
         if h >= H:
             ax.axis("off")
@@ -266,16 +313,19 @@ def plot_decode_step(weights, head_weights, tokens: Sequence[str], t: int):
     Returns
     -------
     matplotlib Figure
-        Two panels side by side, short enough that the figure and a slider
-        above it fit on one screen.
+        Two panels, one above the other, ``COLUMN_WIDTH`` wide: the rows so
+        far on top, query ``t``'s weights per head below, every weight
+        written in its cell.
     """
     w = as_float_array("weights", weights, ndim=2)
     S = len(_labels("tokens", tokens, w.shape[1]))
     t = check_int("t", t, low=0, high=S - 1)
     per_head = as_float_array("head_weights", head_weights, ndim=2)
+    H = len(per_head)
     fig, (ax_l, ax_r) = plt.subplots(
-        1, 2, figsize=(11, 4.6), facecolor="white", layout="constrained",
-        gridspec_kw={"width_ratios": [1, 1.15]})
+        2, 1, figsize=(COLUMN_WIDTH, 0.26 * S + 0.38 * H + 2.9),
+        facecolor="white", layout="constrained",
+        gridspec_kw={"height_ratios": [0.26 * S + 1.4, 0.38 * H + 1.5]})
     # NaN: no query yet, or no such key yet
     cmap = plt.get_cmap(CMAP).with_extremes(bad="lightgrey")
     im = ax_l.imshow(np.ma.masked_invalid(w), cmap=cmap, vmin=0, vmax=1)
@@ -287,12 +337,19 @@ def plot_decode_step(weights, head_weights, tokens: Sequence[str], t: int):
              title=f"cache holds {t + 1} of {S} positions")
     fig.colorbar(im, ax=ax_l, fraction=0.046,
                  label="weight (mean over heads)")
-    plot_attention(per_head, [f"head {h}" for h in range(len(per_head))],
-                   key_tokens=list(tokens)[:t + 1], ax=ax_r, annotate=t < 8,
-                   colorbar=False,
+    plot_attention(per_head, [f"head {h}" for h in range(H)],
+                   key_tokens=list(tokens)[:t + 1], ax=ax_r, colorbar=False,
                    title=f"query '{tokens[t]}' (position {t}), per head")
-    ax_r.set(xlabel="key (cached position)", ylabel="query head")
-    return fig
+    # the panel keeps the figure's width at every step: cells widen instead
+    ax_r.set(xlabel="key (cached position)", ylabel="query head",
+             aspect="auto")
+    h, j = np.unravel_index(np.argmax(per_head), per_head.shape)
+    return _describe(fig, (
+        f"Decode step for '{tokens[t]}' at position {t}: the cache holds "
+        f"{t + 1} of {S} positions. Top, the mean weights of every query so "
+        f"far, the new row outlined in red; below, the new query's weights "
+        f"over the {t + 1} cached keys for each of {H} heads, the largest "
+        f"{per_head[h, j]:.2f} (head {h} on '{tokens[j]}')."))
 
 
 def plot_tile_step(stats, i: int, tokens: Sequence[str] | None = None, *,
@@ -300,8 +357,9 @@ def plot_tile_step(stats, i: int, tokens: Sequence[str] | None = None, *,
     """Step ``i`` of :func:`pyxis_nb.tiled_attention`: tiles and state.
 
     Left: the tile grid (computed green, skipped grey, current outlined).
-    Right: the running max ``m`` and sum ``l`` of the query tile. Text is
-    12 pt, readable when the PNG is shown at 100 dpi or more.
+    Right: the running max ``m`` and sum ``l`` of the query tile. The figure
+    is ``COLUMN_WIDTH`` wide and its text 10-12 pt, so at 100 dpi it is
+    shown at its own size on the website, text 14-17 px tall.
 
     Parameters
     ----------
@@ -320,9 +378,9 @@ def plot_tile_step(stats, i: int, tokens: Sequence[str] | None = None, *,
     """
     i = check_int("i", i, low=0, high=len(stats.steps) - 1)
     step, (n_qb, n_kb) = stats.steps[i], stats.computed.shape
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(9, 4), facecolor="white",
-                                 gridspec_kw={"width_ratios": [1, 1.2]},
-                                 layout="constrained")
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(COLUMN_WIDTH, 3.4),
+                                 facecolor="white", layout="constrained",
+                                 gridspec_kw={"width_ratios": [1, 1.1]})
     status = np.zeros((n_qb, n_kb))  # 0 = not visited yet
     for s in stats.steps[:i + 1]:
         status[s.q_block, s.k_block] = 2.0 if s.computed else 1.0
@@ -335,15 +393,27 @@ def plot_tile_step(stats, i: int, tokens: Sequence[str] | None = None, *,
                            fill=False, ec="C3", lw=3))
     rows = _tile_labels(tokens, stats.block_q, n_qb)
     ax.set_xticks(range(n_kb), _tile_labels(tokens, stats.block_k, n_kb),
-                  rotation=30, fontsize=12)
-    ax.set_yticks(range(n_qb), rows, fontsize=12)
+                  rotation=40, ha="right", rotation_mode="anchor",
+                  fontsize=10)
+    ax.set_yticks(range(n_qb), rows, fontsize=10)
     done = "computed" if step.computed else "skipped"
-    ax.set_xlabel("key tile", fontsize=12)
-    ax.set_ylabel("query tile", fontsize=12)
+    ax.set_xlabel("key tile", fontsize=11)
+    ax.set_ylabel("query tile", fontsize=11)
     ax.set_title(f"tile ({step.q_block}, {step.k_block}): {done}",
-                 fontsize=13)
+                 fontsize=12)
     _state_bars(bx, stats, step, tokens, ylim)
-    return fig
+    seen = stats.steps[:i + 1]
+    n_done = sum(s.computed for s in seen)
+    first = step.q_block * stats.block_q
+    names = ("rows" if tokens is None else "rows " + _token_list(
+        tokens[first:first + len(step.row_max)]))
+    return _describe(fig, (
+        f"Tile step {i + 1} of {len(stats.steps)}: tile ({step.q_block}, "
+        f"{step.k_block}) is {done}; so far {n_done} computed and "
+        f"{len(seen) - n_done} skipped. Right, the running max m "
+        f"({', '.join(f'{x:.2f}' for x in step.row_max)}) and sum l "
+        f"({', '.join(f'{x:.2f}' for x in step.row_sum)}) of query tile "
+        f"{step.q_block}'s {names}."))
 
 
 def _tile_labels(tokens, block: int, n: int) -> list[str]:
@@ -366,17 +436,17 @@ def _state_bars(bx, stats, step, tokens, ylim) -> None:
              else [f"'{tokens[first + r]}'" for r in x])
     bx.bar(x - 0.2, step.row_max, 0.4, label="running max m")
     bx.bar(x + 0.2, step.row_sum, 0.4, label="running sum l")
-    bx.set_xticks(x, [f"query {n}" for n in names], fontsize=12)
-    bx.tick_params(axis="y", labelsize=12)
+    bx.set_xticks(x, [f"query {n}" for n in names], fontsize=10)
+    bx.tick_params(axis="y", labelsize=10)
     bx.set_ylim(*ylim)
     bx.axhline(0, c="k", lw=0.5)
-    bx.legend(loc="upper left", fontsize=11)
-    bx.set_ylabel("value", fontsize=12)
-    bx.set_title("state of this query tile", fontsize=13)
+    bx.legend(loc="upper left", fontsize=10)
+    bx.set_ylabel("value", fontsize=11)
+    bx.set_title("state of this query tile", fontsize=12)
 
 
 def plot_rope_rotation(m: int, n: int, *, pairs: Sequence[int] = (0, 8),
-                       start=(0.8, 0.6), d_head: int = 128,
+                       start=(0.8, 0.6), head_dim: int = 128,
                        theta: float = 1_000_000.0):
     """A query at position ``m`` and a key at ``n``, rotated pair by pair.
 
@@ -391,14 +461,14 @@ def plot_rope_rotation(m: int, n: int, *, pairs: Sequence[int] = (0, 8),
     pairs : sequence of int, default (0, 8)
         The pairs drawn, one panel each.
     start : (float, float), default (0.8, 0.6)
-    d_head : int, default 128
+    head_dim : int, default 128
     theta : float, default 1_000_000.0
 
     Returns
     -------
     matplotlib Figure
     """
-    inv_freq = rope_frequencies(d_head, theta)  # (d_head/2,)
+    inv_freq = rope_frequencies(head_dim, theta)  # (d_head/2,)
     p = np.asarray(start, dtype=float)
     fig, axes = plt.subplots(1, len(pairs), figsize=(3.5 * len(pairs), 3.6),
                              facecolor="white", layout="constrained",
@@ -416,12 +486,17 @@ def plot_rope_rotation(m: int, n: int, *, pairs: Sequence[int] = (0, 8),
         ax.plot([], [], color="tab:orange", label=f"key, n = {n}")
         ax.set(xlim=(-1.2, 1.2), ylim=(-1.2, 1.2), aspect="equal",
                xlabel=f"element {i}",
-               ylabel=f"element {i + d_head // 2} (= {i} + d_head/2)")
+               ylabel=f"element {i + head_dim // 2} (= {i} + d_head/2)")
         ax.set_title(f"pair {i}: {np.degrees(inv_freq[i]):.0f}° per "
                      f"position\npair score = {qm @ kn:+.3f}", fontsize=10)
         ax.legend(loc="lower left", fontsize=8)
     fig.suptitle(f"m - n = {m - n}", fontsize=11)
-    return fig
+    scores = ", ".join(f"pair {i} {_rotate(p, m * f) @ _rotate(p, n * f):+.3f}"
+                       for i, f in zip(pairs, inv_freq[list(pairs)]))
+    return _describe(fig, (
+        f"RoPE rotation of a query at position m = {m} (blue) and a key at "
+        f"n = {n} (orange), one unit circle per pair: the pair scores "
+        f"({scores}) depend only on m - n = {m - n}."))
 
 
 def _rotate(p: np.ndarray, angle: float) -> np.ndarray:

@@ -12,28 +12,18 @@ Shape legend:
     ...       leading batch dimensions
     T         positions
     d_model   size of one token's vector (even: sin/cos pairs)
-"""
 
-from __future__ import annotations
+Details
+-------
+What ``help()`` tells beyond the short docstrings the chapters list.
 
-import numpy as np
-
-from ._checks import check_frequencies, check_int, check_pairs
-from ._checks import check_positive_int
-
-__all__ = ["sinusoidal_positions", "add_positions"]
-
-
-def sinusoidal_positions(T: int, d_model: int, *, theta: float = 10000.0,
-                         offset: int = 0, dtype=np.float64) -> np.ndarray:
-    """The fixed sinusoidal position encodings of Vaswani et al. (2017).
-
+``sinusoidal_positions``
     Parameters
     ----------
-    T, d_model : int
-        Positions and encoding size (even).
+    T, hidden_size : int
+        Positions and encoding size ``d_model`` (even).
     theta : float, default 10000.0
-        The frequency base (RoPE's ``theta``).
+        The frequency base (as RoPE's).
     offset : int, default 0
         Position of the first row (the tokens already in a KV cache).
     dtype : numpy float dtype, default float64
@@ -46,9 +36,26 @@ def sinusoidal_positions(T: int, d_model: int, *, theta: float = 10000.0,
     See Also
     --------
     create_sinusoidal_embeddings : Hugging Face's (DistilBERT) same table.
-    """
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import check_frequencies, check_int, check_pairs
+from ._checks import check_positive_int
+
+__all__ = ["sinusoidal_positions", "add_positions"]
+
+
+def sinusoidal_positions(T: int, hidden_size: int, *, theta: float = 10000.0,
+                         offset: int = 0, dtype=np.float64) -> np.ndarray:
+    """The fixed sinusoidal position encodings of Vaswani et al. (2017).
+
+    -> (T, d_model): row ``t`` encodes ``offset + t``, sin even, cos odd."""
     T, offset = check_positive_int("T", T), check_int("offset", offset, low=0)
-    d_model, theta = check_frequencies("d_model", d_model, theta, "sin/cos")
+    d_model, theta = check_frequencies("hidden_size", hidden_size, theta,
+                                        "sin/cos")
     inv_freq = theta ** (-np.arange(0, d_model, 2) / d_model)  # (d_model/2,)
     # (T, 1) * (d_model/2,) -> (T, d_model/2): position times frequency
     angles = np.arange(offset, offset + T)[:, None] * inv_freq

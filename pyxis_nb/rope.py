@@ -18,6 +18,67 @@ Shape legend:
     H_kv     key/value heads
     T        positions
     d_head   size of one head's vectors, even: ``d_head / 2`` pairs
+
+Details
+-------
+What ``help()`` tells beyond the short docstrings the chapters list.
+
+``apply_rope``
+    Parameters
+    ----------
+    x : ndarray, shape (..., T, d_head), d_head even
+    positions : array_like of int, shape (T,) or e.g. (B, 1, T)
+    theta : float, default 1_000_000.0
+    layout : {"half", "interleaved"}, default "half"
+
+    Returns
+    -------
+    ndarray, shape and dtype of ``x``
+
+    See Also
+    --------
+    apply_rotary_pos_emb : Hugging Face's form of the half layout.
+
+``rope_frequencies``
+    Parameters
+    ----------
+    head_dim : int
+        ``d_head``, even (Qwen3: 128).
+    theta : float, default 1_000_000.0
+        The base, ``rope_theta`` in the config (Qwen3: 1e6; Llama 2: 1e4).
+
+    Returns
+    -------
+    inv_freq : ndarray, shape (d_head/2,), float64
+
+    See Also
+    --------
+    transformers.modeling_rope_utils._compute_default_rope_parameters
+
+``rotate_half``
+    Parameters
+    ----------
+    x : ndarray, shape (..., d_head), d_head even
+
+    Returns
+    -------
+    ndarray, shape and dtype of ``x``
+
+    See Also
+    --------
+    transformers.models.qwen3.modeling_qwen3.rotate_half
+
+``interleaved_to_half_permutation``
+    Pair ``(2i, 2i + 1)`` moves to ``(i, i + d_head/2)``: even elements
+    first, then odd ones.
+
+    Parameters
+    ----------
+    head_dim : int, even
+
+    Returns
+    -------
+    perm : ndarray of int, shape (d_head,)
 """
 
 from __future__ import annotations
@@ -43,29 +104,15 @@ __all__ = [
 ROPE_LAYOUTS = ("half", "interleaved")
 
 
-def rope_frequencies(d_head: int, theta: float = 1_000_000.0) -> np.ndarray:
+def rope_frequencies(head_dim: int, theta: float = 1_000_000.0) -> np.ndarray:
     """Radians per position of each pair: ``theta ** (-2i / d_head)``.
 
-    Parameters
-    ----------
-    d_head : int
-        Even (Qwen3: 128).
-    theta : float, default 1_000_000.0
-        The base, ``rope_theta`` in the config (Qwen3: 1e6; Llama 2: 1e4).
-
-    Returns
-    -------
-    inv_freq : ndarray, shape (d_head/2,), float64
-
-    See Also
-    --------
-    transformers.modeling_rope_utils._compute_default_rope_parameters
-    """
-    d_head, theta = check_frequencies("d_head", d_head, theta)
+    -> inv_freq (d_head/2,). HF: ``_compute_default_rope_parameters``."""
+    d_head, theta = check_frequencies("head_dim", head_dim, theta)
     return theta ** (-np.arange(0, d_head, 2) / d_head)  # (d_head/2,)
 
 
-def rotary_cos_sin(position_ids, d_head: int, *, theta: float = 1_000_000.0,
+def rotary_cos_sin(position_ids, head_dim: int, *, theta: float = 1_000_000.0,
                    dtype=np.float32):
     """The ``cos`` and ``sin`` tables of Hugging Face's rotary embedding.
 
@@ -76,7 +123,7 @@ def rotary_cos_sin(position_ids, d_head: int, *, theta: float = 1_000_000.0,
     Parameters
     ----------
     position_ids : array_like of int, shape (B, T) or (T,)
-    d_head : int
+    head_dim : int
     theta : float, default 1_000_000.0
     dtype : numpy float dtype, default float32
 
@@ -92,7 +139,7 @@ def rotary_cos_sin(position_ids, d_head: int, *, theta: float = 1_000_000.0,
     dtype = check_float_dtype("dtype", dtype)
     pos = pos[None, :] if pos.ndim == 1 else pos  # (T,) -> (1, T)
     # (B, T, 1) * (d_head/2,) -> (B, T, d_head/2)
-    freqs = pos[:, :, None] * rope_frequencies(d_head, theta)
+    freqs = pos[:, :, None] * rope_frequencies(head_dim, theta)
     emb = np.concatenate([freqs, freqs], axis=-1)  # (B, T, d_head)
     return np.cos(emb).astype(dtype), np.sin(emb).astype(dtype)
 
@@ -100,18 +147,7 @@ def rotary_cos_sin(position_ids, d_head: int, *, theta: float = 1_000_000.0,
 def rotate_half(x):
     """Map the halves ``[x1, x2]`` of the last axis to ``[-x2, x1]``.
 
-    Parameters
-    ----------
-    x : ndarray, shape (..., d_head), d_head even
-
-    Returns
-    -------
-    ndarray, shape and dtype of ``x``
-
-    See Also
-    --------
-    transformers.models.qwen3.modeling_qwen3.rotate_half
-    """
+    (..., d_head) -> (..., d_head). HF: ``rotate_half``."""
     x1, x2 = np.split(check_even_last("x", x), 2, axis=-1)  # (..., d_head/2)
     return np.concatenate([-x2, x1], axis=-1)  # (..., d_head)
 
@@ -157,21 +193,7 @@ def apply_rope(x, positions, *, theta: float = 1_000_000.0,
                layout: str = "half"):
     """Rotate pair ``i`` of the row at position ``p`` by ``p * inv_freq[i]``.
 
-    Parameters
-    ----------
-    x : ndarray, shape (..., T, d_head), d_head even
-    positions : array_like of int, shape (T,) or e.g. (B, 1, T)
-    theta : float, default 1_000_000.0
-    layout : {"half", "interleaved"}, default "half"
-
-    Returns
-    -------
-    ndarray, shape and dtype of ``x``
-
-    See Also
-    --------
-    apply_rotary_pos_emb : Hugging Face's form of the half layout.
-    """
+    x (..., T, d_head), positions (T,) -> (..., T, d_head)."""
     x, pos = check_rope_args(x, positions, layout, ROPE_LAYOUTS)
     # (..., T, 1) * (d_head/2,) -> (..., T, d_head/2)
     angles = pos[..., None] * rope_frequencies(x.shape[-1], theta)
@@ -185,39 +207,29 @@ def apply_rope(x, positions, *, theta: float = 1_000_000.0,
     return out
 
 
-def interleaved_to_half_permutation(d_head: int) -> np.ndarray:
+def interleaved_to_half_permutation(head_dim: int) -> np.ndarray:
     """``perm`` with ``x[..., perm]`` = an interleaved ``x`` in half layout.
 
-    Pair ``(2i, 2i + 1)`` moves to ``(i, i + d_head/2)``: even elements
-    first, then odd ones.
-
-    Parameters
-    ----------
-    d_head : int, even
-
-    Returns
-    -------
-    perm : ndarray of int, shape (d_head,)
-    """
-    d_head = check_even("d_head", d_head)
+    -> perm (d_head,): the even elements first, then the odd ones."""
+    d_head = check_even("head_dim", head_dim)
     return np.concatenate([np.arange(0, d_head, 2), np.arange(1, d_head, 2)])
 
 
-def half_to_interleaved_permutation(d_head: int) -> np.ndarray:
+def half_to_interleaved_permutation(head_dim: int) -> np.ndarray:
     """The inverse of :func:`interleaved_to_half_permutation`.
 
     Parameters
     ----------
-    d_head : int, even
+    head_dim : int, even
 
     Returns
     -------
     inv : ndarray of int, shape (d_head,)
     """
-    return np.argsort(interleaved_to_half_permutation(d_head))
+    return np.argsort(interleaved_to_half_permutation(head_dim))
 
 
-def permute_qk_proj(weight, num_heads: int, *,
+def permute_qk_proj(weight, *, head_dim: int,
                     inverse: bool = False) -> np.ndarray:
     """Reorder a q/k projection's rows per head, interleaved -> half layout.
 
@@ -230,10 +242,10 @@ def permute_qk_proj(weight, num_heads: int, *,
 
     Parameters
     ----------
-    weight : ndarray, shape (num_heads * d_head, ...)
-        A projection (num_heads * d_head, d_model) or its 1-D bias.
-    num_heads : int
-        Heads stacked in the rows (H for ``q_proj``, H_kv for ``k_proj``).
+    weight : ndarray, shape (heads * d_head, ...)
+        A projection (H*d_head or H_kv*d_head, d_model) or its 1-D bias.
+    head_dim : int
+        ``d_head``, even: the rows are cut into heads of this many.
     inverse : bool, default False
         Half -> interleaved instead.
 
@@ -245,7 +257,7 @@ def permute_qk_proj(weight, num_heads: int, *,
     --------
     transformers/models/llama/convert_llama_weights_to_hf.py : ``permute``.
     """
-    w, d_head = check_proj_rows(weight, num_heads)
+    w, d_head = check_proj_rows(weight, head_dim)
     perm = (half_to_interleaved_permutation if inverse
             else interleaved_to_half_permutation)(d_head)
     per_head = w.reshape(-1, d_head, *w.shape[1:])  # (H, d_head, ...)

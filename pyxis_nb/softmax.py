@@ -11,7 +11,7 @@ import numpy as np
 
 from ._checks import as_float_array, check_nonempty
 
-__all__ = ["softmax"]
+__all__ = ["softmax", "softmax_core"]
 
 
 def softmax(x, axis: int = -1) -> np.ndarray:

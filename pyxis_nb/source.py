@@ -1,14 +1,24 @@
 """Show the package's own code in a chapter, read from the installed package.
 
-``px.show_source(px.causal_mask)`` returns a display object. Its Markdown
-form is a fenced, syntax-highlighted listing, which JupyterLab, Colab,
-VS Code, GitHub's viewer and the website all render; its plain-text form is
-the bare source. The listing is cell output, so it can never drift from the
-code that runs, and nbval compares it like any other output.
+``px.show_source(px.causal_mask)`` returns a display object with three
+forms of the same listing:
+
+* HTML, a ``<pre><code>`` block (Pygments' classes where Pygments is
+  installed, as it is with every IPython kernel): what JupyterLab, Colab,
+  VS Code, nbconvert and GitHub's viewer prefer, so each shows it in a
+  monospaced font;
+* Markdown, a fenced ``python`` block: what the website renders (it ranks
+  Markdown above HTML, ``nb_mime_priority_overrides`` in _config.yml), so
+  the listing looks like every other code block of the book;
+* plain text, the bare source.
+
+The listing is cell output, so it can never drift from the code that runs,
+and nbval compares it like any other output.
 """
 
 from __future__ import annotations
 
+import html
 import inspect
 import textwrap
 
@@ -24,6 +34,22 @@ class SourceListing:
 
     def _repr_markdown_(self) -> str:
         return f"```python\n{self.source}\n```"
+
+    def _repr_html_(self) -> str:
+        """A ``<pre><code>`` block; highlighted with Pygments' CSS classes
+        (``<div class="highlight">``, the classes JupyterLab and nbconvert
+        style) when Pygments is importable, plain otherwise."""
+        try:
+            from pygments import highlight
+            from pygments.formatters import HtmlFormatter
+            from pygments.lexers import PythonLexer
+        except ImportError:
+            code = html.escape(self.source)
+            return ('<pre class="pyxis-listing">'
+                    f'<code class="language-python">{code}</code></pre>')
+        formatter = HtmlFormatter(cssclass="highlight pyxis-listing",
+                                  wrapcode=True)
+        return highlight(self.source, PythonLexer(), formatter).rstrip("\n")
 
     def __repr__(self) -> str:
         return self.source
@@ -49,7 +75,7 @@ def show_source(obj) -> SourceListing:
     try:
         source = inspect.getsource(obj)
     except TypeError:
-        raise ValueError(
+        raise ValueError(  # reason: inspect's TypeError, re-raised naming obj
             f"obj must be a function, class or method, got "
             f"{type(obj).__name__} {obj!r:.60}"
         ) from None

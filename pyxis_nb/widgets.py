@@ -30,14 +30,17 @@ from matplotlib.patches import Rectangle
 import numpy as np
 
 from ._checks import as_float_array, check_positive_int
-from .plotting import plot_attention
+from .plotting import CMAP, plot_attention
 
 __all__ = [
     "AttentionExplorer",
     "LinkedViews",
+    "ModelView",
     "attention_explorer",
     "describe_attention",
     "figure_png",
+    "model_view",
+    "png_description",
     "png_figure_html",
     "view_grid",
     "view_switcher",
@@ -58,30 +61,115 @@ def _style(control: str) -> dict:
     return style
 
 
-def figure_png(fig, dpi: int = 100, colors: int = 128) -> bytes:
-    """A matplotlib figure as a palette PNG of ``colors`` colours; closes it.
+def figure_png(fig, dpi: int = 100, colors: int = 128, *,
+               close: bool = True) -> bytes:
+    """A matplotlib figure as a palette PNG of ``colors`` colours.
+
+    The picture is what ``savefig(bbox_inches="tight")`` gives, drawn once
+    instead of twice: the figure is drawn at its own size and cut to the
+    tight box of what it shows (plus savefig's pad), so a frame costs one
+    draw. A figure with something outside its edges (a legend placed
+    beyond the axes) is saved by ``savefig`` itself, as before.
 
     A heatmap frame needs far fewer than the 16 million colours of an RGBA
     PNG: 128, chosen by median cut with no dithering, look the same and take
     about a third of the bytes (pass ``colors=0`` for a full-colour PNG).
     The PNG carries no software-version metadata, so the bytes depend only on
     what is drawn (and the matplotlib and Pillow builds), not on when.
+    Closes the figure unless ``close=False``: a caller that draws several
+    frames on one figure (moving one artist) passes that and closes it.
+    The sentence a ``pyxis_nb`` plot function attaches (``fig.pyxis_alt``)
+    is stored as the PNG's ``Description``, which :func:`view_switcher`
+    uses as the picture's alt text.
     """
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight",
-                facecolor="white", metadata={"Software": None})
-    plt.close(fig)
-    if not colors:
-        return buf.getvalue()
-    from PIL import Image  # matplotlib depends on Pillow
+    rgba, _ = _draw_tight(fig, dpi)
+    alt = getattr(fig, "pyxis_alt", None)
+    if close:
+        plt.close(fig)
+    return _png(rgba, dpi, colors, alt)
 
-    buf.seek(0)
-    rgb = Image.open(buf).convert("RGB")
+
+def _png(rgba: np.ndarray, dpi: int, colors: int,
+         description: str | None = None) -> bytes:
+    """(height, width, 4) pixels as a PNG of ``colors`` colours (0: all)."""
+    if not colors:
+        buf = io.BytesIO()
+        plt.imsave(buf, rgba, format="png", dpi=dpi,
+                   metadata={"Software": None, "Description": description})
+        return buf.getvalue()
+    from PIL import Image, PngImagePlugin  # matplotlib depends on Pillow
+
+    rgb = Image.fromarray(rgba[..., :3])
     pal = rgb.quantize(colors=colors, method=Image.Quantize.MEDIANCUT,
                        dither=Image.Dither.NONE)
+    info = PngImagePlugin.PngInfo()
+    if description:
+        info.add_text("Description", description)
     out = io.BytesIO()
-    pal.save(out, format="png", optimize=True)
+    pal.save(out, format="png", optimize=True, pnginfo=info)
     return out.getvalue()
+
+
+def png_description(png: bytes) -> str | None:
+    """The ``Description`` text of a PNG (see :func:`figure_png`), if any."""
+    from PIL import PngImagePlugin
+
+    try:
+        return PngImagePlugin.PngImageFile(io.BytesIO(png)).text.get(
+            "Description") or None
+    except (OSError, SyntaxError):  # not a PNG: no description
+        return None
+
+
+def _draw_tight(fig, dpi: int, box=None):
+    """``fig`` drawn once at ``dpi`` on white, cut to its tight box.
+
+    Returns the (height, width, 4) uint8 pixels that
+    ``savefig(bbox_inches="tight", facecolor="white")`` would write, up to
+    the sub-pixel offset of the cut (its edges are rounded to whole pixels
+    instead of the drawing being shifted by a fraction of one), and the box
+    with whether it lies inside the figure. Passing that back as ``box``
+    skips finding it again: for frames of one figure in which only an
+    artist inside the axes moves.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = fig.canvas
+    if not isinstance(canvas, FigureCanvasAgg):
+        canvas = FigureCanvasAgg(fig)
+    old_dpi, old_face = fig.dpi, fig.patch.get_facecolor()
+    fig.dpi = dpi
+    fig.patch.set_facecolor("white")
+    try:
+        if box is None:
+            canvas.draw()
+            tight = fig.get_tightbbox(canvas.get_renderer())  # inches
+            inside = (tight.x0 >= 0 and tight.y0 >= 0
+                      and tight.x1 <= fig.bbox_inches.width
+                      and tight.y1 <= fig.bbox_inches.height)
+            box = (tight.padded(plt.rcParams["savefig.pad_inches"]), inside)
+        elif box[1]:
+            canvas.draw()
+        tight, inside = box
+        w, h = int(tight.width * dpi), int(tight.height * dpi)  # savefig's
+        if not inside:  # something sticks out of the figure: savefig it
+            buf = io.BytesIO()
+            fig.savefig(buf, format="rgba", dpi=dpi, bbox_inches=tight,
+                        facecolor="white")
+            pixels = np.frombuffer(buf.getvalue(), np.uint8)
+            return pixels.reshape(h, w, 4), box
+        pixels = np.asarray(canvas.buffer_rgba())  # (H, W, 4), top row first
+    finally:
+        fig.dpi = old_dpi
+        fig.patch.set_facecolor(old_face)
+    H, W = pixels.shape[:2]
+    left = round(tight.x0 * dpi)
+    top = H - h - round(tight.y0 * dpi)  # row of the box's top edge
+    out = np.full((h, w, 4), 255, dtype=np.uint8)  # savefig's white margin
+    r0, r1 = max(top, 0), min(top + h, H)
+    c0, c1 = max(left, 0), min(left + w, W)
+    out[r0 - top:r1 - top, c0 - left:c1 - left] = pixels[r0:r1, c0:c1]
+    return out, box
 
 
 def png_figure_html(png: bytes, *, alt: str, view: str,
@@ -99,14 +187,51 @@ def png_figure_html(png: bytes, *, alt: str, view: str,
     )
 
 
+# JupyterLab's notebook takes ArrowUp and ArrowDown (and its other
+# command-mode keys) from a focused <select> in an output: the keys move the
+# active cell instead of changing the choice. Lumino's CommandRegistry skips
+# its key bindings for an event from inside an element that carries the
+# ``data-lm-suppress-shortcuts`` attribute (it checks no class); ipywidgets
+# sets no attributes, so this script, run once by JupyterLab's JavaScript
+# renderer, sets it on a pyxis view's <select> as it gets the focus. Where
+# nothing runs the script (the website, Colab, VS Code) it does nothing, and
+# nothing there takes those keys from a <select>.
+_KEEP_KEYS_JS = """\
+if (!window.pyxisKeepKeys) {
+  window.pyxisKeepKeys = true;
+  document.addEventListener("focusin", (event) => {
+    const el = event.target;
+    if (el instanceof HTMLSelectElement
+        && el.closest(".pyxis-switcher, .pyxis-explorer")) {
+      el.setAttribute("data-lm-suppress-shortcuts", "true");
+    }
+  }, true);
+}"""
+
+
+def _keep_keys() -> widgets.Output:
+    """A hidden Output widget that runs ``_KEEP_KEYS_JS`` where it is drawn."""
+    out = widgets.Output(layout=widgets.Layout(display="none"))
+    out.outputs = ({"output_type": "display_data", "metadata": {},
+                    "data": {"application/javascript": _KEEP_KEYS_JS,
+                             "text/plain": ""}},)
+    out.add_class("pyxis-keep-keys")
+    return out
+
+
 class LinkedViews(widgets.VBox):
     """A VBox of a control and the pre-rendered views it selects.
 
     Its text form is short and stable (nbval compares it), unlike the default
-    repr, which would print every child's full value.
+    repr, which would print every child's full value. A view with a dropdown
+    also holds a hidden Output that keeps the dropdown's arrow keys inside it
+    in JupyterLab (``_KEEP_KEYS_JS``).
     """
 
     def __init__(self, children, *, summary: str, **kwargs):
+        children = list(children)
+        if any(isinstance(c, widgets.Dropdown) for c in children):
+            children.append(_keep_keys())
         super().__init__(children, **kwargs)
         self._summary = summary
 
@@ -146,13 +271,25 @@ def _default_png(widget) -> bytes | None:
     return None
 
 
-def _as_view_widget(name: str, view) -> widgets.Widget:
+def _annotation_px(fig) -> float | None:
+    """The size, in image pixels at 100 dpi, of the smallest cell number."""
+    points = [t.get_fontsize() for ax in fig.axes for t in ax.texts]
+    return round(min(points) * 100 / 72, 1) if points else None
+
+
+def _as_view_widget(name: str, view, alt: str | None = None) -> widgets.Widget:
     if isinstance(view, widgets.Widget):
         return view
+    data = {}
     if isinstance(view, plt.Figure):
+        number_px = _annotation_px(view)
+        if number_px:  # the website check keeps heatmap numbers >= 9 px
+            data["annotation-px"] = number_px
         view = figure_png(view)
     if isinstance(view, bytes):
-        return widgets.HTML(png_figure_html(view, alt=name, view=name))
+        alt = alt or png_description(view) or name
+        return widgets.HTML(png_figure_html(view, alt=alt, view=name,
+                                            data=data))
     if isinstance(view, str):
         return widgets.HTML(view)
     raise ValueError(
@@ -161,8 +298,25 @@ def _as_view_widget(name: str, view) -> widgets.Widget:
     )
 
 
+def _alt_texts(name: str, alt, labels: list[str]) -> list[str | None]:
+    """``alt`` (None, a mapping by label or a sequence) as one per label."""
+    if alt is None:
+        return [None] * len(labels)
+    if isinstance(alt, str):
+        raise ValueError(f"{name} must be a mapping or a sequence of one "
+                         f"sentence per view, got a str: {alt[:40]!r}")
+    texts = ([alt.get(k) for k in labels] if isinstance(alt, Mapping)
+             else list(alt))
+    extra = sorted(set(alt) - set(labels)) if isinstance(alt, Mapping) else []
+    if len(texts) != len(labels) or extra:
+        raise ValueError(f"{name} must give one sentence per view "
+                         f"{labels}, got {len(texts)}" +
+                         (f" and unknown views {extra}" if extra else ""))
+    return texts
+
+
 def view_switcher(views: Mapping[str, object], *, control: str = "toggle",
-                  description: str = "") -> LinkedViews:
+                  description: str = "", alt=None) -> LinkedViews:
     """A control linked client-side to a stack of pre-rendered views.
 
     Parameters
@@ -174,6 +328,10 @@ def view_switcher(views: Mapping[str, object], *, control: str = "toggle",
         ordered sequence (positions, tiles, steps).
     description : str
         Label shown before the control.
+    alt : mapping of str to str, or sequence of str, optional
+        One sentence per picture, saying what it shows: its alt text. By
+        default a figure's own description (the ``pyxis_nb`` plot functions
+        write one), else the view's label.
 
     Returns
     -------
@@ -186,10 +344,11 @@ def view_switcher(views: Mapping[str, object], *, control: str = "toggle",
     if not views:
         raise ValueError("views is empty: expected at least one view")
     names = list(views)
+    alts = _alt_texts("alt", alt, names)
     ctrl = _CONTROLS[control](options=names, description=description,
                               style=_style(control))
-    stack = widgets.Stack([_as_view_widget(n, v) for n, v in views.items()],
-                          selected_index=0)
+    stack = widgets.Stack([_as_view_widget(n, v, a) for (n, v), a
+                           in zip(views.items(), alts)], selected_index=0)
     widgets.jslink((ctrl, "index"), (stack, "selected_index"))
     # CSS classes let the website test find each control and its views
     ctrl.add_class("pyxis-view-control")
@@ -205,6 +364,7 @@ def view_grid(
     *,
     controls: tuple[str, str] = ("toggle", "dropdown"),
     descriptions: tuple[str, str] = ("", ""),
+    alt: Mapping[str, Mapping[str, str]] | None = None,
 ) -> LinkedViews:
     """Two linked controls over a grid of pre-rendered views, e.g. mask x head.
 
@@ -218,6 +378,9 @@ def view_grid(
     controls : pair of {"toggle", "dropdown", "slider"}
     descriptions : pair of str
         Labels shown before each control.
+    alt : mapping of str to mapping of str to str, optional
+        ``alt[outer][inner]``: one sentence per picture, as in
+        :func:`view_switcher`.
 
     Returns
     -------
@@ -250,10 +413,13 @@ def view_grid(
     second = _CONTROLS[controls[1]](options=inner_names,
                                     description=descriptions[1],
                                     style=_style(controls[1]))
+    alts = _alt_texts("alt", alt, outer_names)
     inner_stacks = []
-    for name in outer_names:
-        stack = widgets.Stack([_as_view_widget(f"{name} / {n}", v)
-                               for n, v in views[name].items()],
+    for name, outer_alt in zip(outer_names, alts):
+        inner_alts = _alt_texts(f"alt[{name!r}]", outer_alt, inner_names)
+        stack = widgets.Stack([_as_view_widget(f"{name} / {n}", v, a)
+                               for (n, v), a in zip(views[name].items(),
+                                                    inner_alts)],
                               selected_index=0)
         widgets.jslink((second, "index"), (stack, "selected_index"))
         inner_stacks.append(stack)
@@ -411,25 +577,29 @@ def attention_explorer(
             raise ValueError(f"views[{name!r}] has shape {w.shape}, "
                              f"expected (T, S) = ({T}, {S})")
         # one heatmap per query token, its row outlined, so the dropdown shows
-        # in the picture too which row the sentence below talks about
-        frames = []
+        # in the picture too which row the sentence below talks about: one
+        # figure per view, drawn once per row with the outline moved
+        ax = plot_attention(w, tokens, key_tokens=key_tokens,
+                            mask=masks.get(name),
+                            title=f"{title}: {name}" if title else name)
+        outline = ax.add_patch(Rectangle((-0.5, -0.5), S, 1, fill=False,
+                                         edgecolor="#e8173a", linewidth=2.5,
+                                         clip_on=False))
+        # the cell numbers' size in image pixels: the website check keeps
+        # them >= 9 CSS px on a phone
+        points = [t.get_fontsize() for t in ax.texts] or [0]
+        frames, box = [], None  # the tight box: the outline moves inside
         for i in range(T):
-            ax = plot_attention(w, tokens, key_tokens=key_tokens,
-                                mask=masks.get(name),
-                                title=f"{title}: {name}" if title else name)
-            ax.add_patch(Rectangle((-0.5, i - 0.5), S, 1, fill=False,
-                                   edgecolor="#e8173a", linewidth=2.5,
-                                   clip_on=False))
+            outline.set_y(i - 0.5)
+            rgba, box = _draw_tight(ax.figure, 100, box)
             alt = (f"Heatmap of attention weights, {name}: rows are the "
                    f"query tokens {', '.join(tokens)}; columns the keys; "
                    f"the row of {tokens[i]!r} is outlined.")
-            # the cell numbers' size in image pixels: the website check keeps
-            # them >= 9 CSS px on a phone
-            points = [t.get_fontsize() for t in ax.texts] or [0]
             frames.append(widgets.HTML(png_figure_html(
-                figure_png(ax.figure), alt=alt, view=name,
+                _png(rgba, 100, 128), alt=alt, view=name,
                 data={"weights": np.round(w, 4).tolist(), "query": i,
                       "annotation-px": round(min(points) * 100 / 72, 1)})))
+        plt.close(ax.figure)
         heatmaps.append(widgets.Stack(frames, selected_index=query_index))
         said = (describe_attention(w[i], tokens, i, key_tokens=key_tokens)
                 for i in range(T))
@@ -456,4 +626,221 @@ def attention_explorer(
     root = AttentionExplorer([toggle, query, text_stack, heat_stack],
                              summary=summary)
     root.add_class("pyxis-explorer")
+    return root
+
+
+# ------------------------------------------------------------ model view
+_LEVELS = 10  # colour steps of the HTML heatmaps (viridis, as plots use)
+
+
+def _palette() -> list[str]:
+    from matplotlib.colors import to_hex
+
+    cmap = plt.get_cmap(CMAP)
+    return [to_hex(cmap(k / (_LEVELS - 1))) for k in range(_LEVELS)]
+
+
+def _model_view_css(thumbs: Sequence[bytes], T: int) -> str:
+    """The view's stylesheet: cells, thumbnails, the chosen query row.
+
+    The row and its sentence follow the query dropdown with CSS alone
+    (``:has(option:checked)``), so the page needs no frame per query.
+    """
+    picked = ".pyxis-mv:has(.pyxis-mv-query option:nth-child({}):checked)"
+    rows = "".join(
+        f"{picked.format(q + 1)} tr.r{q}>*{{box-shadow:inset 0 2px #e8173a,"
+        f"inset 0 -2px #e8173a}}{picked.format(q + 1)} p.s{q}"
+        "{display:block}" for q in range(T))
+    cells = "".join(f".pyxis-mv .c{k}{{background:{c}}}"
+                    for k, c in enumerate(_palette()))
+    icons = "".join(
+        f'.pyxis-mv-grid button[value="{k}"]{{background-image:url('
+        f'data:image/png;base64,{base64.b64encode(png).decode("ascii")})}}'
+        for k, png in enumerate(thumbs))
+    return (
+        "<style>"
+        ".pyxis-mv table{border-collapse:collapse;font:10px/1 sans-serif}"
+        ".pyxis-mv td{width:22px;min-width:22px;height:20px;padding:0;"
+        "text-align:center;color:#fff}"
+        ".pyxis-mv td.c6,.pyxis-mv td.c7,.pyxis-mv td.c8,.pyxis-mv td.c9"
+        "{color:#000}"
+        ".pyxis-mv td.m{background:repeating-linear-gradient(45deg,"
+        "#d9d9d9 0 3px,#a8a8a8 3px 4px)}"
+        ".pyxis-mv th{font-weight:normal;padding:0 4px 0 0;text-align:right;"
+        "white-space:nowrap}"
+        ".pyxis-mv thead th{writing-mode:vertical-rl;transform:rotate(180deg);"
+        "text-align:left;padding:4px 0}"
+        ".pyxis-mv .pyxis-mv-describe p{display:none}"
+        ".pyxis-mv caption{caption-side:top;text-align:left;padding:2px 0}"
+        ".pyxis-mv-grid .widget-toggle-button{width:40px;height:50px;"
+        "padding:36px 0 0;font-size:9px;line-height:1;min-width:0;"
+        "background-repeat:no-repeat;background-position:center 3px;"
+        "background-size:34px 34px;image-rendering:pixelated}"
+        ".pyxis-mv-grid{margin-bottom:6px}"
+        ".pyxis-mv-grid>div:last-child{display:grid;gap:2px;"
+        "grid-template-columns:repeat(8,40px)}"
+        f"{cells}{icons}{rows}</style>"
+    )
+
+
+def _heatmap_table(w, tokens, mask, caption: str) -> str:
+    """A (T, S) weights matrix as an HTML table, row ``i`` of class ``ri``."""
+    level = np.clip((w * _LEVELS).astype(int), 0, _LEVELS - 1)  # (T, S)
+    esc = [html.escape(t) for t in tokens]
+    head = "".join(f'<th scope="col">{t}</th>' for t in esc)
+    rows = []
+    for i, t in enumerate(esc):
+        cells = "".join(
+            '<td class=m></td>' if mask is not None and not mask[i, j]
+            else f"<td class=c{level[i, j]}>{round(100 * w[i, j])}</td>"
+            for j in range(w.shape[1]))
+        rows.append(f'<tr class="r{i}"><th scope="row">{t}</th>{cells}</tr>')
+    return (f"<table><caption>{html.escape(caption)} (weights in %)"
+            f"</caption><thead><tr><th></th>{head}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def _thumbnail_png(w, mask, scale: int = 3) -> bytes:
+    """A (T, T) map as a tiny palette PNG, ``scale`` pixels a cell."""
+    from PIL import Image
+
+    colours = np.array([[int(c[i:i + 2], 16) for i in (1, 3, 5)]
+                        for c in _palette()], dtype=np.uint8)
+    rgb = colours[np.clip((w * _LEVELS).astype(int), 0, _LEVELS - 1)]
+    if mask is not None:
+        rgb[~mask] = 217  # the hatched grey of a forbidden cell
+    big = rgb.repeat(scale, axis=0).repeat(scale, axis=1)  # (T*s, S*s, 3)
+    buf = io.BytesIO()
+    Image.fromarray(big).quantize(colors=_LEVELS + 1).save(
+        buf, format="png", optimize=True)
+    return buf.getvalue()
+
+
+def _table_figure(table: str, view: str, data: Mapping[str, str]) -> str:
+    """An HTML ``<figure>`` around a table: the view name, data attributes."""
+    attrs = "".join(f' data-{k}="{html.escape(v)}"' for k, v in data.items())
+    return (f'<figure class="pyxis-view" data-view="{html.escape(view)}"'
+            f'{attrs} style="margin:0;overflow-x:auto;max-width:100%">'
+            f"{table}</figure>")
+
+
+def _head_frame(w, tokens, mask, view: str, name: str) -> str:
+    """One head in one view: the table, then a sentence per query row."""
+    said = "".join(
+        f'<p class="pyxis-describe s{q}">'
+        f"{html.escape(describe_attention(w[q], tokens, q))}</p>"
+        for q in range(len(tokens)))
+    rounded = np.round(w.astype(np.float64), 4)  # float32 reprs are long
+    data = {"weights": json.dumps(rounded.tolist()), "head": name}
+    table = _heatmap_table(w, tokens, mask, f"{name}, {view}")
+    return (_table_figure(table, f"{view} / {name}", data)
+            + '<div class="pyxis-mv-describe" aria-live="polite">'
+            f"{said}</div>")
+
+
+class ModelView(LinkedViews):
+    """``model_view``'s widget; its picture for viewers without widgets."""
+
+    def __init__(self, children, *, summary: str, png: bytes, **kwargs):
+        super().__init__(children, summary=summary, **kwargs)
+        self._png = png
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is not None:
+            bundle["image/png"] = base64.b64encode(self._png).decode("ascii")
+        return bundle
+
+
+def _grid_png(thumbs: Sequence[bytes], columns: int) -> bytes:
+    """The thumbnails side by side, 4 px apart: the model view as one PNG."""
+    from PIL import Image
+
+    tiles = [Image.open(io.BytesIO(t)).convert("RGB") for t in thumbs]
+    w, h = tiles[0].size
+    rows = -(-len(tiles) // columns)
+    sheet = Image.new("RGB", (columns * (w + 4), rows * (h + 4)), "white")
+    for k, tile in enumerate(tiles):
+        sheet.paste(tile, ((k % columns) * (w + 4), (k // columns) * (h + 4)))
+    buf = io.BytesIO()
+    sheet.quantize(colors=_LEVELS + 2).save(buf, format="png", optimize=True)
+    return buf.getvalue()
+
+
+def model_view(tokens: Sequence[str], weights, *, open_weights=None,
+               title: str | None = None, query_index: int | None = None
+               ) -> ModelView:
+    """Every layer by every head as thumbnails, each one opening an explorer.
+
+    Parameters
+    ----------
+    tokens : sequence of str, length T
+    weights : ndarray, shape (L, H, T, T)
+        Causal attention weights of every head (bertviz's "model view").
+    open_weights : ndarray, shape (L, H, T, T), optional
+        The same heads with no mask: the explorer's second view.
+    title : str, optional
+        A line above the thumbnails.
+    query_index : int, optional
+        The query row outlined at first (default: the last token).
+
+    Returns
+    -------
+    ModelView
+        Thumbnail ``L`` x ``H`` shows that head below (toggle: causal mask
+        / no mask), as an HTML table, its query row outlined and described.
+        Head and view switch by ``jslink``, the query row by CSS alone.
+    """
+    tokens = [str(t) for t in tokens]
+    w = as_float_array("weights", weights, ndim=4)
+    L, H, T, S = w.shape
+    if T != len(tokens) or S != T:
+        raise ValueError(f"weights has shape {w.shape}, expected (L, H, T, T)"
+                         f" with T = len(tokens) = {len(tokens)}")
+    views = {"causal mask": (w, np.tril(np.ones((T, T), bool)))}
+    if open_weights is not None:
+        w_open = as_float_array("open_weights", open_weights, ndim=4)
+        if w_open.shape != w.shape:
+            raise ValueError(f"open_weights has shape {w_open.shape}, "
+                             f"expected that of weights, {w.shape}")
+        views["no mask"] = (w_open, None)
+    query_index = T - 1 if query_index is None else _query_index(
+        query_index, T)
+    heads = [(i, h) for i in range(L) for h in range(H)]
+    names = [f"L{i} H{h}" for i, h in heads]
+    thumbs = [_thumbnail_png(w[i, h], views["causal mask"][1])
+              for i, h in heads]
+    grid = widgets.ToggleButtons(
+        options=names, description="head:", style=_style("toggle"),
+        tooltips=[f"layer {i}, head {h}" for i, h in heads])
+    toggle = widgets.ToggleButtons(options=list(views), style=_style("toggle"))
+    query = widgets.Dropdown(
+        options=[(f"{i}: {t}", i) for i, t in enumerate(tokens)],
+        index=query_index, description="query token:",
+        style=_style("dropdown"))
+    plain = widgets.Layout()  # one layout for the many HTML widgets
+    stacks = []
+    for view, (maps, mask) in views.items():
+        frames = [widgets.HTML(_head_frame(maps[i, h], tokens, mask, view,
+                                           name), layout=plain)
+                  for (i, h), name in zip(heads, names)]
+        stacks.append(widgets.Stack(frames, selected_index=0))
+        widgets.jslink((grid, "index"), (stacks[-1], "selected_index"))
+    shown = widgets.Stack(stacks, selected_index=0)
+    widgets.jslink((toggle, "index"), (shown, "selected_index"))
+    toggle.add_class("pyxis-view-control")
+    query.add_class("pyxis-mv-query")
+    shown.add_class("pyxis-view-stack")
+    grid.add_class("pyxis-mv-grid")
+    grid.add_class("pyxis-inner-control")  # the website test's view_grid
+    top = widgets.HTML(_model_view_css(thumbs, T) + (
+        f"<p><b>{html.escape(title)}</b></p>" if title else "") +
+        "<p>Each thumbnail is one head (rows: layers 0 to "
+        f"{L - 1}); click one to open it below.</p>")
+    summary = (f"ModelView(tokens={tokens}, layers={L}, heads={H}, "
+               f"views={list(views)})")
+    root = ModelView([top, grid, toggle, query, shown], summary=summary,
+                     png=_grid_png(thumbs, H))
+    root.add_class("pyxis-mv")
+    root.add_class("pyxis-switcher")
     return root

@@ -184,12 +184,6 @@ def test_only_return_weights_changes_the_return_value(rng):
     np.testing.assert_allclose(w @ v, out, rtol=1e-14)
 
 
-# ---------------------------------------------------------------- bad input
-
-def _qkv(L=3, S=5, E=4, Ev=2, lead=()):
-    return np.zeros(lead + (L, E)), np.zeros(lead + (S, E)), np.zeros(lead + (S, Ev))
-
-
 # ---------------------------------------------------------------- properties
 
 values = st.floats(-3.0, 3.0, allow_nan=False, width=64)

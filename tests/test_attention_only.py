@@ -152,58 +152,191 @@ def test_state_dict_round_trip():
     np.testing.assert_array_equal(a(ids), b(ids))
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(d_model=10, num_heads=4), "divisible by num_heads"),
-    (dict(scale=0.0), "scale"),
-    (dict(num_layers=0), "num_layers"),
-    (dict(dtype=np.int64), "dtype"),
-])
-def test_bad_config_raises(kwargs, match):
-    config = dict(vocab_size=5, d_model=8, num_layers=1, num_heads=2,
-                  max_seq_len=4)
-    with pytest.raises(ValueError, match=match):
-        px.AttentionOnlyTransformer(**dict(config, **kwargs))
-
-
-@pytest.mark.parametrize("ids, labels, match", [
-    ([[0, 5]], [[1, 1]], r"input_ids must hold ids in \[0, 5\)"),
-    ([[0, -1]], [[1, 1]], r"input_ids must hold ids"),
-    ([[0, 1, 2, 3, 4]], [[1] * 5], "more than max_seq_len"),
-    ([[0.0, 1.0]], [[1, 1]], "integer"),
-    ([[0, 1]], [[1, 1, 1]], r"labels has shape \(1, 3\), expected \(1, 2\)"),
-    ([[0, 1]], [[1, 7]], r"labels must hold ids in \[0, 5\) or -100"),
-    ([[0, 1]], [[-100, -100]], "all -100"),
-])
-def test_bad_input_raises(ids, labels, match):
-    model = px.AttentionOnlyTransformer(5, 8, 1, 2, 4)
-    with pytest.raises(ValueError, match=match):
-        model.loss_and_grads(np.array(ids), np.array(labels))
-
-
-@pytest.mark.parametrize("change, match", [
-    (lambda d: d.pop("lm_head.weight"), r"missing \['lm_head.weight'\]"),
-    (lambda d: d.update(extra=np.zeros(1)), r"unexpected \['extra'\]"),
-    (lambda d: d.update({"lm_head.weight": np.zeros((5, 4))}),
-     r"has shape \(5, 4\), expected \(5, 8\)"),
-    (lambda d: d.update({"lm_head.weight": np.zeros((5, 8), int)}),
-     "floating-point"),
-])
-def test_bad_state_dict_raises(change, match):
-    model = px.AttentionOnlyTransformer(5, 8, 1, 2, 4)
-    state = model.state_dict()
-    change(state)
-    with pytest.raises(ValueError, match=match):
-        model.load_state_dict(state)
+# Bad configurations, inputs and state dicts: rows of tests/test_bad_input.py.
 
 
 def test_stored_weights_reproduce_from_their_seed():
     """The first steps of `make trained-heads`, retrained, give the stored
-    history; the stored weights give the stored model's behaviour."""
+    loss and head-score history; the stored weights give the stored
+    model's behaviour, and the last recorded scores are theirs."""
     model, history = px.load_trained_heads("main")
     _, short = px.train_run("main", steps=40)
     for part in ("first_half", "second_half"):
         np.testing.assert_allclose(short[part], history[part][:40], rtol=1e-9)
-    ids, labels, halves = px.repeated_tokens(
-        32, 8, model.vocab_size, np.random.default_rng(0))
+    n = len(short["score_steps"])  # steps 0, 10, 20, 30 and 40
+    np.testing.assert_array_equal(short["score_steps"],
+                                  history["score_steps"][:n])
+    for name in ("previous", "duplicate", "induction"):
+        np.testing.assert_allclose(short[name], history[name][:n],
+                                   atol=1e-6, err_msg=name)
+    ids, _, halves = px.repeated_tokens(
+        256, (4, 8), model.vocab_size, np.random.default_rng(1))
+    final = px.head_scores(model, ids, halves)
+    assert history["score_steps"][-1] == 1500
+    for name, scores in final.items():  # float32 weights: 1e-4
+        np.testing.assert_allclose(scores, history[name][-1], atol=1e-4)
+    assert final["induction"][1].min() > 0.8
+
+
+def test_recording_scores_leaves_training_unchanged():
+    kw = dict(steps=12, batch_size=4, half=(2, 3), seed=3)
+    plain = px.train(px.AttentionOnlyTransformer(6, 8, 2, 2, 6), **kw)
+    model = px.AttentionOnlyTransformer(6, 8, 2, 2, 6)
+    scored = px.train(model, score_every=5, **kw)
+    np.testing.assert_array_equal(plain["second_half"],
+                                  scored["second_half"])
+    assert list(scored["score_steps"]) == [0, 5, 10, 12]
+    assert scored["induction"].shape == (4, 2, 2)
+    ids, _, halves = px.repeated_tokens(256, (2, 3), 6,
+                                        np.random.default_rng(1))
+    last = px.head_scores(model, ids, halves)["induction"]
+    np.testing.assert_allclose(scored["induction"][-1], last, rtol=1e-12)
+
+
+def test_scores_over_mixed_block_lengths_are_per_query_means():
+    rng = np.random.default_rng(6)
+    halves = np.array([2, 4, 3])
+    weights = rng.random((3, 2, 8, 8))
+    for shift, score in ((0, px.duplicate_token_score),
+                         (1, px.induction_score)):
+        picked = [weights[b, :, h + j, j + shift]
+                  for b, h in enumerate(halves) for j in range(h - shift)]
+        np.testing.assert_allclose(score(weights, halves),
+                                   np.mean(picked, axis=0), rtol=1e-12)
+        np.testing.assert_allclose(score(weights[1:2], 4),
+                                   score(weights[1:2], halves[1:2]))
+    np.testing.assert_array_equal(px.offset_score(weights, 1),
+                                  px.previous_token_score(weights))
+    t = np.arange(3, 8)
+    np.testing.assert_allclose(px.offset_score(weights, 3),
+                               weights[:, :, t, t - 3].mean(axis=(0, 2)))
+
+
+def head_output(model, ids, layer, head):
+    """Head ``head`` of ``layer``'s write to the residual stream, from the
+    model's own weights (B, T, d_model)."""
     _, weights = model.forward(ids, return_weights=True)
-    assert px.induction_score(weights[1], 8).max() > 0.8
+    x = model.state_dict()["embed_tokens.weight"][ids] \
+        + model.state_dict()["embed_positions.weight"][:ids.shape[1]]
+    w = {n: model.state_dict()[f"layers.{layer}.self_attn.{n}.weight"]
+         for n in ("v_proj", "o_proj")}
+    assert layer == 0  # x is the input of layer 0
+    cols = slice(head * model.head_dim, (head + 1) * model.head_dim)
+    v = x @ w["v_proj"][cols].T  # (B, T, d_head)
+    return (weights[0][:, head] @ v) @ w["o_proj"][:, cols].T
+
+
+def without_head(model, layer, head):
+    state = {k: v.copy() for k, v in model.state_dict().items()}
+    cols = slice(head * model.head_dim, (head + 1) * model.head_dim)
+    state[f"layers.{layer}.self_attn.o_proj.weight"][:, cols] = 0
+    ablated = px.AttentionOnlyTransformer(
+        model.vocab_size, model.hidden_size, model.num_hidden_layers,
+        model.num_attention_heads, model.max_seq_len)
+    ablated.load_state_dict(state)
+    return ablated
+
+
+def test_path_patch_removes_the_head_from_later_inputs_only():
+    model = px.AttentionOnlyTransformer(7, 8, 2, 2, 6, seed=4)
+    ids = np.random.default_rng(7).integers(0, 7, size=(3, 6))
+    np.testing.assert_allclose(
+        px.path_patch(model, ids, layer=0, head=1, into=()), model(ids),
+        rtol=1e-12, atol=1e-12)
+    # removed from all of layer 1's inputs: the ablated model's logits
+    # plus the head's direct path to lm_head
+    c = head_output(model, ids, 0, 1)
+    expected = without_head(model, 0, 1)(ids) \
+        + c @ model.state_dict()["lm_head.weight"].T
+    patched = px.path_patch(model, ids, layer=0, head=1,
+                            into=("query", "key", "value"))
+    np.testing.assert_allclose(patched, expected, rtol=1e-10, atol=1e-12)
+    # each input alone changes the logits, and differently
+    alone = [px.path_patch(model, ids, layer=0, head=1, into=n)
+             for n in ("query", "key", "value")]
+    for a in alone:
+        assert not np.allclose(a, model(ids))
+    assert not np.allclose(alone[0], alone[1])
+    # the last layer has no later layer to remove it from
+    np.testing.assert_allclose(
+        px.path_patch(model, ids, layer=1, head=0, into="query"), model(ids),
+        rtol=1e-12, atol=1e-12)
+
+
+def torch_path_patch(model, ids, head, into):
+    """path_patch in torch for a 2-layer model, layer 0's head ``head``."""
+    F = torch.nn.functional
+    w = {k: torch.tensor(v) for k, v in model.state_dict().items()}
+    B, T = ids.shape
+    H, d_head = model.num_attention_heads, model.head_dim
+    x = w["embed_tokens.weight"][torch.tensor(ids)] \
+        + w["embed_positions.weight"][:T]
+
+    def attend(i, xq, xk, xv):
+        p = {n: w[f"layers.{i}.self_attn.{n}_proj.weight"] for n in "qkvo"}
+        q, k, v = (F.linear(x_, p[n]).view(B, T, H, -1).transpose(1, 2)
+                   for x_, n in zip((xq, xk, xv), "qkv"))
+        z = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                           scale=model.scale)
+        cols = slice(head * d_head, (head + 1) * d_head)
+        c = z[:, head] @ p["o"][:, cols].T
+        return F.linear(z.transpose(1, 2).reshape(B, T, -1), p["o"]), c
+
+    out, c = attend(0, x, x, x)
+    x = x + out
+    xs = [x - c if n in into else x for n in ("query", "key", "value")]
+    x = x + attend(1, *xs)[0]
+    return F.linear(x, w["lm_head.weight"]).numpy()
+
+
+@needs_torch
+@pytest.mark.parametrize("into", ["query", "key", "value",
+                                  ("query", "value")])
+def test_path_patch_matches_torch(into):
+    model = px.AttentionOnlyTransformer(7, 8, 2, 2, 6, seed=6)
+    ids = np.random.default_rng(9).integers(0, 7, size=(3, 6))
+    np.testing.assert_allclose(
+        px.path_patch(model, ids, layer=0, head=1, into=into),
+        torch_path_patch(model, ids, 1, into), rtol=1e-10, atol=1e-12)
+
+
+def test_value_parts_add_up_to_the_head():
+    model = px.AttentionOnlyTransformer(7, 8, 1, 2, 6, seed=5)
+    ids = np.random.default_rng(8).integers(0, 7, size=(2, 6))
+    parts = [px.value_from_embedding(model, ids, head=0, part=p)
+             for p in ("tokens", "positions")]
+    # one layer: logits are linear in the head's output, which is linear
+    # in its input, tokens + positions
+    np.testing.assert_allclose(parts[0] + parts[1],
+                               model(ids) + without_head(model, 0, 0)(ids),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_copying_score_of_an_identity_and_a_negated_circuit():
+    V = d = 4
+    model = px.AttentionOnlyTransformer(V, d, 1, 1, 3)
+    state = model.state_dict()
+    state["embed_tokens.weight"][...] = np.eye(V)
+    state["lm_head.weight"][...] = np.eye(V)
+    state["layers.0.self_attn.v_proj.weight"][...] = np.eye(d)
+    state["layers.0.self_attn.o_proj.weight"][...] = 2 * np.eye(d)
+    assert px.copying_score(model, 0).tolist() == [1.0]
+    state["layers.0.self_attn.o_proj.weight"][...] = -np.eye(d)
+    assert px.copying_score(model, 0).tolist() == [0.0]
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda m, x: px.path_patch(m, x, layer=0, head=0, into="queries"),
+     r"into must be one of .*got 'queries'"),
+    (lambda m, x: px.path_patch(m, x, layer=2, head=0, into="query"),
+     r"layer .*<= 1, got 2"),
+    (lambda m, x: px.path_patch(m, x, layer=0, head=2, into="key"),
+     r"head .*<= 1, got 2"),
+    (lambda m, x: px.value_from_embedding(m, x, head=0, part="both"),
+     r"part must be one of .*got 'both'"),
+    (lambda m, x: px.copying_score(m, -1), r"layer .*0 <= layer"),
+])
+def test_bad_patch_arguments_raise(call, match):
+    model = px.AttentionOnlyTransformer(5, 8, 2, 2, 4)
+    with pytest.raises(ValueError, match=match):
+        call(model, np.zeros((1, 4), dtype=int))

@@ -5,10 +5,13 @@ that names the argument and the numbers it got (not a whole sentence).
 The checks themselves live in ``pyxis_nb/_checks.py``.
 """
 
+import re
+
 import numpy as np
 import pytest
 
 import pyxis_nb as px
+from pyxis_nb import _checks
 
 
 def z(*shape, dtype=float):
@@ -124,9 +127,12 @@ ROWS += [
     (px.padding_mask, dict(lengths=[1, 2], S=3, side="top"), ValueError,
      r"side .*'top'"),
     # head
-    (px.Head, dict(d_model=0, d_head=4), ValueError, r"d_model .*got 0"),
-    (px.Head, dict(d_model=4, d_head=0), ValueError, r"d_head .*got 0"),
-    (px.Head, dict(d_model=4.0, d_head=2), ValueError, r"d_model .*4\.0"),
+    (px.Head, dict(hidden_size=0, head_dim=4), ValueError,
+     r"hidden_size .*got 0"),
+    (px.Head, dict(hidden_size=4, head_dim=0), ValueError,
+     r"head_dim .*got 0"),
+    (px.Head, dict(hidden_size=4.0, head_dim=2), ValueError,
+     r"hidden_size .*4\.0"),
 ]
 
 HEAD_X = [
@@ -141,21 +147,21 @@ for method in ("qkv", "scores", "weights", "forward"):
 
 ROWS += [
     # experiments
-    (px.random_attention_weights, dict(d_head=0), ValueError,
-     r"d_head .*got 0"),
-    (px.random_attention_weights, dict(d_head=2.5), ValueError,
-     r"d_head .*got 2\.5"),
-    (px.random_attention_weights, dict(d_head=4, T=0), ValueError,
+    (px.random_attention_weights, dict(head_dim=0), ValueError,
+     r"head_dim .*got 0"),
+    (px.random_attention_weights, dict(head_dim=2.5), ValueError,
+     r"head_dim .*got 2\.5"),
+    (px.random_attention_weights, dict(head_dim=4, T=0), ValueError,
      r"T .*got 0"),
-    (px.random_attention_weights, dict(d_head=4, weight_std=0.0),
+    (px.random_attention_weights, dict(head_dim=4, weight_std=0.0),
      ValueError, r"weight_std .*> 0, got 0\.0"),
-    (px.random_attention_weights, dict(d_head=4, weight_std=-1.0),
+    (px.random_attention_weights, dict(head_dim=4, weight_std=-1.0),
      ValueError, r"weight_std .*got -1\.0"),
-    (px.max_attention_weight, dict(d_head=8, seeds=[]), ValueError,
+    (px.max_attention_weight, dict(head_dim=8, seeds=[]), ValueError,
      r"seeds.*got 0"),
-    (px.dot_product_std, dict(d_head=0), ValueError, r"d_head .*got 0"),
-    (px.dot_product_std, dict(d_head=4, n=1), ValueError, r"n .*2.*got 1"),
-    (px.dot_product_std, dict(d_head=4, n=0), ValueError, r"n .*got 0"),
+    (px.dot_product_std, dict(head_dim=0), ValueError, r"head_dim .*got 0"),
+    (px.dot_product_std, dict(head_dim=4, n=1), ValueError, r"n .*2.*got 1"),
+    (px.dot_product_std, dict(head_dim=4, n=0), ValueError, r"n .*got 0"),
     (px.softmax_jacobian, dict(x=z(2, 3)), ValueError, r"x .*\(2, 3\)"),
     (px.softmax_jacobian, dict(x=z(0)), ValueError, r"x .*\(0,\)"),
     (px.softmax_jacobian, dict(x=np.array([0.0, np.inf])), ValueError,
@@ -163,15 +169,15 @@ ROWS += [
     (px.softmax_jacobian, dict(x=np.array([1, 2])), ValueError,
      r"x .*int64.*\(2,\)"),
     # positions
-    (px.sinusoidal_positions, dict(T=0, d_model=4), ValueError,
+    (px.sinusoidal_positions, dict(T=0, hidden_size=4), ValueError,
      r"T .*got 0"),
-    (px.sinusoidal_positions, dict(T=3, d_model=5), ValueError,
-     r"d_model must be even, got 5"),
-    (px.sinusoidal_positions, dict(T=3, d_model=4, theta=0.0), ValueError,
+    (px.sinusoidal_positions, dict(T=3, hidden_size=5), ValueError,
+     r"hidden_size must be even, got 5"),
+    (px.sinusoidal_positions, dict(T=3, hidden_size=4, theta=0.0), ValueError,
      r"theta .*> 1.*0\.0"),
-    (px.sinusoidal_positions, dict(T=3, d_model=4, offset=-1), ValueError,
+    (px.sinusoidal_positions, dict(T=3, hidden_size=4, offset=-1), ValueError,
      r"offset .*0.*got -1"),
-    (px.sinusoidal_positions, dict(T=3, d_model=4, offset=1.5), ValueError,
+    (px.sinusoidal_positions, dict(T=3, hidden_size=4, offset=1.5), ValueError,
      r"offset .*got 1\.5"),
     (px.add_positions, dict(x=z(3, 5)), ValueError,
      r"x has shape \(3, 5\).*d_model"),
@@ -185,16 +191,16 @@ ROWS += [
     (px.rms_norm, dict(x=z(3, 8), weight=np.ones(8), eps=-1.0), ValueError,
      r"eps .*>= 0, got -1\.0"),
     # rope
-    (px.rope_frequencies, dict(d_head=7), ValueError,
-     r"d_head must be even, got 7"),
-    (px.rope_frequencies, dict(d_head=0), ValueError, r"d_head .*got 0"),
-    (px.rope_frequencies, dict(d_head=8, theta=1.0), ValueError,
+    (px.rope_frequencies, dict(head_dim=7), ValueError,
+     r"head_dim must be even, got 7"),
+    (px.rope_frequencies, dict(head_dim=0), ValueError, r"head_dim .*got 0"),
+    (px.rope_frequencies, dict(head_dim=8, theta=1.0), ValueError,
      r"theta .*> 1.*1\.0"),
-    (px.rotary_cos_sin, dict(position_ids=np.arange(3), d_head=7),
-     ValueError, r"d_head must be even, got 7"),
-    (px.rotary_cos_sin, dict(position_ids=z(1, 2, 3, dtype=int), d_head=8),
+    (px.rotary_cos_sin, dict(position_ids=np.arange(3), head_dim=7),
+     ValueError, r"head_dim must be even, got 7"),
+    (px.rotary_cos_sin, dict(position_ids=z(1, 2, 3, dtype=int), head_dim=8),
      ValueError, r"position_ids has shape \(1, 2, 3\)"),
-    (px.rotary_cos_sin, dict(position_ids=np.arange(3), d_head=8,
+    (px.rotary_cos_sin, dict(position_ids=np.arange(3), head_dim=8,
                              dtype=np.int32), ValueError, r"dtype .*int32"),
     (px.apply_rope, dict(x=z(3, 5), positions=np.arange(3)), ValueError,
      r"x has shape \(3, 5\).*even"),
@@ -224,15 +230,15 @@ ROWS += [
     (px.apply_rotary_pos_emb,
      dict(q=z(1, 2, 4, 8), k=z(1, 2, 4, 8), cos=z(1, 4, 8), sin=z(1, 4, 8),
           unsqueeze_dim=5), ValueError, r"unsqueeze_dim = 5 .*\(1, 4, 8\)"),
-    (px.interleaved_to_half_permutation, dict(d_head=7), ValueError,
-     r"d_head must be even, got 7"),
-    (px.permute_qk_proj, dict(weight=z(10, 4), num_heads=4), ValueError,
-     r"weight has shape \(10, 4\).*10 rows.*num_heads = 4"),
-    (px.permute_qk_proj, dict(weight=z(2, 4, 4), num_heads=1), ValueError,
+    (px.interleaved_to_half_permutation, dict(head_dim=7), ValueError,
+     r"head_dim must be even, got 7"),
+    (px.permute_qk_proj, dict(weight=z(10, 4), head_dim=4), ValueError,
+     r"weight has shape \(10, 4\).*head_dim = 4"),
+    (px.permute_qk_proj, dict(weight=z(2, 4, 4), head_dim=2), ValueError,
      r"weight has shape \(2, 4, 4\)"),
-    (px.permute_qk_proj, dict(weight=z(6, 4), num_heads=2), ValueError,
-     r"d_head \(weight rows / num_heads\) must be even, got 3"),
-    (px.permute_qk_proj, dict(weight=z(8, 4, dtype=int), num_heads=2),
+    (px.permute_qk_proj, dict(weight=z(6, 4), head_dim=3), ValueError,
+     r"head_dim must be even, got 3"),
+    (px.permute_qk_proj, dict(weight=z(8, 4, dtype=int), head_dim=4),
      ValueError, r"weight .*int64"),
     # batching
     (px.pad_sequences, dict(sequences=[]), ValueError, r"sequences is empty"),
@@ -244,8 +250,8 @@ ROWS += [
      r"length .*3.*got 2"),
     (px.pad_sequences, dict(sequences=[[1]], side="middle"), ValueError,
      r"side .*'middle'"),
-    (px.TinyLM, dict(vocab_size=5, d_model=7), ValueError,
-     r"d_model must be even, got 7"),
+    (px.TinyLM, dict(vocab_size=5, hidden_size=7), ValueError,
+     r"hidden_size must be even, got 7"),
     (px.TinyLM(5), dict(ids=np.array([[0, 5]])), ValueError,
      r"ids must lie in 0 \.\. 4, got 0 \.\. 5"),
     (px.TinyLM(5), dict(ids=np.array([0.5])), ValueError,
@@ -258,7 +264,245 @@ ROWS += [
      r"max_new_tokens .*got 0"),
 ]
 
+# ------------------------------------ multihead, the cache: moved here from
+# test_multihead.py and test_kv_cache.py (the overflow lives in LAYER_ROWS)
+
+def mha(H=4, H_kv=2, head_dim=3, hidden_size=5, **kw):
+    """The weights of a seeded layer, as constructor keywords."""
+    layer = px.random_attention(hidden_size, H, H_kv, head_dim, seed=0)
+    weights = {n: getattr(layer, n)
+               for n in ("q_proj", "k_proj", "v_proj", "o_proj")}
+    return px.MultiHeadAttention(hidden_size, H, H_kv, head_dim,
+                                 **(weights | kw))
+
+
+def mha_sd(drop=(), prefix="", **extra):
+    """A layer's state dict (as saved), some keys dropped or replaced."""
+    sd = px.random_attention(6, 4, 2, 4, seed=0).state_dict()
+    return {k: v for k, v in sd.items() if k not in drop} | extra
+
+
+def from_mha_sd(state_dict, **kw):
+    return px.MultiHeadAttention.from_state_dict(
+        state_dict, hidden_size=6, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=4, **kw)
+
+
+def call_layer(x, **kw):
+    return px.random_attention(5, 4, 2, 3, seed=0)(x, **kw)
+
+
+def update(k=z(2, 3, 1, 4), v=z(2, 3, 1, 4), layer_idx=0, **cache):
+    """``update`` of an empty cache (2 layers, B 2, H_kv 3, d_head 4)."""
+    sizes = dict(num_hidden_layers=2, batch_size=2, num_key_value_heads=3,
+                 head_dim=4, max_seq_len=8)
+    return px.KVCache(**sizes | cache).update(k, v, layer_idx)
+
+
+ROWS += [
+    (px.random_attention, dict(hidden_size=8, num_attention_heads=6,
+                               num_key_value_heads=4, head_dim=2),
+     ValueError, r"num_attention_heads = 6 .*num_key_value_heads = 4"),
+    (px.random_attention, dict(hidden_size=8, num_attention_heads=2,
+                               num_key_value_heads=2, head_dim=0),
+     ValueError, r"head_dim .*got 0"),
+    (px.random_attention, dict(hidden_size=5, num_attention_heads=4,
+                               num_key_value_heads=2, head_dim=3, theta=1e4),
+     ValueError, r"head_dim must be even, got 3"),
+    (px.split_heads, dict(x=z(1, 2, 8), head_dim=3), ValueError,
+     r"x has shape \(1, 2, 8\).*head_dim = 3"),
+    (px.split_heads, dict(x=z(2, 8), head_dim=2), ValueError,
+     r"x has shape \(2, 8\)"),
+    (px.merge_heads, dict(x=z(1, 2, 8)), ValueError, r"x .*4 .*\(1, 2, 8\)"),
+    (px.repeat_kv, dict(hidden_states=z(2, 3), n_rep=2), ValueError,
+     r"hidden_states .*4 .*\(2, 3\)"),
+    (px.repeat_kv, dict(hidden_states=z(1, 1, 1, 1), n_rep=0), ValueError,
+     r"n_rep .*got 0"),
+    (px.kv_head_for, dict(q_head=16, num_attention_heads=16,
+                          num_key_value_heads=8), ValueError,
+     r"q_head .*15, got 16"),
+    (px.kv_head_for, dict(q_head=1.0, num_attention_heads=16,
+                          num_key_value_heads=8), ValueError,
+     r"q_head .*got 1\.0"),
+    # weights and checkpoints
+    (px.MultiHeadAttention.from_state_dict,
+     dict(state_dict={"q_proj.weight": z(2048, 2048, dtype=np.float32),
+                      "k_proj.weight": z(2048, 2048, dtype=np.float32),
+                      "v_proj.weight": z(1024, 2048, dtype=np.float32),
+                      "o_proj.weight": z(2048, 2048, dtype=np.float32)},
+          **px.QWEN3_1_7B.attention_config()), ValueError,
+     r"k_proj.weight has shape \(2048, 2048\).*\(1024, 2048\)"),
+    (from_mha_sd, dict(state_dict=mha_sd(drop=["v_proj.weight"])), ValueError,
+     r"missing keys \['v_proj.weight'\]"),
+    (from_mha_sd, dict(state_dict=mha_sd(), prefix="model.layers.0."),
+     ValueError, r"missing keys \['model.layers.0.q_proj.weight'"),
+    (from_mha_sd, dict(state_dict=mha_sd(**{"k_norm.weight": np.ones(4)}),
+                       theta=None), ValueError,
+     r"\('q_norm', 'k_norm'\) .*\['k_norm'\]"),
+    (from_mha_sd, dict(state_dict=mha_sd(**{"k_norm.weight": np.ones(4),
+                                            "q_norm.weight": np.ones(4)})),
+     ValueError, r"theta needs .*q_norm/k_norm"),
+    (mha, dict(o_proj=z(5, 12, dtype=np.int64)), ValueError,
+     r"o_proj.weight .*int64"),
+    (mha, dict(q_proj=z(12, 5, dtype=np.float32)), ValueError,
+     r"k_proj .*float64.*q_proj .*float32"),
+    (mha, dict(q_norm=np.ones(3)), ValueError,
+     r"\('q_norm', 'k_norm'\) .*\['q_norm'\]"),
+    (mha, dict(q_norm=np.ones(3), k_norm=np.ones(2)), ValueError,
+     r"k_norm.weight has shape \(2,\).*\(3,\)"),
+    (mha, dict(q_norm=np.ones(3, np.float32), k_norm=np.ones(3)), ValueError,
+     r"q_norm .*float32.*q_proj .*float64"),
+    (mha, dict(q_norm=np.ones(3, np.int64), k_norm=np.ones(3)), ValueError,
+     r"q_norm.weight .*int64"),
+    (mha, dict(rms_norm_eps=-1), ValueError, r"rms_norm_eps .*>= 0, got -1"),
+    *[(lambda theta: mha(H=4, head_dim=4, hidden_size=6, theta=theta),
+       dict(theta=bad), ValueError, rf"theta .*> 1.*got {re.escape(repr(bad))}")
+      for bad in (1.0, 0.5, np.inf, "1e6", True)],
+    # the layer's input
+    (call_layer, dict(x=z(2, 4, 6)), ValueError,
+     r"hidden_states has shape \(2, 4, 6\).*d_model = 5"),
+    (call_layer, dict(x=z(4, 5)), ValueError, r"hidden_states .*\(4, 5\)"),
+    (call_layer, dict(x=z(1, 4, 5, dtype=np.int64)), ValueError,
+     r"hidden_states .*int64"),
+    (call_layer, dict(x=z(1, 0, 5)), ValueError,
+     r"hidden_states .*0-length .*\(1, 0, 5\)"),
+    (call_layer, dict(x=z(2, 3, 5),
+                      past_key_value=px.KVCache(1, 2, 4, 3, max_seq_len=8)),
+     ValueError, r"key_states has shape \(2, 2, 3, 3\).*\(2, 4, T, 3\)"),
+    (call_layer, dict(x=z(2, 3, 5), layer_idx=1,
+                      past_key_value=px.KVCache(1, 2, 2, 3, max_seq_len=8)),
+     ValueError, r"layer_idx .*0, got 1"),
+    # the cache
+    (update, dict(k=z(2, 2, 1, 4)), ValueError,
+     r"key_states has shape \(2, 2, 1, 4\).*\(2, 3, T, 4\)"),
+    (update, dict(v=z(2, 3, 1, 5)), ValueError,
+     r"value_states has shape \(2, 3, 1, 5\).*\(2, 3, T, 4\)"),
+    (update, dict(v=z(1, 3, 1, 4)), ValueError,
+     r"value_states has shape \(1, 3, 1, 4\)"),
+    (update, dict(k=z(2, 3, 4)), ValueError, r"key_states .*4 .*\(2, 3, 4\)"),
+    (update, dict(k=z(2, 3, 0, 4), v=z(2, 3, 0, 4)), ValueError,
+     r"key_states has shape \(2, 3, 0, 4\).*T >= 1"),
+    (update, dict(k=z(2, 3, 2, 4)), ValueError,
+     r"value_states has shape \(2, 3, 1, 4\).*\(2, 3, T, 4\)"),
+    (update, dict(k=z(2, 3, 1, 4, dtype=np.float32)), ValueError,
+     r"key_states .*float32.*key_cache .*float64"),
+    (update, dict(v=z(2, 3, 1, 4, dtype=np.int32)), ValueError,
+     r"value_states .*int32"),
+    (update, dict(k=z(2, 3, 1, 4, dtype=np.float32),
+                  v=z(2, 3, 1, 4), dtype=np.float32), ValueError,
+     r"value_states .*float64.*key_cache .*float32"),
+    (update, dict(v=z(2, 3, 1, 4, dtype=np.float32), dtype=np.float32),
+     ValueError, r"key_states .*float64.*key_cache .*float32"),
+    *[(update, dict(layer_idx=bad), ValueError, rf"layer_idx .*1, got {bad}")
+      for bad in (2, -1)],
+    *[(update, dict(layer_idx=bad), ValueError, rf"layer_idx .*got {bad}")
+      for bad in (1.0, True)],
+    (px.KVCache(2, 2, 3, 4, 8).get_seq_length, dict(layer_idx=5), ValueError,
+     r"layer_idx .*1, got 5"),
+    *[(px.KVCache(1, 1, 1, 1, 4).crop, dict(max_length=bad), ValueError,
+       rf"max_length .*got {bad}") for bad in (1.5, True, None)],
+    (px.KVCache, dict(num_hidden_layers=1, batch_size=1, num_key_value_heads=1,
+                      head_dim=1, max_seq_len=0), ValueError,
+     r"max_seq_len .*got 0"),
+    (px.KVCache, dict(num_hidden_layers=1, batch_size=1, num_key_value_heads=1,
+                      head_dim=1, max_seq_len=4, dtype=np.int32), ValueError,
+     r"dtype .*int32"),
+]
+
+
+ROWS += [
+    # memory (moved from test_memory.py)
+    (px.kv_cache_bytes, dict(num_hidden_layers=28, num_key_value_heads=0,
+                             head_dim=128, seq_len=1), ValueError,
+     r"num_key_value_heads .*got 0"),
+    (px.kv_cache_bytes, dict(num_hidden_layers=28, num_key_value_heads=8,
+                             head_dim=128.0, seq_len=1), ValueError,
+     r"head_dim .*got 128\.0"),
+    (px.kv_cache_bytes, dict(num_hidden_layers=28, num_key_value_heads=8,
+                             head_dim=128, seq_len=-1), ValueError,
+     r"seq_len .*0 .*got -1"),
+    (px.attention_parameter_count,
+     dict(hidden_size=2048, num_attention_heads=16, num_key_value_heads=None,
+          head_dim=128), ValueError, r"num_key_value_heads .*got None"),
+    (px.score_matrix_bytes, dict(seq_len=10, num_attention_heads=0),
+     ValueError, r"num_attention_heads .*got 0"),
+    # the general helpers the modules not yet routed will call
+    (_checks.check_not_empty, dict(name="views", items={}, want="view"),
+     ValueError, r"views is empty"),
+    (_checks.check_divisible, dict(name="hidden_size", value=10,
+                                   by_name="num_attention_heads", by=4),
+     ValueError, r"hidden_size = 10 .*num_attention_heads = 4"),
+    *[(_checks.check_scale, dict(name="scale", value=bad), ValueError,
+       rf"scale .*got {bad}") for bad in (0, -1.0, np.inf, True)],
+    # norms: mixed dtypes raise, as in torch (moved from test_norms.py)
+    (px.rms_norm, dict(x=z(2, 8, dtype=np.float32), weight=np.ones(8)),
+     ValueError, r"weight .*float64.*x .*float32"),
+]
+
+
+# attention_only: the trainable model's door (moved from test_attention_only)
+def _aot(**kw):
+    config = dict(vocab_size=5, hidden_size=8, num_hidden_layers=1,
+                  num_attention_heads=2, max_seq_len=4)
+    return px.AttentionOnlyTransformer(**{**config, **kw})
+
+
+def _aot_loss(ids, labels):
+    return _aot().loss_and_grads(np.array(ids), np.array(labels))
+
+
+def _aot_load(change):
+    model = _aot(hidden_size=8)
+    state = model.state_dict()
+    change(state)
+    model.load_state_dict(state)
+
+
+ATTENTION_ONLY_ROWS = [
+    (_aot, dict(hidden_size=10, num_attention_heads=4), ValueError,
+     r"hidden_size = 10 .*num_attention_heads = 4"),
+    (_aot, dict(scale=0.0), ValueError, r"scale .*got 0\.0"),
+    (_aot, dict(num_hidden_layers=0), ValueError,
+     r"num_hidden_layers .*got 0"),
+    (_aot, dict(dtype=np.int64), ValueError, r"dtype .*int64"),
+    (_aot_loss, dict(ids=[[0, 5]], labels=[[1, 1]]), ValueError,
+     r"input_ids .*0 \.\. 4, got 0 \.\. 5"),
+    (_aot_loss, dict(ids=[[0, -1]], labels=[[1, 1]]), ValueError,
+     r"input_ids .*0 \.\. 4, got -1 \.\. 0"),
+    (_aot_loss, dict(ids=[[0, 1, 2, 3, 4]], labels=[[1] * 5]), ValueError,
+     r"input_ids has shape \(1, 5\).*max_seq_len = 4"),
+    (_aot_loss, dict(ids=[[0.0, 1.0]], labels=[[1, 1]]), ValueError,
+     r"input_ids .*float64"),
+    (_aot_loss, dict(ids=[[0, 1]], labels=[[1, 1, 1]]), ValueError,
+     r"labels has shape \(1, 3\), expected \(1, 2\)"),
+    (_aot_loss, dict(ids=[[0, 1]], labels=[[1, 7]]), ValueError,
+     r"labels .*0 \.\. 4 .*-100.*got 1 \.\. 7"),
+    (_aot_loss, dict(ids=[[0, 1]], labels=[[-100, -100]]), ValueError,
+     r"labels needs a position that is not -100"),
+    (_aot_load, dict(change=lambda d: d.pop("lm_head.weight")), ValueError,
+     r"missing keys \['lm_head.weight'\]"),
+    (_aot_load, dict(change=lambda d: d.update(extra=np.zeros(1))),
+     ValueError, r"unknown keys \['extra'\]"),
+    (_aot_load, dict(change=lambda d: d.update(
+        {"lm_head.weight": np.zeros((5, 4))})), ValueError,
+     r"lm_head.weight'\] has shape \(5, 4\), expected \(5, 8\)"),
+    (_aot_load, dict(change=lambda d: d.update(
+        {"lm_head.weight": np.zeros((5, 8), int)})), ValueError,
+     r"lm_head.weight.*int64"),
+]
+
+
+@pytest.mark.parametrize("call, kwargs, exc, match", ATTENTION_ONLY_ROWS)
+def test_attention_only_bad_input_raises(call, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        call(**kwargs)
+
+
 PLOT_ROWS = [
+    ("plot_max_weight", dict(ds=[8, 32, 64], columns={"a": [0.3, 0.5]}),
+     r"columns\['a'\] has 2 values, expected 3"),
+    ("plot_std_growth", dict(ds=[0, 4], raw=[1.0, 2.0], after=[1.0, 1.0]),
+     r"ds .*got 0"),
     ("plot_attention", dict(weights=z(3)), r"weights .*\(3,\)"),
     ("plot_attention", dict(weights=z(2, 3, 3)),
      r"weights .*\(2, 3, 3\)"),
@@ -371,18 +615,17 @@ LAYER_ROWS = [
      lambda l, x, c: l(x, attention_mask=0.5 * mask(PAST + T),
                        past_key_value=c),
      ValueError, r"attention_mask .*float64.*\[0.5\]"),
-    ("positions restart under a cache",
-     lambda l, x, c: l(x, position_ids=np.arange(T), past_key_value=c),
-     ValueError, r"position_ids .*row 0.*\[0, 1, 2\].*\[2, 3, 4\]"),
-    ("positions ignore the padding",
-     lambda l, x, c: l(x, attention_mask=mask(PAST + T, pad=1),
-                       position_ids=np.arange(PAST, PAST + T),
+    ("positions of the wrong length",
+     lambda l, x, c: l(x, position_ids=np.arange(T + 1), past_key_value=c),
+     ValueError, r"position_ids .*\(4,\).*\(2, 3\)"),
+    ("negative positions",
+     lambda l, x, c: l(x, position_ids=np.array([-1, 0, 1]),
                        past_key_value=c),
-     ValueError, r"position_ids .*row 1.*\[2, 3, 4\].*\[1, 2, 3\]"),
-    ("positions not consecutive",
-     lambda l, x, c: l(x, position_ids=np.array([2, 3, 5]),
-                       past_key_value=c),
-     ValueError, r"position_ids .*\[2, 3, 5\].*\[2, 3, 4\]"),
+     ValueError, r"position_ids .*-1 \.\. 1.*>= 0"),
+    ("positions past the model's length",
+     lambda l, x, c: decoder()(np.ones((B, 3), int),
+                               position_ids=np.arange(4094, 4097)),
+     ValueError, r"position_ids .*4094 \.\. 4096.*4096"),
     ("float positions",
      lambda l, x, c: l(x, position_ids=np.arange(2.0, 5.0),
                        past_key_value=c),
@@ -454,3 +697,237 @@ def test_layer_refuses_and_nothing_changed(call, error, pattern):
     assert cache.get_seq_length() == PAST
     np.testing.assert_array_equal(cache.key_cache[0], keys)
     np.testing.assert_array_equal(cache.value_cache[0], values)
+
+
+# ----------------------------------------- Qwen3ForCausalLM and checkpoints
+# Each row: an id, a change to a good tiny checkpoint folder (bf16, two
+# layers, tests/checkpoints.py) or a call on its model, the exception, a
+# regex naming what is wrong. ``from_pretrained`` must refuse the folder.
+
+def _edit_config(folder, **changes):
+    import json
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(config | changes))
+
+
+def _rewrite_weights(folder, change):
+    from checkpoints import tiny_model, write_safetensors
+    state = tiny_model().state_dict()
+    change(state)
+    write_safetensors(folder / "model.safetensors", state)
+
+
+def _cut(folder, n):
+    file = folder / "model.safetensors"
+    file.write_bytes(file.read_bytes()[:-n])
+
+
+def _shard(folder):
+    from checkpoints import tiny_model, write_checkpoint
+    (folder / "model.safetensors").unlink()
+    write_checkpoint(folder, tiny_model(), shards=2)
+    (folder / "model-00002-of-00002.safetensors").unlink()
+
+
+def _tiny():
+    from checkpoints import tiny_model
+    return tiny_model()
+
+
+def _written():
+    import tempfile
+    from checkpoints import write_checkpoint
+    return write_checkpoint(tempfile.mkdtemp())
+
+
+CHECKPOINT_ROWS = [
+    ("no such folder", lambda f: f / "nowhere", FileNotFoundError,
+     r"path '.*nowhere' is not a checkpoint folder"),
+    ("no weights file",
+     lambda f: (f / "model.safetensors").unlink() or f, FileNotFoundError,
+     r"no weights in .*model.safetensors or model.safetensors.index.json, "
+     r"found \['config.json', 'generation_config.json'\]"),
+    ("a shard missing", lambda f: _shard(f) or f, FileNotFoundError,
+     r"index.json lists model-00002-of-00002.safetensors"),
+    ("config.json not JSON",
+     lambda f: (f / "config.json").write_text("{model_type: qwen3") and f,
+     ValueError, r"config.json is not a readable JSON file"),
+    ("another model type", lambda f: _edit_config(f, model_type="llama") or f,
+     ValueError, r"model_type is 'llama', expected 'qwen3'"),
+    ("rope scaling (transformers 5 form)",
+     lambda f: _edit_config(f, rope_parameters={
+         "rope_type": "yarn", "factor": 4.0, "rope_theta": 1e6}) or f,
+     ValueError, r"rope type is 'yarn', expected 'default'.*RoPE scaling"),
+    ("rope scaling (Qwen3's form)",
+     lambda f: _edit_config(f, rope_parameters=None, rope_theta=1e6,
+                            rope_scaling={"type": "linear",
+                                          "factor": 2.0}) or f,
+     ValueError, r"rope type is 'linear'"),
+    ("partial rotary factor",
+     lambda f: _edit_config(f, rope_parameters={
+         "rope_type": "default", "rope_theta": 1e4,
+         "partial_rotary_factor": 0.5}) or f,
+     ValueError,
+     r"RoPE keys beyond rope_theta is \['partial_rotary_factor'\]"),
+    ("sliding window", lambda f: _edit_config(
+        f, use_sliding_window=True, sliding_window=8) or f,
+     ValueError, r"use_sliding_window is True, expected False"),
+    ("sliding layer types", lambda f: _edit_config(
+        f, layer_types=["full_attention", "sliding_attention"]) or f,
+     ValueError, r"layer_types is \['full_attention', 'sliding_attention'\]"),
+    ("attention bias", lambda f: _edit_config(f, attention_bias=True) or f,
+     ValueError, r"attention_bias is True, expected False"),
+    ("another activation", lambda f: _edit_config(f, hidden_act="gelu") or f,
+     ValueError, r"hidden_act is 'gelu', expected 'silu'"),
+    ("truncated safetensors", lambda f: _cut(f, 10) or f, ValueError,
+     r"model.safetensors is not a valid safetensors file.*incomplete"),
+    ("corrupt safetensors",
+     lambda f: (f / "model.safetensors").write_bytes(b"\x10" + b"x" * 99)
+     and f, ValueError, r"model.safetensors is not a valid safetensors"),
+    ("a tensor of the wrong shape",
+     lambda f: _rewrite_weights(f, lambda s: s.update({
+         "model.layers.1.mlp.up_proj.weight": np.zeros((25, 16))})) or f,
+     ValueError, r"model.layers.1.mlp.up_proj.weight has shape \(25, 16\) "
+     r"in model.safetensors, expected \(24, 16\)"),
+    ("a missing key",
+     lambda f: _rewrite_weights(f, lambda s: s.pop("model.norm.weight"))
+     or f, ValueError,
+     r"missing keys \['model.norm.weight'\], unexpected keys \[\]"),
+    ("an unexpected key",
+     lambda f: _rewrite_weights(f, lambda s: s.update({
+         "model.layers.0.self_attn.o_proj.bias": np.zeros(16)})) or f,
+     ValueError, r"missing keys \[\], unexpected keys "
+     r"\['model.layers.0.self_attn.o_proj.bias'\]"),
+    ("untied without lm_head",
+     lambda f: _edit_config(f, tie_word_embeddings=False) or f, ValueError,
+     r"missing keys \['lm_head.weight'\]"),
+    ("more layers than the file has",
+     lambda f: _edit_config(f, num_hidden_layers=3) or f, ValueError,
+     r"missing keys \['model.layers.2.input_layernorm.weight', .*\] and 5 "
+     r"more, unexpected keys \[\]"),
+]
+
+
+@pytest.mark.parametrize("edit, error, pattern",
+                         [r[1:] for r in CHECKPOINT_ROWS],
+                         ids=[r[0] for r in CHECKPOINT_ROWS])
+def test_bad_checkpoint_is_refused(tmp_path, edit, error, pattern):
+    from checkpoints import write_checkpoint
+    folder = edit(write_checkpoint(tmp_path / "ckpt"))
+    with pytest.raises(error, match=pattern):
+        px.Qwen3ForCausalLM.from_pretrained(folder)
+
+
+MODEL_ROWS = [
+    ("a prompt longer than max_position_embeddings",
+     lambda m: m(np.zeros((1, 33), int)),
+     ValueError, r"cached \(0\) \+ input_ids \(33\) = 33 exceeds "
+     r"max_position_embeddings = 32"),
+    ("a cache past max_position_embeddings",
+     lambda m: m([1], past_key_values=m(np.zeros(32, int),
+                                        use_cache=True).past_key_values),
+     ValueError, r"cached \(32\) \+ input_ids \(1\) = 33 exceeds"),
+    ("generate past max_position_embeddings",
+     lambda m: m.generate(np.zeros(30, int), 3), ValueError,
+     r"prompt \(30\) \+ max_new_tokens \(3\) = 33 exceeds "
+     r"max_position_embeddings = 32"),
+    ("an id outside the vocabulary", lambda m: m(np.array([[1, 64]])),
+     ValueError, r"input_ids must lie in 0 \.\. 63, got 1 \.\. 64"),
+    ("a negative id", lambda m: m.generate([-1, 3], 2), ValueError,
+     r"input_ids must lie in 0 \.\. 63, got -1 \.\. 3"),
+    ("float ids", lambda m: m(np.array([1.0, 2.0])), ValueError,
+     r"input_ids .*\(2,\).*float64"),
+    ("no ids", lambda m: m.generate(np.zeros((1, 0), int), 2), ValueError,
+     r"input_ids .*\(1, 0\)"),
+    ("use_cache as a string", lambda m: m([1], use_cache="yes"), TypeError,
+     r"use_cache .*'yes'"),
+    ("temperature 0",
+     lambda m: m.generate([1], 2, do_sample=True, temperature=0),
+     ValueError, r"temperature .*> 0, got 0"),
+    ("top_k 0", lambda m: m.generate([1], 2, do_sample=True, top_k=0),
+     ValueError, r"top_k .*>= 1, got 0"),
+    ("top_p 1.5", lambda m: m.generate([1], 2, do_sample=True, top_p=1.5),
+     ValueError, r"top_p .*\(0, 1\], got 1.5"),
+    ("top_p 0", lambda m: m.generate([1], 2, do_sample=True, top_p=0.0),
+     ValueError, r"top_p .*> 0, got 0.0"),
+    ("a negative seed", lambda m: m.generate([1], 2, do_sample=True, seed=-1),
+     ValueError, r"seed .*0 <= seed, got -1"),
+    ("do_sample as 1", lambda m: m.generate([1], 2, do_sample=1), TypeError,
+     r"do_sample .*int 1"),
+    ("an eos list with one outside",
+     lambda m: m.generate([1], 2, eos_token_id=[3, 70]), ValueError,
+     r"eos_token_id .*63, got 70"),
+    ("from_pretrained with dtype int32",
+     lambda m: px.Qwen3ForCausalLM.from_pretrained(_written(), dtype=np.int32),
+     ValueError, r"dtype .*int32"),
+    ("from_config with dtype int",
+     lambda m: px.Qwen3ForCausalLM.from_config(m.config, dtype=int),
+     ValueError, r"dtype .*int64"),
+    ("state_dict with a wrong shape",
+     lambda m: px.Qwen3ForCausalLM.from_state_dict(
+         m.state_dict() | {"model.norm.weight": np.ones(3, np.float32)},
+         m.config), ValueError,
+     r"model.norm.weight has shape \(3,\) in state_dict, expected \(16,\)"),
+    ("state_dict of two dtypes",
+     lambda m: px.Qwen3ForCausalLM.from_state_dict(
+         m.state_dict() | {"model.norm.weight": np.ones(16)}, m.config),
+     ValueError, r"model.norm.weight has dtype float64 but "
+     r"model.embed_tokens.weight has dtype float32"),
+    ("tied but a different lm_head",
+     lambda m: px.Qwen3ForCausalLM.from_state_dict(
+         m.state_dict() | {"lm_head.weight": np.zeros((64, 16), np.float32)},
+         m.config, tie_word_embeddings=True), ValueError,
+     r"tie_word_embeddings is true but lm_head.weight differs"),
+    ("no tokenizer.json", lambda m: px.load_tokenizer("/nowhere"),
+     FileNotFoundError, r"path '/nowhere' has no tokenizer.json"),
+]
+
+
+@pytest.mark.parametrize("call, error, pattern",
+                         [r[1:] for r in MODEL_ROWS],
+                         ids=[r[0] for r in MODEL_ROWS])
+def test_model_refuses(call, error, pattern):
+    with pytest.raises(error, match=pattern):
+        call(_tiny())
+
+
+# ------------------------------------------ circuits and the model view
+def _circuit_model():
+    config = px.ModelConfig(hidden_size=16, num_attention_heads=4,
+                            num_key_value_heads=2, head_dim=4,
+                            num_hidden_layers=2, rope_theta=100.0,
+                            rms_norm_eps=1e-6, intermediate_size=24,
+                            vocab_size=50, max_position_embeddings=32)
+    return px.Qwen3ForCausalLM.from_config(config, seed=0)
+
+
+CIRCUIT_ROWS = [
+    ("run_with_attention", dict(rope_layout="adjacent"),
+     r"rope_layout .*'adjacent'"),
+    ("run_with_attention", dict(head_mask=np.ones((2, 3))),
+     r"head_mask has shape \(2, 3\), expected \(L, H\) = \(2, 4\)"),
+    ("run_with_attention", dict(input_ids=np.array([[0, 50]])),
+     r"input_ids must lie in 0 \.\. 49, got 0 \.\. 50"),
+    ("next_token_loss", dict(logits=z(2, 9, 50),
+                             input_ids=np.zeros((2, 8), int)),
+     r"input_ids has shape \(2, 8\), expected \(B, T\) = \(2, 9\)"),
+    ("sink_score", dict(weights=z(2, 4, 4)), r"weights must have 4 dim"),
+    ("head_pair_distance", dict(weights=z(4, 4, dtype=int)),
+     r"weights .*int64"),
+    ("model_view", dict(tokens=["a", "b"], weights=z(1, 2, 3, 3)),
+     r"weights has shape \(1, 2, 3, 3\).*T = len\(tokens\) = 2"),
+    ("model_view", dict(tokens=["a", "b"], weights=z(1, 2, 2, 2),
+                        open_weights=z(1, 1, 2, 2)),
+     r"open_weights has shape \(1, 1, 2, 2\).*\(1, 2, 2, 2\)"),
+]
+
+
+@pytest.mark.parametrize("name, kwargs, match", CIRCUIT_ROWS,
+                         ids=[f"{r[0]}-{i}" for i, r in
+                              enumerate(CIRCUIT_ROWS)])
+def test_circuits_bad_input_raises(name, kwargs, match):
+    if name == "run_with_attention":
+        kwargs = {"model": _circuit_model(),
+                  "input_ids": np.zeros((1, 3), int), **kwargs}
+    with pytest.raises(ValueError, match=match):
+        getattr(px, name)(**kwargs)

@@ -10,9 +10,9 @@ import pyxis_nb as px
 
 def test_shapes_and_repr():
     h = px.Head(6, 4, seed=1)
-    assert (h.d_model, h.d_head) == (6, 4)
+    assert (h.hidden_size, h.head_dim) == (6, 4)
     assert h.Wq.shape == h.Wk.shape == h.Wv.shape == (6, 4)
-    assert repr(h) == "Head(d_model=6, d_head=4)"
+    assert repr(h) == "Head(hidden_size=6, head_dim=4)"
 
 
 def test_same_seed_same_weights_different_seed_different():
@@ -33,7 +33,7 @@ def test_weights_have_std_one_over_sqrt_d_model():
 
 def test_identity_head_passes_inputs_through(rng):
     h = px.Head.identity(5)
-    assert (h.d_model, h.d_head) == (5, 5)
+    assert (h.hidden_size, h.head_dim) == (5, 5)
     x = rng.standard_normal((2, 4, 5))
     q, k, v = h.qkv(x)
     assert np.array_equal(q, x) and np.array_equal(k, x) and np.array_equal(v, x)

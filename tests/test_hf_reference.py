@@ -105,3 +105,55 @@ def test_qwen3_attention_names_its_cache_argument_cache():
     params = inspect.signature(Qwen3Attention.forward).parameters
     assert "cache" in params and "past_key_value" not in params
     assert list(inspect.signature(DynamicCache.update).parameters)[1:4] == ["key_states", "value_states", "layer_idx"]
+
+
+def hf_mask_and_out(layer, rotary, cfg, x, mask, pos, cache=None):
+    """HF's own 4-D mask for (mask, pos), as booleans, and its layer's output."""
+    tx, tpos = torch.from_numpy(x), torch.from_numpy(pos)
+    full = create_causal_mask(config=cfg, inputs_embeds=tx, cache=cache, position_ids=tpos,
+                              attention_mask=None if mask is None else torch.from_numpy(mask))
+    with torch.no_grad():
+        out, _ = layer(tx, position_embeddings=rotary(tx, tpos), attention_mask=full, cache=cache)
+    return (full == 0).numpy(), out.numpy()  # eager: 0 = may attend, dtype min = masked
+
+
+def qwen3_pair(seed):
+    ours = px.random_attention(**SIZES, seed=seed, dtype=np.float32, qk_norm=True, theta=THETA)
+    cfg = config(Qwen3Config)
+    return ours, hf_layer(Qwen3Attention, cfg, ours), Qwen3RotaryEmbedding(cfg), cfg
+
+
+@pytest.mark.parametrize("cached", [False, True], ids=["no cache", "cache"])
+def test_packed_positions_and_hf_4d_masks(cached):
+    """Two rows of packed sequences: positions restart inside a row, and HF's
+    mask is block-diagonal. Both go through the layer as HF passes them."""
+    ours, hf, rotary, cfg = qwen3_pair(seed=4)
+    pos = np.array([[0, 1, 2, 0, 1, 0, 1, 2], [0, 1, 2, 3, 0, 1, 2, 3]])
+    x = np.random.default_rng(5).standard_normal((2, 8, 32)).astype(np.float32)
+    if not cached:
+        full, ref = hf_mask_and_out(hf, rotary, cfg, x, None, pos)
+        assert not full[0, 0, 3, :3].any()  # HF's mask starts a new sequence
+        np.testing.assert_allclose(ours(x, attention_mask=full, position_ids=pos), ref, rtol=1e-4, atol=2e-5)
+        return
+    cache, hf_cache = px.KVCache(1, 2, 2, 8, max_seq_len=8, dtype=np.float32), DynamicCache(config=cfg)
+    for a, b in [(0, 5), (5, 6), (6, 8)]:
+        full, ref = hf_mask_and_out(hf, rotary, cfg, x[:, a:b], None, pos[:, a:b], hf_cache)
+        out = ours(x[:, a:b], attention_mask=full, position_ids=pos[:, a:b], past_key_value=cache)
+        np.testing.assert_allclose(out, ref, rtol=1e-4, atol=2e-5)
+    assert cache.get_seq_length() == hf_cache.get_seq_length() == 8
+
+
+@pytest.mark.parametrize("mask_form", ["2-D", "HF 4-D"])
+def test_explicit_positions_while_decoding_a_left_padded_batch(mask_form):
+    """generate's positions passed explicitly, prefill then decode, both masks."""
+    ours, hf, rotary, cfg = qwen3_pair(seed=6)
+    x, mask = left_padded([6, 3, 1], T=6, seed=7)
+    pos = np.where(mask == 1, mask.cumsum(-1) - 1, 0)  # generate's rule, (B, 6)
+    real = mask.astype(bool)
+    cache, hf_cache = px.KVCache(1, 3, 2, 8, max_seq_len=6, dtype=np.float32), DynamicCache(config=cfg)
+    for a, b in [(0, 4), (4, 5), (5, 6)]:
+        full, ref = hf_mask_and_out(hf, rotary, cfg, x[:, a:b], mask[:, :b], pos[:, a:b], hf_cache)
+        given = mask[:, :b] if mask_form == "2-D" else full
+        out = ours(x[:, a:b], attention_mask=given, position_ids=pos[:, a:b], past_key_value=cache)
+        np.testing.assert_allclose(out[real[:, a:b]], ref[real[:, a:b]], rtol=1e-4, atol=2e-5)
+    assert cache.get_seq_length() == hf_cache.get_seq_length() == 6

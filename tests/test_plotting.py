@@ -9,6 +9,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import pyxis_nb as px  # noqa: E402
+from pyxis_nb import plotting  # noqa: E402
 
 TOKENS = ["The", "cat", "sat"]
 W = np.array([[1.0, 0.0, 0.0], [0.4, 0.6, 0.0], [0.03, 0.26, 0.71]])
@@ -24,6 +25,12 @@ def ticks(labels):
     return [t.get_text() for t in labels]
 
 
+def luminance(colour) -> float:
+    """Relative luminance (0 black, 1 white) of a matplotlib colour."""
+    r, g, b = matplotlib.colors.to_rgb(colour)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
 def test_token_labels_on_both_axes():
     ax = px.plot_attention(W, TOKENS, title="causal")
     assert ticks(ax.get_xticklabels()) == TOKENS
@@ -36,15 +43,14 @@ def test_colour_bar_exists_and_scale_is_0_to_1():
     ax = px.plot_attention(W, TOKENS)
     image = ax.images[0]
     assert image.colorbar is not None
-    assert image.colorbar.ax in ax.figure.axes
+    assert image.colorbar.ax.get_ylim() == (0.0, 1.0)  # the bar reads 0 .. 1
     assert image.get_clim() == (0.0, 1.0)
-    assert len(ax.figure.axes) == 2  # the heatmap and its colour bar
-    assert np.array_equal(image.get_array(), W)
+    assert np.array_equal(image.get_array(), W)  # the weights are drawn
 
 
 def test_no_colour_bar_on_request():
     ax = px.plot_attention(W, TOKENS, colorbar=False)
-    assert ax.images[0].colorbar is None and len(ax.figure.axes) == 1
+    assert ax.images[0].colorbar is None
 
 
 def test_cell_texts_are_the_rounded_weights():
@@ -53,8 +59,12 @@ def test_cell_texts_are_the_rounded_weights():
     assert [t.get_text() for t in ax.texts][6:] == ["0.03", "0.26", "0.71"]
     # each text sits in its cell: x = key column, y = query row
     assert [t.get_position() for t in ax.texts[:3]] == [(0, 0), (1, 0), (2, 0)]
-    # dark text on the bright end of the colour map, white on the dark end
-    assert ax.texts[0].get_color() == "black" and ax.texts[1].get_color() == "white"
+    # every number is readable: its colour contrasts with its cell's
+    image = ax.images[0]
+    for text in ax.texts:
+        col, row = text.get_position()
+        cell = image.cmap(image.norm(W[row, col]))
+        assert abs(luminance(cell) - luminance(text.get_color())) > 0.4, text
 
 
 def test_no_cell_texts_without_annotate():
@@ -95,7 +105,9 @@ def test_grid_one_panel_per_head_with_shared_colour_bar():
     assert [bool(ax.get_xlabel()) for ax in panels] == [False, False, True, True, True, True]
     colourbars = [ax.images[0].colorbar for ax in panels if ax.images[0].colorbar is not None]
     assert len(colourbars) == 1
-    assert len(fig.axes) == 2 * 4 + 1  # 8 cells (2 switched off) and one colour bar
+    # what is drawn: six heatmaps and the colour bar; the two spare cells blank
+    drawn = [ax for ax in fig.axes if ax.axison]
+    assert len(drawn) == len(panels) + 1 == 7
     assert fig.get_suptitle() == "six heads"
     assert all(len(ax.texts) == 0 for ax in panels)  # no annotation by default
 
@@ -191,6 +203,36 @@ def test_tile_step_shows_tiles_and_state():
         plt.close(fig)
 
 
+def test_stepper_figures_fit_the_website_column():
+    """Drawn no wider than the column at 100 dpi (shown at their own size,
+    text at its point size), the same size at every step, and described."""
+    words = list("abcdefghijkl")
+    rows = np.full((12, 12), np.nan)
+    sizes = set()
+    for t in (4, 11):
+        rows[t, :t + 1] = 1 / (t + 1)
+        fig = px.plot_decode_step(rows, np.full((4, t + 1), 1 / (t + 1)), words, t)
+        sizes.add(tuple(fig.get_size_inches()))
+        assert fig.get_size_inches()[0] <= plotting.COLUMN_WIDTH
+        assert f"position {t}" in fig.pyxis_alt
+        # every step writes each head's weights in its cells
+        assert len(fig.axes[1].texts) == 4 * (t + 1)
+        plt.close(fig)
+    assert len(sizes) == 1
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((8, 4)) for _ in range(3))
+    _, stats = px.tiled_attention(q, k, v, is_causal=True, block_q=2,
+                                  block_k=2, return_stats=True)
+    fig = px.plot_tile_step(stats, 5, list("abcdefgh"))
+    assert fig.get_size_inches()[0] <= plotting.COLUMN_WIDTH
+    assert fig.pyxis_alt.startswith("Tile step 6 of 16: tile (1, 1) is computed")
+    plt.close(fig)
+    wide = px.plot_attention_grid(np.full((2, 6, 6), 1 / 6), titles=["a", "b"],
+                                  annotate=True)
+    assert wide.get_size_inches()[0] <= plotting.COLUMN_WIDTH
+    plt.close(wide)
+
+
 def test_rope_rotation_scores_depend_on_m_minus_n():
     a = px.plot_rope_rotation(5, 3)
     b = px.plot_rope_rotation(7, 5)
@@ -254,8 +296,6 @@ def test_max_weight_one_curve_per_column_and_the_uniform_line():
     assert labels[:3] == ["a", "b", "uniform row, 1/6"]
     assert ax.get_lines()[0].get_linestyle() == "None"  # "o": points only
     assert ticks(ax.get_xticklabels()) == ["8", "32", "64"]
-    with pytest.raises(ValueError, match="one per d"):
-        px.plot_max_weight(ds, {"a": [0.3, 0.5]})
 
 
 def test_std_growth_and_position_encodings_draw():
@@ -264,8 +304,6 @@ def test_std_growth_and_position_encodings_draw():
     pe = px.sinusoidal_positions(8, 4)
     ax = px.plot_position_encodings(pe, title="pe")
     assert ax.images[0].get_array().shape == (4, 8)  # dimensions down
-    with pytest.raises(ValueError):
-        px.plot_std_growth([0, 4], [1.0, 2.0], [1.0, 1.0])
 
 
 # --- heads chapters
@@ -288,9 +326,15 @@ def test_rope_layout_bug_difference_is_diverging_and_own_scale():
     w = px.softmax(rng.standard_normal((3, 4, 4)), axis=-1)
     fig = px.plot_rope_layout_bug(w[0], w[1], w[2], list("abcd"))
     im = fig.axes[3].images[0]
-    assert im.get_cmap().name == "RdBu_r"
+    np.testing.assert_allclose(im.get_array(), w[1] - w[0])  # the difference
     lo, hi = im.get_clim()
     assert np.isclose(-lo, hi) and np.isclose(hi, np.abs(w[1] - w[0]).max())
+    # diverging: no change is neutral, a gain and a loss are opposite hues
+    r, g, b, _ = im.cmap(im.norm(0.0))
+    assert min(r, g, b) > 0.9  # near white
+    up, down = im.cmap(im.norm(hi)), im.cmap(im.norm(lo))
+    assert up[0] > up[2] and down[2] > down[0]  # red up, blue down
+    # its own colour bar, apart from the weights' 0 .. 1 scale
+    assert im.colorbar is not None and im.colorbar.ax.get_ylim() == (lo, hi)
     assert fig.axes[0].images[0].get_clim() == (0.0, 1.0)
-    assert len(fig.axes) == 6  # four panels, two colour bars
     plt.close(fig)

@@ -21,6 +21,7 @@ import portable_cells as pc  # noqa: E402
 
 CHAPTERS = sorted((ROOT / "book").glob("*.ipynb"))
 WIDGET = "application/vnd.jupyter.widget-view+json"
+VIEW_KEY = "pyxis_widget_view"  # tools/execute_notebooks.py
 SETTINGS = pc.settings()
 
 
@@ -63,6 +64,34 @@ def test_first_code_cell_is_the_install_cell(path):
     assert "import numpy as np" in code[1].source  # the chapter's own setup
 
 
+def test_install_cell_says_what_to_run():
+    """Its failure message names the wheel's URL on the website and the
+    git+ command, both from _config.yml, and guesses no cause; pip runs
+    quietly, its output captured, and no IPython magic is left to print
+    "you may need to restart the kernel"."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    site = config["html"]["baseurl"]
+    repo = config["repository"]["url"]
+    assert site.startswith("https://") and SETTINGS["site"] == site.rstrip("/") + "/"
+    message = pc.failure_message(SETTINGS)
+    lines = message.splitlines()
+    assert f"%pip install {SETTINGS['site']}_downloads/{SETTINGS['wheel']}" in lines
+    assert f'%pip install "git+{repo}"' in lines
+    assert "index" not in message and "?" not in message
+    source = pc.install_source(SETTINGS)
+    code = [line for line in source.splitlines()
+            if not line.lstrip().startswith(("'", '"', "f'", 'f"', "#"))]
+    assert not any("%pip" in line or line.lstrip().startswith("!")
+                   for line in code), "a magic in the install cell"
+    assert "capture_output=True" in source and '"-q"' in source
+    assert all(len(line) <= 79 for line in source.splitlines())
+    # the message the cell raises is the one above, piece for piece
+    raised = source.split("raise ModuleNotFoundError(")[1].split(") from None")[0]
+    assert eval(f"({raised})") == message
+
+
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_listings_are_show_source_outputs(path):
     cells = [c for c in _read(path).cells
@@ -77,9 +106,11 @@ def test_listings_are_show_source_outputs(path):
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_every_widget_output_has_a_picture(path):
+    """A widget output is stored as its picture, its view kept aside in the
+    output's metadata (tests/test_previews.py checks what viewers draw)."""
     for cell in _read(path).cells:
         for out in cell.get("outputs", []):
-            if WIDGET in out.get("data", {}):
+            if WIDGET in out.get("data", {}) or VIEW_KEY in out.get("metadata", {}):
                 assert out.data["image/png"][:8] == "iVBORw0K"  # base64 of a PNG
                 assert 0 < len(out.data["text/plain"]) <= 400
 
@@ -131,3 +162,19 @@ def test_widget_bundle_carries_its_default_view_as_png():
         assert png.startswith(b"\x89PNG")
         if first is not None:
             assert png == first
+
+
+def test_intro_separates_readers_from_contributors():
+    """The first page's "How to run it": a reader's three ways in (online,
+    one chapter launched, a download) with no make target, then what a
+    contributor needs, the clone URL of _config.yml and the two commands."""
+    intro = (ROOT / "book" / "intro.md").read_text()
+    part = intro.split("## How to run it\n", 1)[1].split("\n## ", 1)[0]
+    readers, contributors = part.split("### Working on the book\n")
+    assert readers.lstrip().startswith("### Reading and running a chapter")
+    for words in ("Read it online", "Binder", "Colab", "JupyterLab", "Download"):
+        assert words in readers, words
+    assert "make " not in readers and "git clone" not in readers
+    for words in ("Python 3.11", "`make`", "Node.js", "npm", "Chromium",
+                  f"git clone {SETTINGS['repo']}\n", "make site", "make test"):
+        assert words in contributors, words

@@ -83,7 +83,7 @@ def test_float32_stays_float32(rng):
     assert q.dtype == k.dtype == np.float32 and q.shape == x.shape and k.shape == (2, 1, 5, 8)
     assert px.rotate_half(x).dtype == np.float32
     w = rng.standard_normal((16, 4)).astype(np.float32)
-    assert px.permute_qk_proj(w, 2).dtype == np.float32
+    assert px.permute_qk_proj(w, head_dim=8).dtype == np.float32
 
 
 def test_unsqueeze_dim_2(rng):
@@ -174,11 +174,11 @@ def test_permuting_projection_rows_gives_identical_scores(num_heads, D, T, start
         return q @ k.transpose(0, 2, 1)  # (H, T, D) x (H, D, T) -> (H, T, T)
 
     truth = scores(Wq, Wk, "interleaved")
-    fixed = scores(px.permute_qk_proj(Wq, num_heads), px.permute_qk_proj(Wk, num_heads), "half")
+    fixed = scores(px.permute_qk_proj(Wq, head_dim=D), px.permute_qk_proj(Wk, head_dim=D), "half")
     np.testing.assert_allclose(fixed, truth, rtol=1e-9, atol=1e-9)
     # and back again
     np.testing.assert_array_equal(
-        px.permute_qk_proj(px.permute_qk_proj(Wq, num_heads), num_heads, inverse=True), Wq)
+        px.permute_qk_proj(px.permute_qk_proj(Wq, head_dim=D), head_dim=D, inverse=True), Wq)
 
 
 def test_mixing_layouts_changes_scores(rng):
@@ -198,8 +198,8 @@ def test_permute_matches_hf_llama_permute(rng):
     n_heads, D, dim = 3, 8, 5
     w = rng.standard_normal((n_heads * D, dim))
     hf = w.reshape(n_heads, D // 2, 2, dim).transpose(0, 2, 1, 3).reshape(n_heads * D, dim)
-    np.testing.assert_array_equal(px.permute_qk_proj(w, n_heads), hf)
-    np.testing.assert_array_equal(px.permute_qk_proj(w[:, 0], n_heads), hf[:, 0])  # a bias
+    np.testing.assert_array_equal(px.permute_qk_proj(w, head_dim=D), hf)
+    np.testing.assert_array_equal(px.permute_qk_proj(w[:, 0], head_dim=D), hf[:, 0])  # a bias
 
 
 # ------------------------------------------------------------- torch reference

@@ -1,19 +1,25 @@
 """The two ways a chapter's install cell can go wrong for a reader: an older
-pyxis-nb already installed, and no index to install from. Each must stop the
-chapter at its install cell with one line that says what to do.
+pyxis-nb already installed, and a pip that cannot find it (no index, or an
+index without it, as on Colab until it is released). Each must stop the
+chapter at its install cell with a message that says exactly what to run,
+and nothing of pip's own output in the way. The cell is the one
+tools/portable_cells.py writes into every chapter (tests/test_portable.py
+checks that the stored chapters carry it).
 
 That every chapter runs alone, as a reader gets it (downloaded into an empty
-folder, in a fresh Python with only numpy, matplotlib, ipywidgets and
-ipykernel, installing pyxis-nb from this checkout's wheel with no index), is
-checked by nbval itself: ``make test`` runs nbval on copies made by
-``tools/run_standalone.py --prepare``, each with its own fresh kernel.
+folder, in a fresh Python with only numpy, matplotlib, ipywidgets, ipykernel,
+safetensors and tokenizers, installing pyxis-nb from this checkout's wheel
+with no index), is checked by nbval itself: ``make test`` runs nbval on
+copies made by ``tools/run_standalone.py --prepare``, each with its own fresh
+kernel.
 
-The environment with the four packages is created once (about a minute, the
+The environment with those packages is created once (about a minute, the
 first time only) and cached under _build/standalone/.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import tomllib
 from pathlib import Path
@@ -24,6 +30,7 @@ from nbclient.exceptions import CellExecutionError
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
+import portable_cells as pc  # noqa: E402
 import run_standalone as rs  # noqa: E402
 
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
@@ -32,10 +39,12 @@ INSTALL_KEY = "pyxis_install_cell"
 
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory):
+    """The base env and a folder with the checkout's wheel: the one `make
+    test` built for the site (PYXIS_WHEEL_DIR), or one built here."""
     base = rs.base_env()
     tmp = tmp_path_factory.mktemp("standalone")
     wheels = tmp / "wheels"
-    rs.build_wheel(wheels)
+    rs.wheel_into(wheels, os.environ.get("PYXIS_WHEEL_DIR") or None)
     return base, wheels, tmp
 
 
@@ -50,10 +59,22 @@ def _stopped_at_install_cell(path: Path) -> dict:
 
 
 def _run_until_install_cell(env: Path, wheels: Path, run: Path) -> dict:
-    """Run a cleared copy of qkv in ``env``; it must stop at its install cell."""
+    """Run a chapter made of the install cell and one more cell in ``env``;
+    it must stop at its install cell."""
+    chapter = run.parent / "chapter" / "install.ipynb"
+    chapter.parent.mkdir(parents=True)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [pc.install_cell(pc.settings()),
+                nbformat.v4.new_code_cell("import numpy as np")]
+    nbformat.write(nb, chapter)
     with pytest.raises(CellExecutionError):
-        rs.run_chapter(ROOT / "book" / "qkv.ipynb", env, wheels, run, clear=True)
-    return _stopped_at_install_cell(run / "qkv.ipynb")
+        rs.run_chapter(chapter, env, wheels, run, clear=True)
+    return _stopped_at_install_cell(run / chapter.name)
+
+
+def _install_cell_outputs(run: Path) -> list:
+    nb = nbformat.read(run / "install.ipynb", as_version=4)
+    return [c for c in nb.cells if c.metadata.get(INSTALL_KEY)][0].outputs
 
 
 def test_older_package_stops_with_one_line(standalone, tmp_path):
@@ -71,23 +92,53 @@ def test_older_package_stops_with_one_line(standalone, tmp_path):
     assert rs.installed_version(env) == "0.1.0"  # nothing was installed over it
 
 
-def test_no_index_stops_naming_the_wheel(standalone, tmp_path):
+def test_pip_that_cannot_find_it_stops_saying_what_to_run(standalone, tmp_path):
+    """No wheel and no index: the reader sees our message alone, with the
+    two commands that install the package, and not pip's ERROR lines."""
     base, _, _ = standalone
     env = rs.child_env(base, tmp_path / "env")
     nothing = tmp_path / "no-wheels"
     nothing.mkdir()
     error = _run_until_install_cell(env, nothing, tmp_path / "run")
+    s = pc.settings()
     assert error.ename == "ModuleNotFoundError"
-    assert "\n" not in error.evalue
-    assert "could not be installed" in error.evalue
-    assert f"pyxis_nb-{VERSION}-py3-none-any.whl" in error.evalue
+    assert error.evalue == pc.failure_message(s)
+    lines = error.evalue.splitlines()
+    assert f"%pip install {s['site']}_downloads/pyxis_nb-{VERSION}-py3-none-any.whl" in lines
+    assert f'%pip install "git+{s["repo"]}"' in lines
+    assert "index" not in error.evalue
+    # the error is the cell's one output: pip printed nothing
+    outputs = _install_cell_outputs(tmp_path / "run")
+    assert [o.output_type for o in outputs] == ["error"], outputs
 
 
-def test_prepared_copies_run_alone_with_their_own_kernel(tmp_path):
+def test_what_pip_said_is_there_on_request(standalone, tmp_path):
+    """The cell's code as plain Python (it has no magic): after the failure,
+    ``pip_log.stderr`` holds pip's own explanation."""
+    base, _, _ = standalone
+    env = rs.child_env(base, tmp_path / "env")
+    nothing = tmp_path / "no-wheels"
+    nothing.mkdir()
+    source = pc.install_source(pc.settings())
+    script = (f"ns = {{}}\ntry:\n    exec({source!r}, ns)\n"
+              "except ModuleNotFoundError as err:\n"
+              "    print('RAISED', str(err).splitlines()[0])\n"
+              "    print('PIP', ns['pip_log'].returncode, ns['pip_log'].stderr)\n")
+    run = rs.subprocess.run([rs._bin(env), "-c", script], capture_output=True,
+                            text=True, env=rs.kernel_env(env, nothing),
+                            cwd=tmp_path, timeout=300)
+    assert run.stderr == "", run.stderr  # pip's noise went to pip_log only
+    assert run.stdout.startswith("RAISED pip could not install pyxis-nb>=")
+    said = run.stdout.split("PIP ", 1)[1]
+    assert int(said.split()[0]) != 0
+    assert "pyxis-nb" in said and "ERROR" in said
+
+
+def test_prepared_copies_run_alone_with_their_own_kernel(standalone, tmp_path):
     """What `make test` hands to nbval: each chapter alone in its folder, a
     kernel of its own with no pyxis_nb, no index and the checkout's wheel."""
     chapter = ROOT / "book" / "qkv.ipynb"
-    (copy,) = rs.prepare(tmp_path / "copies", [chapter])
+    (copy,) = rs.prepare(tmp_path / "copies", [chapter], standalone[1])
     assert [p.name for p in copy.parent.iterdir()] == ["qkv.ipynb"]
     nb = nbformat.read(copy, as_version=4)
     spec = tmp_path / "copies" / "kernels" / nb.metadata.kernelspec.name

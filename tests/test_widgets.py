@@ -1,6 +1,8 @@
 """Tests of pyxis_nb.widgets: pre-rendered views linked client-side with jslink."""
 
+import base64
 import html
+import io
 import json
 import re
 
@@ -10,6 +12,7 @@ matplotlib.use("Agg")
 
 import ipywidgets as widgets  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from ipywidgets.widgets.widget import _instances  # noqa: E402
@@ -120,6 +123,76 @@ def test_figure_png_is_deterministic_and_closes_the_figure():
     assert px.figure_png(small_figure("b")) != png
 
 
+def _pixels(png):
+    from PIL import Image
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+
+
+def _savefig_tight(fig):
+    """What figure_png drew before: savefig's own tight box (two draws)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight",
+                facecolor="white")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _heatmap_with_outline(row, tokens=TOKENS):
+    T = len(tokens)
+    w = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]
+    ax = px.plot_attention(w, tokens, mask=w > 0, title="t")
+    ax.add_patch(Rectangle((-0.5, row - 0.5), T, 1, fill=False, lw=2.5,
+                           edgecolor="#e8173a", clip_on=False))
+    return ax.figure
+
+
+def _best_shift(new, old, reach=2):
+    """The (rows, columns) shift of ``new`` that best matches ``old``."""
+    inner = (slice(reach, -reach),) * 2
+    return min(((dy, dx) for dy in range(-reach, reach + 1)
+                for dx in range(-reach, reach + 1)),
+               key=lambda s: np.abs(np.roll(new, s, (0, 1))[inner]
+                                    - old[inner]).mean())
+
+
+@pytest.mark.parametrize("make", [
+    lambda: _heatmap_with_outline(1, "The cat sat on the mat".split()),
+    lambda: px.plot_attention_grid(np.stack([W_CAUSAL, W_FULL]), TOKENS,
+                                   annotate=True, suptitle="grid"),
+    lambda: px.plot_rope_rotation(3, 1),
+], ids=["heatmap", "grid", "rope"])
+def test_figure_png_draws_the_tight_picture_once(make):
+    """One draw, cut to the tight box: savefig's picture, with its size and
+    place, up to the sub-pixel offset of the cut (lines and images move by
+    under half a pixel, a text by at most one)."""
+    old, new = _pixels(_savefig_tight(make())), _pixels(
+        px.figure_png(make(), colors=0))
+    assert new.shape == old.shape
+    assert _best_shift(new, old) == (0, 0)
+    differ = np.abs(new - old).max(axis=-1) > 64
+    assert differ.mean() < 0.05, f"{differ.mean():.1%} of pixels differ"
+
+
+def test_figure_png_saves_a_figure_with_something_outside_as_savefig():
+    """A legend beyond the figure's edge is not cut off: savefig's box."""
+    def make():
+        ax = px.plot_max_weight([2, 4, 8], {"a": [0.5, 0.6, 0.7]})
+        return ax.figure
+    assert np.array_equal(_pixels(px.figure_png(make(), colors=0)),
+                          _pixels(_savefig_tight(make())))
+
+
+def test_figure_png_keeps_an_open_figure_as_it_was():
+    """close=False draws a frame and leaves the figure open, unchanged."""
+    fig = _heatmap_with_outline(0)
+    dpi, face = fig.dpi, fig.patch.get_facecolor()
+    png = px.figure_png(fig, close=False, dpi=72)
+    assert plt.fignum_exists(fig.number)
+    assert (fig.dpi, fig.patch.get_facecolor()) == (dpi, face)
+    assert px.figure_png(fig, dpi=72) == png  # drawn again: the same
+    assert px.figure_png(_heatmap_with_outline(0), dpi=72) == png
+
+
 def test_png_figure_html_carries_view_and_data():
     text = px.png_figure_html(PNG_MAGIC, alt='a "quoted" <alt>', view="no mask",
                               data={"weights": [[0.5, 0.5]], "note": "x<y"})
@@ -165,10 +238,50 @@ def test_view_switcher_keeps_widgets():
     ({}, {}, r"views is empty"),
     ({"a": "<p>a</p>"}, {"control": "radio"}, r"control must be one of .*'radio'"),
     ({"a": 42}, {}, r"view 'a' must be a matplotlib Figure, PNG bytes, an HTML string or a widget, got int"),
+    ({"a": "<p>a</p>"}, {"alt": "one"}, r"alt must be a mapping or a sequence .* got a str"),
+    ({"a": "<p>a</p>", "b": "<p>b</p>"}, {"alt": ["one"]}, r"alt must give one sentence per view \['a', 'b'\], got 1"),
+    ({"a": "<p>a</p>"}, {"alt": {"a": "x", "z": "y"}}, r"alt .*unknown views \['z'\]"),
 ])
 def test_view_switcher_bad_input(views, kwargs, match):
     with pytest.raises(ValueError, match=match):
         px.view_switcher(views, **kwargs)
+
+
+def test_view_switcher_alt_text_per_view():
+    """alt= wins; otherwise a pyxis_nb figure's own sentence; else the label."""
+    rows = np.array([[1.0, 0.0], [0.5, 0.5]])
+    described = px.plot_attention(rows, ["a", "b"], title="x").figure
+    box = px.view_switcher({"given": small_figure("1"), "own": described,
+                            "bare": small_figure("2")},
+                           alt={"given": "A sentence given by the chapter."})
+    alts = [html.unescape(re.search(r'alt="([^"]*)"', c.value).group(1))
+            for c in find(box, widgets.Stack).children]
+    assert alts[0] == "A sentence given by the chapter."
+    assert alts[1].startswith("Heatmap of attention weights: x: rows are")
+    assert alts[2] == "bare"
+    # the heatmap's numbers: 8 pt at 100 dpi, for the website check
+    assert attribute(find(box, widgets.Stack).children[1].value,
+                     "annotation-px") == "11.1"
+
+
+def test_figure_png_stores_the_figure_description():
+    fig = px.plot_attention_grid(np.full((2, 3, 3), 1 / 3), list("abc"),
+                                 titles=["p", r"$1/\sqrt{d}$"])
+    text = px.png_description(px.figure_png(fig))
+    assert text.startswith("2 heatmaps of attention weights, p, 1/sqrt(d):")
+    assert text.endswith("the largest weight in each is 0.33, 0.33.")
+    assert px.png_description(px.figure_png(small_figure("1"))) is None
+    assert px.png_description(b"not a png") is None
+
+
+def test_view_grid_alt_text():
+    grid = px.view_grid({"x": {"1": b"\x89PNG one", "2": b"\x89PNG two"}},
+                        alt={"x": {"2": "The second picture, described."}})
+    inner = find(grid, widgets.Stack, "pyxis-view-stack").children[0]
+    alts = [re.search(r'alt="([^"]*)"', c.value).group(1) for c in inner.children]
+    assert alts == ["x / 1", "The second picture, described."]
+    with pytest.raises(ValueError, match=r"alt\['x'\] must give one sentence per view \['1', '2'\], got 3"):
+        px.view_grid({"x": {"1": b"a", "2": b"b"}}, alt={"x": ["p", "q", "r"]})
 
 
 # ---------------------------------------------------------------- attention_explorer
@@ -208,6 +321,25 @@ def test_explorer_one_prerendered_heatmap_per_view_and_query(explorer):
             assert name in alt and html.escape(repr(TOKENS[i])) in alt
             pngs.add(re.search(r"base64,([^\"]*)", frame.value).group(1))
         assert len(pngs) == len(TOKENS), "each frame outlines a different row"
+
+
+@pytest.mark.parametrize("tokens", [TOKENS, "The cat sat on the mat".split()],
+                         ids=["3 tokens", "6 tokens"])
+def test_explorer_frames_on_one_figure_are_fresh_figures_frames(tokens):
+    """The explorer draws a view's frames on one figure, moving the
+    outline; each frame is the PNG of a figure drawn for that row alone.
+    (With 3 tokens the labels stick out of the figure: savefig's path.)"""
+    T = len(tokens)
+    w = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]
+    ex = px.attention_explorer(tokens, {"causal": w}, title="toy")
+    for i, frame in enumerate(explorer_parts(ex)[3].children[0].children):
+        ax = px.plot_attention(w, tokens, title="toy: causal")
+        ax.add_patch(Rectangle((-0.5, i - 0.5), T, 1, fill=False,
+                               edgecolor="#e8173a", linewidth=2.5,
+                               clip_on=False))
+        ax.figure.pyxis_alt = None  # the frame's alt text is in its HTML
+        fresh = base64.b64encode(px.figure_png(ax.figure)).decode()
+        assert re.search(r"base64,([^\"]*)", frame.value).group(1) == fresh
 
 
 def test_explorer_sentences_per_view_and_query(explorer):

@@ -10,6 +10,7 @@ import gzip
 import http.server
 import re
 import threading
+import time
 from urllib.parse import unquote, urlparse
 from pathlib import Path
 
@@ -25,7 +26,7 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 WIDGET_VIEW = 'script[type="application/vnd.jupyter.widget-view+json"]'
-SITE_MAX_BYTES = 20 * 10**6        # the whole site on disk
+SITE_MAX_BYTES = 26 * 10**6  # on disk; 6 MB of it the wheel, which carries the model
 PAGE_MAX_GZIP_BYTES = 1_500_000    # one page and everything it loads, gzipped
 MIN_CELL_NUMBER_PX = 9             # heatmap numbers on a phone
 PHONE = {"width": 390, "height": 844}
@@ -110,7 +111,13 @@ class PageWatch:
                 "n => document.querySelectorAll('.widget-subarea > .jupyter-widgets').length >= n",
                 arg=n, timeout=30_000,
             )
-        self.page.wait_for_timeout(300)
+        # wait on the shown state, not a fixed pause: every image decoded
+        # (a phone check reads their natural sizes) and the fonts loaded
+        # (they set the code blocks' widths)
+        self.page.wait_for_function(
+            """() => document.fonts.status === 'loaded' && Array.from(
+                   document.images).every(i => i.complete || i.loading === 'lazy')""",
+            timeout=30_000)
         return n
 
     def close(self):
@@ -150,12 +157,26 @@ def option_count(control) -> int:
     return int(float(control.locator(".noUi-handle").get_attribute("aria-valuemax"))) + 1
 
 
+def until(ready, timeout: float = 5.0) -> bool:
+    """Wait on the shown state instead of a fixed pause: poll ``ready()``
+    until it is true (True) or ``timeout`` seconds pass (False). The caller
+    then asserts what it waited for, so a state that never comes still fails
+    with the check's own message."""
+    end = time.monotonic() + timeout
+    while not ready():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.005)
+    return True
+
+
 def choose(control, k: int) -> str:
     """Select option k of a toggle-buttons, dropdown or selection-slider widget;
-    return the label the control now shows."""
+    return the label the control now shows (once it shows option k)."""
     buttons = control.locator("button.widget-toggle-button")
     if buttons.count():
         buttons.nth(k).click()
+        until(lambda: "mod-active" in (buttons.nth(k).get_attribute("class") or ""))
         label = buttons.nth(k).inner_text()
     elif control.locator("select").count():
         control.locator("select").select_option(index=k)
@@ -166,21 +187,25 @@ def choose(control, k: int) -> str:
         handle.press("Home")
         for _ in range(k):
             handle.press("ArrowRight")
-        label = None
-    control.page.wait_for_timeout(150)
-    if label is None:
+        until(lambda: float(handle.get_attribute("aria-valuenow") or -1) == k)
         label = control.locator(".widget-readout").inner_text()
     return label.replace("\xa0", " ").strip()
+
+
+def visible_views(stack) -> list[str | None]:
+    """The data-view names of the views a Stack shows now (its own, not those
+    of a switcher nested inside it)."""
+    return stack.evaluate(
+        """el => Array.from(el.querySelectorAll('.pyxis-view'))
+              .filter(v => v.closest('.pyxis-view-stack') === el && v.getClientRects().length > 0)
+              .map(v => v.getAttribute('data-view'))"""
+    )
 
 
 def shown_view(stack) -> tuple[str | None, str]:
     """The view a Stack shows now: the data-view name of its own visible view (not one
     of a switcher nested inside it), if any, and the stack's HTML."""
-    names = stack.evaluate(
-        """el => Array.from(el.querySelectorAll('.pyxis-view'))
-              .filter(v => v.closest('.pyxis-view-stack') === el && v.getClientRects().length > 0)
-              .map(v => v.getAttribute('data-view'))"""
-    )
+    names = visible_views(stack)
     assert len(names) <= 1, f"a stack must show at most one view at a time, got {names}"
     return (names[0] if names else None), stack.inner_html()
 

@@ -9,7 +9,15 @@
 * consecutive stream outputs of a cell are merged (``coalesce_streams``: a busy
   machine can split one print into two stream messages);
 * the widget state is stored in the notebook metadata, where myst-nb finds it
-  and embeds it in the web page.
+  and embeds it in the web page;
+* a widget's output is stored as its picture: the bundle keeps its PNG and
+  its text, and its widget-view reference moves to the output's metadata
+  (``pyxis_widget_view``). nbconvert, GitHub, nbviewer, VS Code and Colab's
+  preview would otherwise pick the widget-view, whose model is in the
+  notebook's widget state, and draw nothing without the widget JavaScript;
+  now they show the picture. The website puts the reference back before
+  myst-nb renders the page (_ext/pyxis_widget_views.py), so it shows the
+  widget as before; a live kernel makes a fresh bundle with the widget.
 """
 
 from __future__ import annotations
@@ -23,6 +31,10 @@ import nbformat
 from nbclient import NotebookClient
 
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+# the output-metadata key that keeps a stored widget output's view reference;
+# _ext/pyxis_widget_views.py reads it back
+VIEW_KEY = "pyxis_widget_view"
 
 
 def stable_widget_ids(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
@@ -38,6 +50,20 @@ def stable_widget_ids(nb: nbformat.NotebookNode, name: str) -> nbformat.Notebook
     return nbformat.reads(pattern.sub(lambda m: mapping[m.group(0)], text), as_version=4)
 
 
+def store_widget_pictures(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Store each widget output that carries a PNG as that picture.
+
+    The widget-view reference moves from the output's data to its metadata,
+    under ``VIEW_KEY``; an output without a PNG is left as it is.
+    """
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if WIDGET_VIEW in data and "image/png" in data:
+                out.setdefault("metadata", {})[VIEW_KEY] = data.pop(WIDGET_VIEW)
+    return nb
+
+
 def execute(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
@@ -45,7 +71,7 @@ def execute(path: Path) -> None:
         resources={"metadata": {"path": str(path.parent)}},
     )
     client.execute()
-    nb = stable_widget_ids(nb, path.stem)
+    nb = store_widget_pictures(stable_widget_ids(nb, path.stem))
     nbformat.write(nb, path)
     print(f"executed {path}")
 

@@ -11,10 +11,14 @@ then re-execute the chapters it changed (``make execute NB=...``).
 What it does to each chapter (nbformat, outputs of untouched cells kept):
 
 * inserts or updates the **install cell**, the first code cell: it imports
-  ``pyxis_nb`` and only if that fails runs ``%pip install "pyxis-nb>=X.Y,<X.Y+1"``
-  (the range from pyproject.toml's version); with no index reachable it names
-  the wheel the website offers and the repository (``repository.url`` of
-  _config.yml), and an older installed package stops the run with one line.
+  ``pyxis_nb`` and only if that fails runs pip, quietly and with its output
+  captured (``pip_log``), for ``pyxis-nb>=X.Y,<X.Y+1`` (the range from
+  pyproject.toml's version). If pip cannot install it, the cell stops with
+  the two commands that do: ``%pip install`` of the wheel's URL on the
+  website (``html.baseurl`` of _config.yml) and of
+  ``git+<repository.url>``. An older installed package stops the run with
+  one line. The cell is plain Python: no magic, so pip's notes (and its
+  "you may need to restart the kernel") never reach the reader.
   Code cells tagged ``before-install`` (environment variables that must be set
   before numpy loads) stay ahead of it. The website removes the cell
   (``remove-cell``); its first line says what it is for.
@@ -30,7 +34,8 @@ What it does to each chapter (nbformat, outputs of untouched cells kept):
   Colab, VS Code or GitHub to show.
 
 And it writes the repository URL and the wheel's name into the marked blocks
-of README.md and book/intro.md (between ``<!-- portable:... -->`` comments).
+of README.md and book/intro.md (between ``<!-- portable:... -->`` comments),
+the clone command of book/intro.md included.
 """
 
 from __future__ import annotations
@@ -64,40 +69,77 @@ def settings(root: Path = ROOT) -> dict:
     version = project["version"]
     major, minor = (int(p) for p in version.split(".")[:2])
     dist = project["name"]
+    site = config["html"]["baseurl"].rstrip("/") + "/"
+    wheel = f"{dist.replace('-', '_')}-{version}-py3-none-any.whl"
     return {
         "repo": config["repository"]["url"].rstrip("/"),
+        "site": site,
+        "wheel_url": f"{site}_downloads/{wheel}",
         "branch": config["repository"].get("branch", "main"),
         "dist": dist,
         "version": version,
         "low": (major, minor),
         "high": (major, minor + 1),
         "spec": f"{dist}>={major}.{minor},<{major}.{minor + 1}",
-        "wheel": f"{dist.replace('-', '_')}-{version}-py3-none-any.whl",
+        "wheel": wheel,
     }
+
+
+def _literal(text: str, indent: int, width: int = 79) -> str:
+    """``text`` as adjacent string literals, one a line, each line at most
+    ``width`` columns; pieces end after a space or a slash where they can."""
+    room = width - indent - 2  # the quotes
+    pieces = []
+    for rest in text.splitlines(keepends=True):  # a new line, a new literal
+        while rest:
+            piece = rest
+            while len(repr(piece)) - 2 > room:
+                cut = max(piece.rfind(" ", 0, len(piece) - 1),
+                          piece.rfind("/", 0, len(piece) - 1))
+                piece = piece[:cut + 1] if cut > 0 else piece[:room]
+            pieces.append(piece)
+            rest = rest[len(piece):]
+    return ("\n" + " " * indent).join(repr(p) for p in pieces)
+
+
+def failure_message(s: dict) -> str:
+    """What the install cell says when pip could not install the package:
+    the two commands that do, then where pip's own messages are."""
+    return (f"pip could not install {s['spec']} here. Run one of these two "
+            "lines, then this cell again:\n"
+            f"%pip install {s['wheel_url']}\n"
+            f'%pip install "git+{s["repo"]}"\n'
+            "(what pip said: print(pip_log.stderr))")
 
 
 def install_source(s: dict) -> str:
     low, high = s["low"], s["high"]
+    message = _literal(failure_message(s), indent=12)
+    upgrade = _literal(
+        f"pyxis_nb {{px.__version__}} is installed, this chapter needs "
+        f"{s['spec']}: run %pip install --upgrade {s['wheel_url']} and "
+        "restart the kernel", indent=8)
+    # the f-string only for the piece that names the installed version
+    upgrade = upgrade.replace("'pyxis_nb {", "f'pyxis_nb {", 1).replace(
+        '"pyxis_nb {', 'f"pyxis_nb {', 1)
     return f'''\
 # Colab, Binder or a bare kernel: install the book's package if it is missing.
 try:
     import pyxis_nb as px
 except ModuleNotFoundError:
-    %pip install --quiet "{s["spec"]}"
-    import importlib; importlib.invalidate_caches()
+    import importlib, subprocess, sys
+    pip_log = subprocess.run(  # quiet; its messages stay in pip_log
+        [sys.executable, "-m", "pip", "install", "-q", "{s["spec"]}"],
+        capture_output=True, text=True)
+    importlib.invalidate_caches()
     try:
         import pyxis_nb as px
     except ModuleNotFoundError:
         raise ModuleNotFoundError(
-            "{s["dist"]} could not be installed (no package index?): download "
-            "{s["wheel"]} from the book's website or "
-            "{s["repo"]} "
-            "and %pip install that file") from None
+            {message}) from None
 if not {low} <= tuple(map(int, px.__version__.split(".")[:2])) < {high}:
     raise ImportError(
-        f"pyxis_nb {{px.__version__}} is installed, this chapter needs "
-        "{s["spec"]}: run "
-        '%pip install --upgrade "{s["spec"]}" and restart the kernel')'''
+        {upgrade})'''
 
 
 def install_cell(s: dict) -> nbformat.NotebookNode:
@@ -274,6 +316,14 @@ def blocks_for_docs(s: dict) -> dict[str, str]:
             f"pip install {wheel}              # the wheel the website offers\n"
             f'pip install "{s["spec"]}"           # from the package index, once released\n'
             f"pip install git+{repo}  # straight from the repository\n"
+            "```"),
+        "book/intro.md:clone": (
+            "```bash\n"
+            f"git clone {repo}\n"
+            f"cd {repo.rsplit('/', 1)[1]}\n"
+            "make site   # create .venv, install the pinned toolchain, "
+            "build this website\n"
+            "make test   # every test, every notebook included\n"
             "```"),
         "book/intro.md:wheel": (
             f'The package itself: <a href="../_downloads/{wheel}" download>'

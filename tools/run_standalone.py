@@ -3,15 +3,23 @@
     python tools/run_standalone.py                  # every book/*.ipynb
     python tools/run_standalone.py book/qkv.ipynb   # some chapters
     python tools/run_standalone.py --prepare DIR    # copies for nbval (make test)
+    python tools/run_standalone.py --wheel DIR ...  # use DIR's wheel, built once
+
+Running chapters prints, at the end, a Markdown table of the Run All time of
+each (wall clock from the kernel's start to its last cell, install cell
+included) and the kernel's CPU time (its own
+and its children's, pip included), with the machine's load average, for
+CONTRIBUTING.md (``make chapter-times``).
 
 Each chapter is copied alone into an empty temporary folder and run top to
 bottom (nbclient) by a kernel whose Python has only numpy, matplotlib,
-ipywidgets and ipykernel, pinned from constraints.txt, and no pyxis_nb. Its
-install cell then runs ``%pip install "pyxis-nb>=..."``, which pip satisfies
-from the wheel built from this checkout, with no index (PIP_NO_INDEX=1,
-PIP_FIND_LINKS=<wheel dir>, no pip config file).
+ipywidgets, ipykernel, safetensors and tokenizers (pyxis-nb's own
+dependencies), pinned with all they depend on by constraints.txt, and no
+pyxis_nb. Its install cell then runs ``pip install "pyxis-nb>=..."``,
+which pip satisfies from the wheel built from this checkout, with no index
+(PIP_NO_INDEX=1, PIP_FIND_LINKS=<wheel dir>, no pip config file).
 
-The environment with those four packages is created once and cached under
+The environment with those packages is created once and cached under
 ``_build/standalone/env-<hash of the pins>``. Each chapter gets a throwaway
 environment on top of it (``venv --without-pip`` plus a .pth file naming the
 cached site-packages), so what one chapter installs never leaks into another.
@@ -38,13 +46,14 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNTIME = ("numpy", "matplotlib", "ipywidgets", "ipykernel")
+RUNTIME = ("numpy", "matplotlib", "ipywidgets", "ipykernel", "safetensors",
+           "tokenizers")
 CACHE = ROOT / "_build" / "standalone"
 PY = f"python{sys.version_info.major}.{sys.version_info.minor}"
 
 
 def pins(root: Path = ROOT) -> list[str]:
-    """``name==version`` of the four runtime packages, from constraints.txt."""
+    """``name==version`` of the runtime packages, from constraints.txt."""
     found = {}
     for line in (root / "constraints.txt").read_text().splitlines():
         m = re.match(r"^([A-Za-z0-9_.-]+)==(\S+)", line.strip())
@@ -65,9 +74,12 @@ def _site(env: Path) -> Path:
 
 
 def base_env() -> Path:
-    """The cached environment with the four pinned packages (created once)."""
-    key = hashlib.sha256(
-        "\n".join([sys.version, *pins()]).encode()).hexdigest()[:12]
+    """The cached environment with the pinned packages (created once)."""
+    # constraints.txt pins what they pull in too (Pygments, say, whose
+    # HTML is part of every listing's stored output)
+    constraints = ROOT / "constraints.txt"
+    key = hashlib.sha256("\n".join(
+        [sys.version, *pins(), constraints.read_text()]).encode()).hexdigest()[:12]
     env = CACHE / f"env-{key}"
     if (env / ".ready").exists():
         return env
@@ -76,7 +88,8 @@ def base_env() -> Path:
     base = getattr(sys, "_base_executable", sys.executable)
     subprocess.run([base, "-m", "venv", str(env)], check=True)
     subprocess.run([_bin(env), "-m", "pip", "install", "-q",
-                    "--disable-pip-version-check", *pins()], check=True)
+                    "--disable-pip-version-check", "-c", str(constraints),
+                    *pins()], check=True)
     # matplotlib's font cache, so that its one-time notice is not a cell output
     subprocess.run([_bin(env), "-c", "import matplotlib.pyplot"], check=True,
                    env={**os.environ, "MPLBACKEND": "Agg"})
@@ -140,11 +153,20 @@ def kernel_env(env: Path, find_links: Path) -> dict:
     }
 
 
+# run after the chapter's last cell, in its kernel: CPU seconds so far
+CPU_CELL = ("import resource as _r\n"
+            "print(sum(getattr(_r.getrusage(w), f) for f in "
+            "('ru_utime', 'ru_stime')\n"
+            "          for w in (_r.RUSAGE_SELF, _r.RUSAGE_CHILDREN)))")
+
+
 def run_chapter(chapter: Path, env: Path, find_links: Path, workdir: Path,
-                timeout: int = 600, clear: bool = False) -> nbformat.NotebookNode:
+                timeout: int = 600, clear: bool = False,
+                cpu: bool = False) -> nbformat.NotebookNode:
     """Run ``chapter`` alone in ``workdir`` with ``env``'s Python; raises
     nbclient's CellExecutionError at the first failing cell. ``clear``: drop
-    the stored outputs first, so the copy shows which cells ran."""
+    the stored outputs first, so the copy shows which cells ran. ``cpu``:
+    then ask the kernel for its CPU seconds (``nb.metadata.kernel_cpu_s``)."""
     workdir.mkdir(parents=True, exist_ok=True)
     copy = workdir / chapter.name
     shutil.copy(chapter, copy)
@@ -161,16 +183,32 @@ def run_chapter(chapter: Path, env: Path, find_links: Path, workdir: Path,
         for cell in nb.cells:
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
+    if cpu:
+        nb.cells.append(nbformat.v4.new_code_cell(CPU_CELL))
     client = NotebookClient(nb, km=km, timeout=timeout, record_timing=False,
                             resources={"metadata": {"path": str(workdir)}})
     try:
         client.execute(env=kernel_env(env, find_links), cwd=str(workdir))
     finally:
+        if cpu and nb.cells[-1].outputs:
+            last = nb.cells.pop()
+            nb.metadata["kernel_cpu_s"] = float(last.outputs[0]["text"])
         nbformat.write(nb, copy)
     return nb
 
 
-def prepare(out: Path, chapters: list[Path]) -> list[Path]:
+def wheel_into(out: Path, wheel_dir: Path | None) -> Path:
+    """The checkout's wheel in ``out``: copied from ``wheel_dir`` (built once
+    by ``make wheel``) if given, else built."""
+    if wheel_dir is None:
+        return build_wheel(out)
+    (wheel,) = Path(wheel_dir).glob("*.whl")
+    out.mkdir(parents=True, exist_ok=True)
+    return Path(shutil.copy(wheel, out))
+
+
+def prepare(out: Path, chapters: list[Path],
+            wheel_dir: Path | None = None) -> list[Path]:
     """Copies of ``chapters`` that nbval runs alone, each with its own kernel.
 
     ``out/<stem>/run/<stem>.ipynb`` sits alone in its folder, and its
@@ -184,7 +222,7 @@ def prepare(out: Path, chapters: list[Path]) -> list[Path]:
     """
     shutil.rmtree(out, ignore_errors=True)
     base, wheels = base_env(), out / "wheels"
-    version = build_wheel(wheels).name.split("-")[1]
+    version = wheel_into(wheels, wheel_dir).name.split("-")[1]
     copies = []
     for chapter in chapters:
         env = child_env(base, out / chapter.stem / "env")
@@ -220,29 +258,51 @@ def installed_version(env: Path) -> str | None:
     return found[0].name.removesuffix(".dist-info").split("-")[1] if found else None
 
 
+def table(rows: list[tuple[str, float, float | None]], load) -> str:
+    """The Run All times as a Markdown table, with the load it ran under."""
+    lines = ["| chapter | Run All (wall) | kernel CPU |", "|---|---|---|"]
+    for name, wall, cpu in rows:
+        shown = "failed" if cpu is None else f"{cpu:.1f} s"
+        lines.append(f"| {name} | {wall:.1f} s | {shown} |")
+    lines.append(f"\nMeasured {time.strftime('%Y-%m-%d %H:%M')} on "
+                 f"{os.cpu_count()} cores; load average (1 min) "
+                 f"{load[0]:.1f} before, {load[1]:.1f} after.")
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
+    wheel_dir = None
+    if argv[:1] == ["--wheel"]:
+        wheel_dir, argv = Path(argv[1]), argv[2:]
     if argv[:1] == ["--prepare"]:
         chapters = sorted((ROOT / "book").glob("*.ipynb"))
-        for copy in prepare(Path(argv[1]).resolve(), chapters):
+        for copy in prepare(Path(argv[1]).resolve(), chapters, wheel_dir):
             print(copy.relative_to(ROOT))
         return 0
     chapters = [Path(a) for a in argv] or sorted((ROOT / "book").glob("*.ipynb"))
     base = base_env()
+    rows, before = [], os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         wheels = Path(tmp) / "wheels"
-        print("wheel:", build_wheel(wheels).name)
+        print("wheel:", wheel_into(wheels, wheel_dir).name)
         failed = 0
         for chapter in chapters:
-            start = time.perf_counter()
             work = Path(tmp) / chapter.stem
             env = child_env(base, work / "env")
+            cpu, start = None, time.perf_counter()  # kernel start to end
             try:
-                run_chapter(chapter.resolve(), env, wheels, work / "run")
+                nb = run_chapter(chapter.resolve(), env, wheels, work / "run",
+                                 cpu=True)
+                cpu = nb.metadata.get("kernel_cpu_s")
                 status = f"ok (installed pyxis-nb {installed_version(env)})"
             except Exception as err:  # report and go on to the next chapter
                 failed += 1
                 status = f"FAILED: {str(err).strip().splitlines()[-1]}"
-            print(f"{chapter.name}: {status}, {time.perf_counter() - start:.1f} s")
+            wall = time.perf_counter() - start
+            rows.append((chapter.stem, wall, cpu))
+            print(f"{chapter.name}: {status}, {wall:.1f} s")
+    print()
+    print(table(rows, (before, os.getloadavg()[0])))
     return 1 if failed else 0
 
 

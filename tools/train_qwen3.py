@@ -108,7 +108,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("corpus", type=pathlib.Path)
     ap.add_argument("out", type=pathlib.Path)
-    ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--steps", type=int, default=800)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--eval-every", type=int, default=250)
@@ -160,7 +160,9 @@ def main() -> None:
         starts = rng.integers(0, len(train) - BLOCK - 1, size=BATCH)
         chunk = np.stack([train[s: s + BLOCK + 1] for s in starts])
         x, y = torch.from_numpy(chunk[:, :-1]), torch.from_numpy(chunk[:, 1:])
-        loss = model(input_ids=x, labels=y).loss  # HF shifts labels itself
+        logits = model(input_ids=x).logits  # (B, T, V): y is x shifted by 1
+        loss = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, VOCAB_SIZE), y.reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

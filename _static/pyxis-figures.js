@@ -1,0 +1,89 @@
+// Figures that do not fit: a figure or widget picture wider than its column is
+// shown scaled to the column (pyxis.css). This script puts a "Full size" button
+// under each such picture; the button, or a tap on the picture, opens it at its
+// own size in a dialog that scrolls both ways (Escape, the Close button or a tap
+// beside it closes it). Pictures the widget manager draws later, and views that
+// a control switches to, are handled as they appear (observers). Loaded with
+// defer on every page (_ext/pyxis_book.py); no network, no kernel.
+(function () {
+  var PICTURES = "article .cell_output img, article .pyxis-view img";
+  var dialog = null;
+
+  function zoom(img) {
+    if (!dialog) {
+      dialog = document.createElement("dialog");
+      dialog.className = "pyxis-zoom";
+      dialog.setAttribute("aria-label", "Figure at full size");
+      var close = document.createElement("button");
+      close.type = "button";
+      close.className = "pyxis-zoom-close";
+      close.textContent = "Close";
+      close.addEventListener("click", function () { dialog.close(); });
+      var body = document.createElement("div");
+      body.className = "pyxis-zoom-body";
+      dialog.append(close, body);
+      // a tap on the backdrop (the dialog itself, not its picture) closes it
+      dialog.addEventListener("click", function (e) {
+        if (e.target === dialog || e.target === body) dialog.close();
+      });
+      document.body.appendChild(dialog);
+    }
+    var big = document.createElement("img");
+    big.src = img.currentSrc || img.src;
+    big.alt = img.alt;
+    dialog.querySelector(".pyxis-zoom-body").replaceChildren(big);
+    dialog.showModal();
+  }
+
+  function button(img) {
+    var next = img.nextElementSibling;
+    return next && next.classList.contains("pyxis-full-size") ? next : null;
+  }
+
+  function update(img) {
+    var shown = img.getBoundingClientRect().width;
+    if (!shown || !img.naturalWidth) return;  // hidden view, or not loaded yet
+    var scaled = img.naturalWidth > Math.round(shown) + 1;
+    var b = button(img);
+    if (scaled && !b) {
+      b = document.createElement("button");
+      b.type = "button";
+      b.className = "pyxis-full-size";
+      b.textContent = "Full size";
+      b.setAttribute("aria-label", "Open the figure at full size");
+      b.addEventListener("click", function () { zoom(img); });
+      img.after(b);
+    }
+    img.classList.toggle("pyxis-scaled", scaled);
+    if (b) b.hidden = !scaled;
+  }
+
+  var sizes = new ResizeObserver(function (entries) {
+    entries.forEach(function (entry) { update(entry.target); });
+  });
+  function watch(root) {
+    root.querySelectorAll(PICTURES).forEach(function (img) {
+      if (img.dataset.pyxisWatched) return;
+      img.dataset.pyxisWatched = "1";
+      img.addEventListener("load", function () { update(img); });
+      sizes.observe(img);
+      update(img);
+    });
+  }
+
+  document.addEventListener("click", function (e) {
+    var img = e.target.closest && e.target.closest("img.pyxis-scaled");
+    if (img && !img.closest("dialog")) zoom(img);
+  });
+  function start() {
+    watch(document);
+    // the widget manager draws its pictures on the window's load event
+    new MutationObserver(function () { watch(document); })
+      .observe(document.body, { subtree: true, childList: true });
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();

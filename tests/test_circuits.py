@@ -1,0 +1,158 @@
+"""Tests of pyxis_nb.circuits: the engine that keeps every head's weights,
+head ablation, the RoPE layouts, and the head scores."""
+
+import numpy as np
+import pytest
+
+import pyxis_nb as px
+
+CONFIG = px.ModelConfig(hidden_size=16, num_attention_heads=4,
+                        num_key_value_heads=2, head_dim=4,
+                        num_hidden_layers=2, rope_theta=100.0,
+                        rms_norm_eps=1e-6, intermediate_size=24,
+                        vocab_size=50, max_position_embeddings=32)
+IDS = np.random.default_rng(1).integers(0, 50, (2, 9))
+
+
+@pytest.fixture(scope="module")
+def model():
+    return px.Qwen3ForCausalLM.from_config(CONFIG, seed=3,
+                                           tie_word_embeddings=True)
+
+
+def _rebuild(model, edit):
+    state = {k: v.copy() for k, v in model.state_dict().items()}
+    edit(state)
+    return px.Qwen3ForCausalLM.from_state_dict(state, CONFIG)
+
+
+def test_logits_are_the_models(model):
+    rec = px.run_with_attention(model, IDS)
+    np.testing.assert_allclose(rec.logits, model(IDS), rtol=0, atol=1e-12)
+    assert rec.scores.shape == rec.weights.shape == (2, 2, 4, 9, 9)
+
+
+def test_weights_are_the_layers_own(model):
+    """Layer 0's weights equal MultiHeadAttention.forward's on its input."""
+    rec = px.run_with_attention(model, IDS)
+    layer = model.layers[0]
+    x = layer.input_layernorm(model.embed_tokens[IDS])
+    _, w = layer.self_attn(x, return_weights=True)
+    np.testing.assert_allclose(rec.weights[0], w, rtol=0, atol=1e-13)
+    assert np.all(np.triu(rec.weights, k=1) == 0)
+    np.testing.assert_allclose(rec.weights.sum(-1), 1.0, atol=1e-12)
+    # the unmasked softmax of the recorded scores sees later keys too
+    assert np.triu(px.softmax(rec.scores), k=1).max() > 0
+
+
+def test_head_mask_is_zeroing_the_heads_o_proj_columns(model):
+    mask = np.ones((2, 4))
+    mask[1, 2] = 0
+
+    def edit(state):
+        state["model.layers.1.self_attn.o_proj.weight"][:, 8:12] = 0
+
+    got = px.run_with_attention(model, IDS, head_mask=mask).logits
+    np.testing.assert_allclose(got, _rebuild(model, edit)(IDS), atol=1e-12)
+    assert np.abs(got - model(IDS)).max() > 1e-3
+
+
+def test_interleaved_engine_needs_rows_and_norms_permuted(model):
+    right = model(IDS)
+    wrong = px.run_with_attention(model, IDS, rope_layout="interleaved")
+    assert np.abs(wrong.logits - right).max() > 1e-3
+
+    def permute(norms):
+        def edit(state):
+            for key in list(state):
+                if "_proj" in key and ("q_" in key or "k_" in key) or (
+                        norms and "_norm" in key and "self_attn" in key):
+                    state[key] = px.permute_qk_proj(state[key], head_dim=4,
+                                                    inverse=True)
+        return edit
+
+    model = _rebuild(model, lambda s: None)
+    for key in ("q_norm", "k_norm"):  # give the norms gains that matter
+        for layer in model.layers:
+            setattr(layer.self_attn, key, np.linspace(0.5, 1.5, 4))
+    right = model(IDS)
+    fixed = px.run_with_attention(_rebuild(model, permute(True)), IDS,
+                                  rope_layout="interleaved").logits
+    half = px.run_with_attention(_rebuild(model, permute(False)), IDS,
+                                 rope_layout="interleaved").logits
+    np.testing.assert_allclose(fixed, right, atol=1e-12)
+    assert np.abs(half - right).max() > 1e-6
+
+
+def test_next_token_loss_is_mean_cross_entropy(model):
+    logits = model(IDS)
+    p = px.softmax(logits[:, :-1])
+    picked = np.take_along_axis(p, IDS[:, 1:, None], -1)
+    assert px.next_token_loss(logits, IDS) == pytest.approx(
+        -np.log(picked).mean(), rel=1e-12)
+
+
+def test_next_token_loss_against_torch(model):
+    torch = pytest.importorskip("torch")
+    logits = model(IDS)
+    ref = torch.nn.functional.cross_entropy(
+        torch.tensor(logits[:, :-1]).flatten(0, 1),
+        torch.tensor(IDS[:, 1:]).flatten())
+    assert px.next_token_loss(logits, IDS) == pytest.approx(ref.item(),
+                                                            rel=1e-10)
+
+
+def test_sink_score():
+    w = np.zeros((1, 2, 4, 4))
+    w[0, 0, :, 0] = 1.0          # head 0: everything on token 0
+    w[0, 1] = np.tril(np.ones((4, 4))) / np.arange(1, 5)[:, None]  # uniform
+    got = px.sink_score(w)
+    np.testing.assert_allclose(got, [1.0, np.mean([1 / 2, 1 / 3, 1 / 4])])
+
+
+def test_head_pair_distance():
+    rng = np.random.default_rng(0)
+    w = px.softmax(rng.standard_normal((2, 3, 5, 5)))
+    w[:, 1] = w[:, 0]                        # heads 0 and 1 alike
+    w[:, 2] = np.eye(5)[[4, 0, 1, 2, 3]]     # head 2: one-hot rows
+    w[:, 0, 1:] = np.eye(5)[[3, 4, 0, 1]] * 1.0
+    w[:, 1, 1:] = w[:, 0, 1:]
+    d = px.head_pair_distance(w)
+    assert d.shape == (3, 3) and np.array_equal(d, d.T)
+    assert d[0, 1] == 0 and np.all(np.diag(d) == 0)
+    assert d[0, 2] == pytest.approx(1.0)     # disjoint one-hot rows
+
+
+def test_ov_copying_score_signs(model):
+    """An OV circuit A A^T copies (score 1); its negative suppresses (-1)."""
+    layer = model.layers[0].self_attn
+    embed = model.embed_tokens * model.layers[0].input_layernorm.weight
+    inner = embed.T @ (model.lm_head * model.norm.weight)  # (d_model, .)
+    for sign in (1, -1):
+        def edit(state):
+            w_v = state["model.layers.0.self_attn.v_proj.weight"][:4]
+            o = state["model.layers.0.self_attn.o_proj.weight"]
+            o[:, :4] = sign * (w_v @ inner).T   # head 0 reads KV head 0
+        score = px.ov_copying_score(_rebuild(model, edit))
+        assert score[0, 0] == pytest.approx(sign, abs=1e-9)
+        assert score.shape == (2, 4) and np.all(np.abs(score) <= 1 + 1e-12)
+    assert layer.o_proj is model.layers[0].self_attn.o_proj  # unchanged
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(rope_layout="adjacent"), r"rope_layout .*'adjacent'"),
+    (dict(head_mask=np.ones((2, 3))), r"head_mask has shape \(2, 3\).*"
+                                      r"\(L, H\) = \(2, 4\)"),
+    (dict(head_mask=np.ones((2, 4), int)), r"head_mask .*int64"),
+    (dict(input_ids=np.array([[0, 50]])), r"input_ids .*0 \.\. 49.*0 \.\. 50"),
+])
+def test_run_with_attention_refuses(model, kwargs, match):
+    kwargs = {"input_ids": IDS, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        px.run_with_attention(model, **kwargs)
+
+
+def test_next_token_loss_refuses_mismatched_ids():
+    with pytest.raises(ValueError, match=r"input_ids has shape \(2, 8\).*"
+                                         r"\(2, 9\)"):
+        px.next_token_loss(np.zeros((2, 9, 50)), IDS[:, :8])

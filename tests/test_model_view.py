@@ -1,0 +1,122 @@
+"""Tests of px.model_view: every head a thumbnail, each opening a heatmap
+explorer; head and mask linked client-side (jslink), the query row by CSS."""
+
+import base64
+import json
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import ipywidgets as widgets  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from ipywidgets.widgets.widget import _instances  # noqa: E402
+from ipywidgets.widgets.widget_link import Link  # noqa: E402
+
+import pyxis_nb as px  # noqa: E402
+
+TOKENS = ["Fair", "is", "foul", ","]
+L, H, T = 2, 3, len(TOKENS)
+RNG = np.random.default_rng(0)
+OPEN = px.softmax(RNG.standard_normal((L, H, T, T)))
+CAUSAL = px.softmax(np.where(np.tril(np.ones((T, T), bool)),
+                             np.log(OPEN), -np.inf))
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def view():
+    return px.model_view(TOKENS, CAUSAL, open_weights=OPEN, title="a line")
+
+
+def _parts(view):
+    top, grid, toggle, query, shown = view.children[:5]  # then keep-keys
+    return top, grid, toggle, query, shown
+
+
+def _linked(source, target):
+    return any(isinstance(w, Link) and w.source == (source, "index")
+               and w.target == (target, "selected_index")
+               for w in list(_instances.values()))
+
+
+def test_structure_and_links(view):
+    top, grid, toggle, query, shown = _parts(view)
+    assert grid.options == tuple(f"L{i} H{h}" for i in range(L)
+                                 for h in range(H))
+    assert toggle.options == ("causal mask", "no mask")
+    assert [label for label, _ in query.options] == [
+        f"{i}: {t}" for i, t in enumerate(TOKENS)]
+    assert query.index == T - 1
+    assert _linked(toggle, shown)
+    for stack in shown.children:               # one stack per view
+        assert _linked(grid, stack) and len(stack.children) == L * H
+    assert "pyxis-view-control" in toggle._dom_classes
+    assert "pyxis-view-stack" in shown._dom_classes
+    assert repr(view).startswith("ModelView(tokens=['Fair'")
+
+
+def _frame(view, v, k):
+    html = _parts(view)[4].children[v].children[k].value
+    found = re.search(r'data-weights="([^"]+)"', html)
+    return html, np.array(json.loads(found.group(1).replace("&quot;", '"')))
+
+
+def test_frames_carry_the_heads_weights(view):
+    for v, maps in enumerate((CAUSAL, OPEN)):
+        for k in (0, L * H - 1):
+            html, w = _frame(view, v, k)
+            i, h = divmod(k, H)
+            np.testing.assert_allclose(w, np.round(maps[i, h], 4))
+            assert f'data-head="L{i} H{h}"' in html
+            name = ("causal mask", "no mask")[v]
+            assert f'data-view="{name} / L{i} H{h}"' in html
+            # one row per token, a sentence per query row
+            assert html.count("<tr class=\"r") == T
+            for q, token in enumerate(TOKENS):
+                assert f"class=\"pyxis-describe s{q}\">'{token}' attends" \
+                    in html.replace("&#x27;", "'")
+    causal_html, _ = _frame(view, 0, 0)
+    open_html, _ = _frame(view, 1, 0)
+    assert causal_html.count('class=m>') == T * (T - 1) // 2  # hatched
+    assert 'class=m>' not in open_html
+
+
+def test_css_follows_the_query_and_draws_thumbnails(view):
+    css = _parts(view)[0].value
+    for q in range(T):
+        assert f"option:nth-child({q + 1}):checked) tr.r{q}>*" in css
+        assert f"option:nth-child({q + 1}):checked) p.s{q}" in css
+    thumbs = re.findall(r'button\[value="(\d+)"\]\{background-image:url\('
+                        r"data:image/png;base64,([^)]+)\)", css)
+    assert [int(k) for k, _ in thumbs] == list(range(L * H))
+    assert all(base64.b64decode(b).startswith(PNG_MAGIC) for _, b in thumbs)
+
+
+def test_fallback_picture(view):
+    bundle = view._repr_mimebundle_()
+    assert base64.b64decode(bundle["image/png"]).startswith(PNG_MAGIC)
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+
+
+def test_without_open_weights_one_view():
+    v = px.model_view(TOKENS, CAUSAL, query_index=0)
+    assert _parts(v)[2].options == ("causal mask",)
+    assert _parts(v)[3].index == 0
+    assert isinstance(v, widgets.VBox)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(weights=CAUSAL[:, :, :3, :3]),
+     r"weights has shape \(2, 3, 3, 3\).*T = len\(tokens\) = 4"),
+    (dict(weights=CAUSAL[0]), r"weights must have 4 dimensions"),
+    (dict(open_weights=OPEN[:1]),
+     r"open_weights has shape \(1, 3, 4, 4\).*\(2, 3, 4, 4\)"),
+    (dict(query_index=4), r"query_index must be in -4 \.\. 3.*got 4"),
+])
+def test_model_view_refuses(kwargs, match):
+    kwargs = {"tokens": TOKENS, "weights": CAUSAL, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        px.model_view(**kwargs)

@@ -1,0 +1,164 @@
+"""The stored chapters read right in static previews (issue #21, item 6).
+
+GitHub's viewer, nbviewer and ``jupyter nbconvert --to html`` draw a stored
+notebook without its widget JavaScript. Each chapter is converted with
+nbconvert's HTML exporter (the one ``jupyter nbconvert --to html`` runs), and
+each widget must show its default picture there, each listing a ``<pre>``
+block of its source. The stored widget bundle itself holds nothing but the
+picture and its text, so any viewer that knows PNG shows the picture.
+
+The round trip of the website is checked too: the stored picture plus the
+reference kept aside (tools/execute_notebooks.py) give back, for myst-nb
+(_ext/pyxis_widget_views.py), the bundle a live kernel makes.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "_ext"))
+import execute_notebooks as ex  # noqa: E402
+import pyxis_widget_views as views  # noqa: E402
+
+CHAPTERS = sorted((ROOT / "book").glob("*.ipynb"))
+WIDGET = "application/vnd.jupyter.widget-view+json"
+WIDGET_SCRIPT = 'script[type="application/vnd.jupyter.widget-view+json"]'
+
+
+def _is_widget(out) -> bool:
+    return WIDGET in out.get("data", {}) or ex.VIEW_KEY in out.get("metadata", {})
+
+
+def _is_listing(cell) -> bool:
+    return cell.cell_type == "code" and "px.show_source(" in cell.source
+
+
+@pytest.fixture(scope="module")
+def exporter():
+    nbconvert = pytest.importorskip(
+        "nbconvert", reason="nbconvert is not installed (requirements.txt pins it)")
+    return nbconvert.HTMLExporter()
+
+
+def _converted(exporter, path):
+    """The chapter as ``jupyter nbconvert --to html`` writes it, parsed, and
+    its cells as nbconvert lays them out, one per notebook cell."""
+    from bs4 import BeautifulSoup
+
+    nb = nbformat.read(path, as_version=4)
+    body, _ = exporter.from_notebook_node(
+        nb, resources={"metadata": {"name": path.stem, "path": str(path.parent)}})
+    page = BeautifulSoup(body, "html.parser")
+    cells = page.select("div.jp-Cell")
+    assert len(cells) == len(nb.cells), "nbconvert drew a cell per notebook cell"
+    return nb, page, cells
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_every_widget_shows_its_picture_in_nbconvert(exporter, path):
+    nb, page, cells = _converted(exporter, path)
+    seen = 0
+    for i, (cell, drawn) in enumerate(zip(nb.cells, cells)):
+        outs = cell.get("outputs", [])
+        areas = drawn.select("div.jp-OutputArea-child")
+        for out, area in zip(outs, areas) if len(outs) == len(areas) else ():
+            if not _is_widget(out):
+                continue
+            seen += 1
+            img = area.select_one('img[src^="data:image/png;base64,"]')
+            assert img is not None, (
+                f"cell {i}: the widget output shows no picture in nbconvert: "
+                f"{area.get_text(' ', strip=True)[:120]!r}")
+            shown = img["src"].split(",", 1)[1]
+            assert base64.b64decode(shown) == base64.b64decode(out.data["image/png"])
+            assert not area.select(WIDGET_SCRIPT), f"cell {i}: an empty widget view"
+        widget_outs = [o for o in outs if _is_widget(o)]
+        assert len(outs) == len(areas) or not widget_outs, (
+            f"cell {i}: {len(outs)} outputs, nbconvert drew {len(areas)}")
+    # a chapter with a widget stores its state; a widget output was found
+    has_state = bool(nb.metadata.get("widgets"))
+    assert seen or not has_state, "widget state stored, but no widget output found"
+    assert not page.select(WIDGET_SCRIPT), "nbconvert drew an empty widget view"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_widget_bundles_hold_only_the_picture_and_its_text(path):
+    """What every viewer chooses from: nothing it cannot draw comes first."""
+    nb = nbformat.read(path, as_version=4)
+    for i, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            if _is_widget(out):
+                assert set(out.data) == {"image/png", "text/plain"}, (
+                    f"cell {i} stores {sorted(out.data)}: run make execute")
+                view = out.metadata[ex.VIEW_KEY]
+                assert view["model_id"] in (
+                    nb.metadata["widgets"][ex.WIDGET_STATE]["state"])
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_every_listing_is_a_code_block_in_nbconvert(exporter, path):
+    nb, _, cells = _converted(exporter, path)
+    listings = [(i, c, cells[i]) for i, c in enumerate(nb.cells) if _is_listing(c)]
+    assert listings, "a chapter shows at least one listing"
+    for i, cell, drawn in listings:
+        (out,) = cell.outputs
+        area = drawn.select_one("div.jp-OutputArea-output")
+        assert area is not None and area.get("data-mime-type") == "text/html", (
+            f"cell {i}: the listing is drawn from {area and area.get('data-mime-type')}")
+        pre = area.select_one("pre")
+        assert pre is not None, f"cell {i}: no <pre> in the listing"
+        assert pre.get_text().strip() == out.data["text/plain"].strip()
+
+
+def test_the_website_gets_the_live_bundle_back():
+    """Store, then restore: the bundle a live kernel made, bit for bit."""
+    import numpy as np
+    import pyxis_nb as px
+
+    explorer = px.attention_explorer(["a", "b"], {"causal": np.eye(2)})
+    data = explorer._repr_mimebundle_()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("px.attention_explorer(...)")]
+    nb.cells[0].outputs = [nbformat.v4.new_output(
+        "display_data", data=copy.deepcopy(data), metadata={})]
+    stored = ex.store_widget_pictures(copy.deepcopy(nb))
+    (out,) = stored.cells[0].outputs
+    assert set(out.data) == {"image/png", "text/plain"}
+    assert out.metadata[ex.VIEW_KEY] == data[WIDGET]
+    back = nbformat.from_dict(nbformat.reads(nbformat.writes(stored), as_version=4))
+    assert views.restore_widget_views(back) == 1
+    assert back.cells[0].outputs[0].data == data
+    assert back.cells[0].outputs[0].metadata == {}
+    assert views.VIEW_KEY == ex.VIEW_KEY and views.WIDGET_VIEW == WIDGET
+
+
+def test_a_listing_has_html_markdown_and_text():
+    import pyxis_nb as px
+
+    listing = px.show_source(px.causal_mask)
+    html = listing._repr_html_()
+    assert "<pre>" in html and "<code>" in html and "causal_mask" in html
+    assert listing._repr_markdown_().startswith("```python\n")
+    assert repr(listing).startswith("def causal_mask(")
+
+
+def test_the_website_ranks_a_listings_markdown_above_its_html():
+    """myst-nb renders the Markdown, so the site's listings stay highlighted
+    by Sphinx like every other code block."""
+    import yaml
+    from myst_nb.core.render import get_mime_priority
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    overrides = config["sphinx"]["config"]["nb_mime_priority_overrides"]
+    order = get_mime_priority("html", [tuple(o) for o in overrides])
+    assert order.index("text/markdown") < order.index("text/html")
+    assert order.index(WIDGET) < order.index("text/markdown")  # as before
+    assert "pyxis_widget_views" in config["sphinx"]["local_extensions"]
