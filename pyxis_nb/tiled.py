@@ -228,8 +228,7 @@ def tiled_attention(query, key, value, *, attn_mask=None, mask_mod=None,
     mask_mod : callable, optional
         ``mask_mod(b, h, q_idx, kv_idx) -> bool`` (True = may attend) on
         broadcast index arrays, called per tile; hidden tiles are skipped.
-    block_q, block_k : int, default 256 and 512
-    return_stats : bool, default False
+    block_q, block_k, return_stats : default 256, 512 and False
 
     Returns
     -------
