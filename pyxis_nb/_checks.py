@@ -429,11 +429,13 @@ def check_tokens(name: str, x, d_model: int) -> np.ndarray:
 
 
 def check_attention(query, key, value, attn_mask=None, is_causal=False,
-                    enable_gqa=False):
-    """:func:`check_qkv` and :func:`check_attn_mask` in one call.
+                    enable_gqa=False, mask_mod=None):
+    """:func:`check_qkv`, :func:`check_attn_mask` (and
+    :func:`check_mask_mod`) in one call.
 
     Returns ``q, k, v, attn_mask, n_rep``.
     """
+    check_mask_mod(mask_mod, attn_mask, is_causal)
     q, k, v, n_rep = check_qkv(query, key, value, enable_gqa)
     return q, k, v, check_attn_mask(attn_mask, is_causal, q, k, v,
                                     n_rep), n_rep
@@ -719,3 +721,45 @@ def check_model_config(config) -> None:
     check_int("intermediate_size", config.intermediate_size, low=0)
     check_theta("rope_theta", config.rope_theta)
     check_number("rms_norm_eps", config.rms_norm_eps, at_least=0)
+
+
+# --- tiled attention's mask_mod (FlexAttention)
+def check_mask_mod(mask_mod, attn_mask=None, is_causal=False):
+    """``mask_mod(b, h, q_idx, kv_idx)``: a callable, alone as the mask."""
+    if mask_mod is None:
+        return None
+    if not callable(mask_mod):
+        raise ValueError(
+            "mask_mod must be a function mask_mod(b, h, q_idx, kv_idx) -> "
+            f"bool array, got {type(mask_mod).__name__} {mask_mod!r}"
+        )
+    if attn_mask is not None or is_causal:
+        given = (f"attn_mask of shape {np.shape(attn_mask)}"
+                 if attn_mask is not None else "is_causal=True")
+        raise ValueError(
+            f"pass mask_mod alone, got it with {given}: write that rule "
+            "into mask_mod (causal: q_idx >= kv_idx)"
+        )
+    return mask_mod
+
+
+def check_mask_mod_tile(keep, want: tuple) -> np.ndarray:
+    """What ``mask_mod`` returned for one tile: bool, broadcasting to
+    ``want`` = (B, H, block_q, block_k) without enlarging it."""
+    keep = np.asarray(keep)
+    if keep.dtype != bool:
+        raise ValueError(
+            "mask_mod must return a boolean array (True = may attend), got "
+            f"dtype {keep.dtype} with shape {keep.shape}"
+        )
+    try:
+        fits = np.broadcast_shapes(keep.shape, want) == want
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"mask_mod returned shape {keep.shape} for a tile of (B, H, "
+            f"block_q, block_k) = {want}, expected a shape that broadcasts "
+            "to it without enlarging it"
+        )
+    return keep

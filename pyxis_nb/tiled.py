@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._checks import as_float_array, check_attention, check_nonempty
+from ._checks import as_float_array, check_attention, check_mask_mod_tile
+from ._checks import check_nonempty
 from ._checks import check_positive_int, check_positive_ints
 from .masks import mask_to_bias
 
@@ -101,9 +102,9 @@ def online_softmax_update(state: OnlineSoftmaxState, scores,
     alpha = np.exp(state.row_max - shift)  # how much the old sums shrink
     p = np.exp(np.subtract(scores, shift, out=scores), out=scores)
     state.row_sum = alpha * state.row_sum + p.sum(axis=-1, keepdims=True)
-    if state.acc is not None:
-        # (..., block_q, block_k) @ (..., block_k, d_head)
-        state.acc = alpha * state.acc + p @ value
+    if state.acc is not None:  # in place: acc is as large as a tile of q
+        state.acc *= alpha
+        state.acc += p @ value  # (..., block_q, block_k) @ (..., block_k, d)
     state.row_max = m_new
     return state
 
@@ -215,46 +216,45 @@ class TileStats:
         return int(self.computed.size - self.computed.sum())
 
 
-def tiled_attention(query, key, value, *, attn_mask=None,
-                    is_causal: bool = False, scale: float | None = None,
-                    enable_gqa: bool = False, block_q: int = 256,
-                    block_k: int = 512, return_stats: bool = False):
+def tiled_attention(query, key, value, *, attn_mask=None, mask_mod=None,
+                    is_causal=False, scale=None, enable_gqa=False,
+                    block_q=256, block_k=512, return_stats=False):
     """Exact attention tile by tile; the (T, S) scores never exist at once.
 
     Parameters
     ----------
     query, key, value, attn_mask, is_causal, scale, enable_gqa
-        As in :func:`scaled_dot_product_attention`.
-    block_q, block_k : int, default 256 and 512
-        Query rows and key columns per tile (``benchmarks/bench_tiled.py``).
-    return_stats : bool, default False
+        As in :func:`scaled_dot_product_attention`; ``attn_mask`` costs (T, S).
+    mask_mod : callable, optional
+        ``mask_mod(b, h, q_idx, kv_idx) -> bool`` (True = may attend) on
+        broadcast index arrays, called per tile; hidden tiles are skipped.
+    block_q, block_k, return_stats : default 256, 512 and False
 
     Returns
     -------
-    output : ndarray, shape (..., T, d_head)
-    stats : TileStats, only with ``return_stats``
+    ndarray, shape (..., T, d_head), and a TileStats if ``return_stats``
 
     See Also
     --------
-    torch.nn.functional.scaled_dot_product_attention : also tiles on CPU.
+    torch.nn.attention.flex_attention.flex_attention : with ``mask_mod``.
     """
     q, k, v, attn_mask, n_rep = check_attention(
-        query, key, value, attn_mask, is_causal, enable_gqa)
+        query, key, value, attn_mask, is_causal, enable_gqa, mask_mod)
     block_q, block_k = check_positive_ints(block_q=block_q, block_k=block_k)
-    q, k_t, v, bias, lead = _tile_layout(q, k, v, attn_mask, scale, n_rep)
+    q, k_t, v, lead = _tile_layout(q, k, v, scale, n_rep)
+    mask_tile = _tile_masks(attn_mask, mask_mod, is_causal, lead, n_rep, q)
     (T, d_head), (S, d_v) = q.shape[-2:], v.shape[-2:]
     stats = TileStats.empty(T, S, block_q, block_k, record=return_stats)
     out = np.empty(q.shape[:-1] + (d_v,), dtype=q.dtype)
+    tile = _tile_buffer(q, min(block_q, T), min(block_k, S))
     for i0, i1 in _spans(T, block_q):  # one tile of queries at a time
         state = OnlineSoftmaxState.empty(q[..., i0:i1, 0].shape, q.dtype, d_v)
-        for j0 in range(0, S, block_k):  # causal: keys >= i1 are skipped
-            j1 = min(j0 + block_k, S, i1 if is_causal else S)
-            b = 0 if bias is None else _tile(bias, i0, i1, j0, j1)
-            skip = j0 >= j1 or np.isneginf(b).all()  # all hidden: skip it
+        for j0, j1 in _spans(S, block_k, cut=i1 if is_causal else S):
+            skip, bias = mask_tile(i0, i1, j0, j1)  # bias: -inf = hidden
             if not skip:  # (..., block_q, d_head) @ (..., d_head, block_k)
-                s = q[..., i0:i1, :] @ k_t[..., j0:j1] + b
-                if is_causal and j1 - 1 > i0:  # diagonal: hide the future
-                    s[..., _future(i0, i1, j0, j1)] = -np.inf
+                s = np.matmul(q[..., i0:i1, :], k_t[..., j0:j1],
+                              out=tile(i1 - i0, j1 - j0))  # reused memory
+                s = s if bias is None else np.add(s, bias, out=s)
                 online_softmax_update(state, s, v[..., j0:j1, :])
             stats.add(i0, j0, state, 0 if skip else s.size * (d_head + d_v))
         out[..., i0:i1, :] = state.output()
@@ -262,23 +262,28 @@ def tiled_attention(query, key, value, *, attn_mask=None,
     return (out, stats) if return_stats else out
 
 
-def _future(i0: int, i1: int, j0: int, j1: int) -> np.ndarray:
-    """(block_q, block_k) bool: key ``j0 + c`` is after query ``i0 + r``."""
-    return np.arange(j0, j1) > np.arange(i0, i1)[:, None]
+def _spans(n: int, block: int, cut: int | None = None):
+    """``(start, stop)`` of each block of ``range(n)``, stops cut at ``cut``
+    (causal: a query tile ending at ``cut`` needs no key from ``cut`` on)."""
+    cut = n if cut is None else cut
+    return ((i, min(i + block, n, cut)) for i in range(0, n, block))
 
 
-def _spans(n: int, block: int):
-    """``(start, stop)`` of each block of ``range(n)``."""
-    return ((i, min(i + block, n)) for i in range(0, n, block))
+def _tile_buffer(q: np.ndarray, block_q: int, block_k: int):
+    """``tile(rows, cols)``: a (..., rows, cols) view of one buffer as
+    large as a tile, so that every tile of scores reuses the same memory
+    (a fresh array per tile costs page faults and cold caches)."""
+    buf = np.empty(q.shape[:-2] + (block_q * block_k,), dtype=q.dtype)
+    return lambda rows, cols: buf[..., :rows * cols].reshape(
+        q.shape[:-2] + (rows, cols))
 
 
-def _tile_layout(q, k, v, attn_mask, scale, n_rep: int):
-    """Scaled q, K^T, v and the mask's bias as broadcast views.
+def _tile_layout(q, k, v, scale, n_rep: int):
+    """Scaled q, K^T and v as broadcast views, and the output's lead shape.
 
     With GQA, query heads (..., H, T, d_head) are viewed as
     (..., H_kv, n_rep, T, d_head) and key/value heads get a length-1 group
-    axis, so they are broadcast, never copied. Also returns the leading
-    shape of the output.
+    axis, so they are broadcast, never copied.
     """
     def heads(x):
         return x.shape[:-2] if n_rep == 1 else (
@@ -286,21 +291,15 @@ def _tile_layout(q, k, v, attn_mask, scale, n_rep: int):
     lead = np.broadcast_shapes(q.shape[:-2], heads(k), heads(v))
     d_head = q.shape[-1]
     q = q * q.dtype.type(1 / np.sqrt(d_head) if scale is None else scale)
-    bias = None if attn_mask is None else mask_to_bias(attn_mask, q.dtype)
-    if bias is not None:  # one leading axis per output axis
-        bias = bias.reshape((1,) * (len(lead) + 2 - bias.ndim) + bias.shape)
     if n_rep > 1:
         q = _group(q, n_rep)
         k, v = np.expand_dims(k, -3), np.expand_dims(v, -3)
-        bias = None if bias is None else _group(bias, n_rep)
     work = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     q = np.broadcast_to(q, work + q.shape[-2:])  # every tile: the full batch
     # K transposed as a view: BLAS reads it as is, a copy would cost more
     k_t = np.broadcast_to(np.swapaxes(k, -1, -2), work + (d_head, k.shape[-2]))
     v = np.broadcast_to(v, work + v.shape[-2:])
-    if bias is not None:
-        bias = bias.reshape((1,) * (len(work) + 2 - bias.ndim) + bias.shape)
-    return q, k_t, v, bias, lead
+    return q, k_t, v, lead
 
 
 def _group(x: np.ndarray, n_rep: int) -> np.ndarray:
@@ -310,8 +309,67 @@ def _group(x: np.ndarray, n_rep: int) -> np.ndarray:
     return x.reshape(x.shape[:-3] + (-1, n_rep) + x.shape[-2:])
 
 
-def _tile(bias: np.ndarray, i0: int, i1: int, j0: int, j1: int) -> np.ndarray:
-    """Rows i0:i1, columns j0:j1 of a (..., T | 1, S | 1) bias."""
-    rows = slice(None) if bias.shape[-2] == 1 else slice(i0, i1)
-    cols = slice(None) if bias.shape[-1] == 1 else slice(j0, j1)
-    return bias[..., rows, cols]
+def _fit(x: np.ndarray, lead: tuple, n_rep: int, ndim: int) -> np.ndarray:
+    """A (..., T | 1, S | 1) mask or bias in the layout of the tiles.
+
+    Padded to the output's ``len(lead) + 2`` axes, heads grouped as
+    (H_kv, n_rep) with GQA, then cut to ``ndim`` axes (only 1s dropped).
+    """
+    x = x.reshape((1,) * (len(lead) + 2 - x.ndim) + x.shape)
+    if n_rep > 1:
+        x = _group(x, n_rep)
+    x = x.reshape((1,) * (ndim - x.ndim) + x.shape)
+    return x.reshape(x.shape[x.ndim - ndim:])
+
+
+def _tile_masks(attn_mask, mask_mod, is_causal: bool, lead: tuple,
+                n_rep: int, q: np.ndarray):
+    """``mask_tile(i0, i1, j0, j1) -> (skip, bias)`` for one tile.
+
+    ``skip``: every score of the tile is hidden (or it has no key).
+    ``bias``: what the tile's scores get added, 0 where a key may be seen
+    and ``-inf`` where it is hidden (a float ``attn_mask`` adds its own
+    values); None when nothing is hidden.
+    """
+    dtype, ndim = q.dtype, q.ndim
+    if is_causal:  # top-left: key j hidden from query i when j > i
+        def mask_tile(i0, i1, j0, j1):
+            if j0 >= j1 or j1 - 1 <= i0:  # no key, or none after a query
+                return j0 >= j1, None
+            future = np.arange(j0, j1) > np.arange(i0, i1)[:, None]
+            return False, np.where(future, dtype.type(-np.inf), dtype.type(0))
+    elif mask_mod is not None:
+        b_idx, h_idx = _batch_head_indices(lead)
+
+        def mask_tile(i0, i1, j0, j1):
+            keep = check_mask_mod_tile(mask_mod(
+                b_idx, h_idx, np.arange(i0, i1)[:, None], np.arange(j0, j1)),
+                (len(b_idx), len(h_idx), i1 - i0, j1 - j0))
+            if keep.all():
+                return False, None
+            return not keep.any(), mask_to_bias(
+                _fit(keep, lead, n_rep, ndim), dtype)
+    elif attn_mask is not None:
+        mask = _fit(attn_mask, lead, n_rep, ndim)
+
+        def mask_tile(i0, i1, j0, j1):
+            rows = slice(None) if mask.shape[-2] == 1 else slice(i0, i1)
+            cols = slice(None) if mask.shape[-1] == 1 else slice(j0, j1)
+            tile = mask[..., rows, cols]
+            if tile.dtype == bool:
+                return not tile.any(), None if tile.all() else (
+                    mask_to_bias(tile, dtype))
+            bias = mask_to_bias(tile, dtype)
+            return bool(np.isneginf(bias).all()), bias
+    else:
+        def mask_tile(i0, i1, j0, j1):
+            return False, None
+    return mask_tile
+
+
+def _batch_head_indices(lead: tuple) -> tuple:
+    """``b`` (B, 1, 1, 1) and ``h`` (H, 1, 1) over the output's axes -4 and
+    -3 (length 1 where there is none), as FlexAttention's ``mask_mod``
+    sees them."""
+    B, H = ((1, 1) + lead)[-2:]
+    return np.arange(B)[:, None, None, None], np.arange(H)[:, None, None]

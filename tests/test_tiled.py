@@ -202,3 +202,158 @@ def test_matches_torch_sdpa():
 
 
 # ---------------------------------------------------------------- bad input
+
+
+# ---------------------------------------------------------------- mask_mod
+
+def window_mod(w):
+    """Mistral's one-sided window: query i sees keys i - w + 1 .. i."""
+    return lambda b, h, q_idx, kv_idx: (q_idx >= kv_idx) & (q_idx - kv_idx < w)
+
+
+def window_mask(T, w):
+    return px.sliding_window_mask(T, window=w) & px.causal_mask(T)
+
+
+@given(
+    T=st.integers(1, 40), w=st.integers(1, 12), block_q=st.integers(1, 16),
+    block_k=st.integers(1, 16), gqa=st.booleans(), seed=st.integers(0, 2**16),
+)
+def test_window_mask_mod_equals_sdpa_with_sliding_window_mask(
+        T, w, block_q, block_k, gqa, seed):
+    rng = np.random.default_rng(seed)
+    hkv = 2 if gqa else 4
+    q, k, v = _qkv(rng, (2, 4, T, 8), (2, hkv, T, 8), (2, hkv, T, 3))
+    ref = px.scaled_dot_product_attention(
+        q, k, v, attn_mask=window_mask(T, w), enable_gqa=gqa)
+    out, stats = px.tiled_attention(
+        q, k, v, mask_mod=window_mod(w), enable_gqa=gqa, block_q=block_q,
+        block_k=block_k, return_stats=True)
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12)
+    # a tile is computed iff the window keeps one of its (query, key) pairs
+    keep = window_mask(T, w)
+    for step in stats.steps:
+        i0, j0 = step.q_block * block_q, step.k_block * block_k
+        tile = keep[i0:i0 + block_q, j0:j0 + block_k]
+        assert step.computed == tile.any()
+
+
+def test_window_computes_tiles_linear_in_T():
+    Ts, w, b = [512, 1024, 2048, 4096], 128, 64
+    counts, flops = [], []
+    for T in Ts:
+        q = np.zeros((T, 4), dtype=np.float32)
+        _, st = px.tiled_attention(q, q, q, mask_mod=window_mod(w),
+                                   block_q=b, block_k=b, return_stats=True)
+        counts.append(st.n_computed)
+        flops.append(st.flops)
+    # query block r sees key blocks r - 2 .. r: 3 per block after the first 2
+    assert counts == [3 * (T // b) - 3 for T in Ts]
+    assert np.diff(counts).tolist() == [3 * (T // b) for T in Ts[:-1]]
+    assert flops[-1] / flops[-2] < 2.05  # doubling T about doubles the work
+    _, causal = px.tiled_attention(q, q, q, is_causal=True, block_q=b,
+                                   block_k=b, return_stats=True)
+    assert causal.n_computed == (T // b) * (T // b + 1) // 2  # quadratic
+
+
+def test_window_memory_is_linear_with_mask_mod_quadratic_with_attn_mask(rng):
+    import tracemalloc
+
+    def peak(fn):
+        tracemalloc.start()
+        try:
+            fn()
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    mod, dense = [], []
+    for T in (512, 1024, 2048):
+        q = rng.standard_normal((T, 16)).astype(np.float32)
+        mod.append(peak(lambda: px.tiled_attention(
+            q, q, q, mask_mod=window_mod(64))))
+        dense.append(peak(lambda: px.tiled_attention(  # the (T, S) mask too
+            q, q, q, attn_mask=window_mask(T, 64))))
+    assert all(b / a < 2.5 for a, b in zip(mod, mod[1:]))
+    assert all(b / a > 3.5 for a, b in zip(dense, dense[1:]))
+    assert mod[-1] < 0.05 * dense[-1]
+
+
+def test_mask_mod_sees_batch_and_head_indices_padding_included(rng):
+    lengths = np.array([7, 4])  # right padding: key j is real iff j < length
+    real = px.padding_mask(lengths, 7)[:, 0, 0]  # (B, S)
+
+    def mod(b, h, q_idx, kv_idx):  # head h widens the window by h
+        return real[b, kv_idx] & (q_idx >= kv_idx) & (q_idx - kv_idx < 2 + h)
+
+    q, k, v = _qkv(rng, (2, 3, 7, 4), (2, 3, 7, 4), (2, 3, 7, 2))
+    heads = np.arange(3)[:, None, None]
+    dense = (real[:, None, None, :] & px.causal_mask(7)
+             & (np.subtract.outer(np.arange(7), np.arange(7)) < 2 + heads))
+    ref = px.scaled_dot_product_attention(q, k, v, attn_mask=dense)
+    for block in (1, 2, 3, 7):
+        out = px.tiled_attention(q, k, v, mask_mod=mod, block_q=block,
+                                 block_k=block)
+        np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12)
+    # padding alone, as a mask_mod: the padded keys get no weight
+    out = px.tiled_attention(q, k, v, mask_mod=lambda b, h, q_idx, kv_idx:
+                             real[b, kv_idx], block_q=2, block_k=3)
+    np.testing.assert_allclose(out, px.scaled_dot_product_attention(
+        q, k, v, attn_mask=px.padding_mask(lengths, 7)), rtol=0, atol=1e-12)
+
+
+def test_mask_mod_hiding_everything_gives_zeros_and_computes_nothing(rng):
+    q, k, v = _qkv(rng, (5, 4), (6, 4), (6, 2))
+    out, stats = px.tiled_attention(
+        q, k, v, mask_mod=lambda b, h, q_idx, kv_idx: kv_idx < 0,
+        block_q=2, block_k=4, return_stats=True)
+    np.testing.assert_array_equal(out, 0.0)
+    assert stats.n_computed == 0 and stats.flops == 0
+    out, stats = px.tiled_attention(
+        q, k, v, mask_mod=lambda b, h, q_idx, kv_idx: True, block_q=2,
+        block_k=4, return_stats=True)  # a plain bool broadcasts: no mask
+    np.testing.assert_allclose(out, px.scaled_dot_product_attention(q, k, v),
+                               rtol=0, atol=1e-12)
+    assert stats.n_skipped == 0
+
+
+def test_mask_mod_is_called_on_tiles_only(rng):
+    shapes = []
+
+    def mod(b, h, q_idx, kv_idx):
+        shapes.append(np.broadcast_shapes(b.shape, h.shape, q_idx.shape,
+                                          kv_idx.shape))
+        return q_idx >= kv_idx
+
+    q, k, v = _qkv(rng, (2, 3, 10, 4), (2, 3, 10, 4), (2, 3, 10, 4))
+    px.tiled_attention(q, k, v, mask_mod=mod, block_q=4, block_k=8)
+    # 3 query tiles x 2 key tiles, index arrays of one tile: (B, H, 4|2, 8|2)
+    assert len(shapes) == 6
+    assert set(shapes) == {(2, 3, 4, 8), (2, 3, 4, 2), (2, 3, 2, 8),
+                           (2, 3, 2, 2)}
+
+
+@pytest.mark.filterwarnings("ignore:flex_attention called without torch.compile")
+def test_mask_mod_matches_torch_flex_attention():
+    torch = pytest.importorskip(
+        "torch", reason="torch is not installed: flex_attention check skipped")
+    flex = pytest.importorskip(
+        "torch.nn.attention.flex_attention",
+        reason="this torch has no flex_attention: check skipped")
+    rng = np.random.default_rng(11)
+    q, k, v = _qkv(rng, (2, 4, 40, 8), (2, 2, 40, 8), (2, 2, 40, 8))
+    lengths = np.array([40, 29])
+
+    def window_with_padding(real):  # one body for numpy and torch tensors
+        return lambda b, h, q_idx, kv_idx: (
+            real[b, kv_idx] & (q_idx >= kv_idx) & (q_idx - kv_idx < 6 + h))
+
+    real = px.padding_mask(lengths, 40)[:, 0, 0]
+    block_mask = flex.create_block_mask(
+        window_with_padding(torch.from_numpy(real)), 2, 4, 40, 40,
+        device="cpu", BLOCK_SIZE=16)
+    ref = flex.flex_attention(*map(torch.from_numpy, (q, k, v)),
+                              block_mask=block_mask, enable_gqa=True).numpy()
+    out = px.tiled_attention(q, k, v, mask_mod=window_with_padding(real),
+                             enable_gqa=True, block_q=16, block_k=16)
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12)
