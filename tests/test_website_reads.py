@@ -97,6 +97,12 @@ PICTURES = r"""() => Array.from(document.querySelectorAll(
 # Every frame of every widget view, shown or not: its alt text and view label
 FRAMES = r"""() => Array.from(document.querySelectorAll('.pyxis-view img'))
   .map(i => [i.closest('.pyxis-view').getAttribute('data-view') || '', i.alt || ''])"""
+# frames drawn as HTML tables (the model view): their numbers are text, and
+# the caption names what the table shows
+TABLE_FRAMES = r"""() => Array.from(document.querySelectorAll('.pyxis-view table'))
+  .map(t => [t.closest('.pyxis-view').getAttribute('data-view') || '',
+             t.caption ? t.caption.textContent.trim() : '',
+             t.querySelectorAll('td').length])"""
 
 
 def _read(browser, base_url: str, path: str) -> dict:
@@ -109,7 +115,8 @@ def _read(browser, base_url: str, path: str) -> dict:
                     bad_maths=watch.page.evaluate(BAD_MATHS),
                     wide=watch.page.evaluate(WIDE_EQUATIONS),
                     pictures=watch.page.evaluate(PICTURES),
-                    frames=watch.page.evaluate(FRAMES))
+                    frames=watch.page.evaluate(FRAMES),
+                    tables=watch.page.evaluate(TABLE_FRAMES))
         watch.page.set_viewport_size(PHONE)
         watch.page.wait_for_timeout(300)
         seen["phone"] = watch.page.evaluate(PICTURES)
@@ -200,8 +207,12 @@ def test_widget_pictures_drawn_at_the_column_width(read, path):
 def test_every_widget_frame_has_a_sentence_of_alt_text(read, path):
     """Each frame of a view says what it shows, in a sentence: not its
     control label ("step 1", "d = 8", "original")."""
-    frames = read(path)["frames"]
-    assert frames, f"{path}: no widget frames found"
+    frames, tables = read(path)["frames"], read(path)["tables"]
+    assert frames or tables, f"{path}: no widget frames found"
+    # a table frame: a caption naming its view, and its numbers as text
+    bad_tables = [view for view, caption, cells in tables
+                  if view.rsplit(" / ", 1)[-1] not in caption or cells == 0]
+    assert bad_tables == [], f"{path}: table frames without a caption: {bad_tables[:5]}"
     labels = {label for label, _ in frames}
     bad = sorted({alt for label, alt in frames
                   if len(alt.split()) < MIN_ALT_WORDS or alt in labels
