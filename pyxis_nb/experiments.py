@@ -79,6 +79,8 @@ What ``help()`` tells beyond the short docstrings the chapters list.
 
 from __future__ import annotations
 
+import functools
+
 import time
 from typing import Callable, Iterable
 
@@ -98,6 +100,20 @@ __all__ = [
 ]
 
 
+@functools.lru_cache(maxsize=512)
+def _draws(d_head: int, T: int, seed: int):
+    """``Head(d_head, d_head, seed)``'s Wq, Wk and T seeded tokens, read-only.
+
+    Kept for the next call with the same arguments: the scaling chapter
+    redraws the same heads at many weight scales (a pure function of its
+    arguments, so the cache never changes a result)."""
+    head = Head(d_head, d_head, seed=seed)
+    x = np.random.default_rng([seed, 1]).standard_normal((T, d_head))
+    for a in (head.Wq, head.Wk, x):
+        a.flags.writeable = False
+    return head.Wq, head.Wk, x
+
+
 def random_attention_weights(head_dim: int, *, T: int = 6, seed: int = 0,
                              scaled: bool = True,
                              weight_std: float | None = None) -> np.ndarray:
@@ -105,12 +121,11 @@ def random_attention_weights(head_dim: int, *, T: int = 6, seed: int = 0,
 
     -> (T, T); ``weight_std``: projection std instead of 1/sqrt(d_head)."""
     d_head, T = check_positive_ints(head_dim=head_dim, T=T)
-    head = Head(d_head, d_head, seed=seed)
+    Wq, Wk, x = _draws(d_head, T, seed)  # the head's and the tokens' draws
     if weight_std is not None:  # rescale the same draws to std weight_std
         factor = check_number("weight_std", weight_std, above=0) * d_head**0.5
-        head.Wq, head.Wk = head.Wq * factor, head.Wk * factor
-    x = np.random.default_rng([seed, 1]).standard_normal((T, d_head))
-    q, k = x @ head.Wq, x @ head.Wk  # (T, d_head) @ (d_head, d_head)
+        Wq, Wk = Wq * factor, Wk * factor
+    q, k = x @ Wq, x @ Wk  # (T, d_head) @ (d_head, d_head)
     scores = q @ k.T  # (T, d_head) @ (d_head, T) -> (T, T)
     return softmax_core(scores / np.sqrt(d_head) if scaled else scores)
 
