@@ -303,8 +303,20 @@ def test_a_layer_checks_each_array_once(checked):
         "key_states", "value_states", "position_ids"}
 
 
-def test_a_decoder_checks_its_mask_once_for_every_layer(checked):
-    model = px.TinyDecoder(num_hidden_layers=3)
+def _full_model():
+    config = px.ModelConfig(hidden_size=16, num_attention_heads=4,
+                            num_key_value_heads=2, head_dim=4,
+                            num_hidden_layers=3, rope_theta=1e4,
+                            rms_norm_eps=1e-6, intermediate_size=24,
+                            vocab_size=32, max_position_embeddings=16)
+    return px.Qwen3ForCausalLM.from_config(config)
+
+
+@pytest.mark.parametrize("build", [
+    lambda: px.TinyDecoder(num_hidden_layers=3), _full_model],
+    ids=["attention only", "with MLPs"])
+def test_a_decoder_checks_its_inputs_once_for_every_layer(checked, build):
+    model = build()
     ids = np.array([[0, 5, 7], [4, 5, 6]])
     mask = np.array([[0, 1, 1], [1, 1, 1]])
     cache = model.new_cache(4, 2)
@@ -360,21 +372,3 @@ def test_every_unchecked_core_is_public_at_the_top_level():
     assert cores, "no *_core function found"
     assert [f"{m}.{n}" for m, n in cores if n not in px.__all__] == []
 
-
-def test_a_full_model_checks_its_inputs_once(checked):
-    config = px.ModelConfig(hidden_size=16, num_attention_heads=4,
-                            num_key_value_heads=2, head_dim=4,
-                            num_hidden_layers=3, rope_theta=1e4,
-                            rms_norm_eps=1e-6, intermediate_size=24,
-                            vocab_size=32, max_position_embeddings=16)
-    model = px.Qwen3ForCausalLM.from_config(config)
-    ids = np.array([[0, 5, 7], [4, 5, 6]])
-    mask = np.array([[0, 1, 1], [1, 1, 1]])
-    cache = model.new_cache(4, 2)
-    checked.clear()
-    model(ids, attention_mask=mask, past_key_values=cache)
-    assert not twice(checked)
-    labels = [label for label, _ in checked]
-    assert labels.count("attention_mask") == 1
-    assert labels.count("position_ids") <= 1
-    assert "hidden_states" not in labels  # no layer re-checks its input
