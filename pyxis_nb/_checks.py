@@ -273,6 +273,14 @@ def _check_gqa(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> int:
     return H // H_kv
 
 
+def _broadcasts_to(shape: tuple, want: tuple) -> bool:
+    """Whether ``shape`` broadcasts to ``want`` without enlarging it."""
+    try:
+        return np.broadcast_shapes(shape, want) == want
+    except ValueError:
+        return False
+
+
 def check_attn_mask(attn_mask, is_causal, q: np.ndarray, k: np.ndarray,
                     v: np.ndarray, n_rep: int = 1):
     """A boolean or float mask broadcastable to the (..., T, S) scores."""
@@ -290,11 +298,7 @@ def check_attn_mask(attn_mask, is_causal, q: np.ndarray, k: np.ndarray,
             f"to the scores), got dtype {m.dtype} with shape {m.shape}"
         )
     want = _lead_shape(q, k, v, n_rep) + (q.shape[-2], k.shape[-2])
-    try:
-        fits = np.broadcast_shapes(m.shape, want) == want
-    except ValueError:
-        fits = False
-    if not fits:
+    if not _broadcasts_to(m.shape, want):
         raise ValueError(
             f"attn_mask has shape {m.shape}, expected a shape that broadcasts "
             f"to (..., T, S) = {want} without enlarging it"
@@ -305,11 +309,7 @@ def check_attn_mask(attn_mask, is_causal, q: np.ndarray, k: np.ndarray,
 def check_fits(name: str, shape: tuple, other: str, other_shape: tuple
                ) -> None:
     """Raise unless ``other_shape`` broadcasts to ``shape`` as it is."""
-    try:
-        fits = np.broadcast_shapes(shape, other_shape) == shape
-    except ValueError:
-        fits = False
-    if not fits:
+    if not _broadcasts_to(other_shape, shape):
         raise ValueError(
             f"{other} has shape {other_shape}, which does not broadcast to "
             f"{name} of shape {shape}"
@@ -752,11 +752,7 @@ def check_mask_mod_tile(keep, want: tuple) -> np.ndarray:
             "mask_mod must return a boolean array (True = may attend), got "
             f"dtype {keep.dtype} with shape {keep.shape}"
         )
-    try:
-        fits = np.broadcast_shapes(keep.shape, want) == want
-    except ValueError:
-        fits = False
-    if not fits:
+    if not _broadcasts_to(keep.shape, want):
         raise ValueError(
             f"mask_mod returned shape {keep.shape} for a tile of (B, H, "
             f"block_q, block_k) = {want}, expected a shape that broadcasts "
