@@ -45,11 +45,10 @@ if "numpy" not in sys.modules:  # too late to change once numpy (and BLAS) are l
                  "VECLIB_MAXIMUM_THREADS"):
         os.environ.setdefault(_var, "1")
 
-import time  # noqa: E402
-
 import numpy as np  # noqa: E402
 
 import pyxis_nb as px  # noqa: E402
+from timing import best_of  # noqa: E402  (benchmarks/timing.py)
 
 THREADS = int(os.environ.get("OPENBLAS_NUM_THREADS", "1"))
 PROMPT = 16
@@ -59,16 +58,6 @@ QWEN3_0_6B = dict(vocab_size=151_936, hidden_size=1024, intermediate_size=3072,
                   num_hidden_layers=28, num_attention_heads=16, num_key_value_heads=8,
                   head_dim=128, rope_theta=1_000_000.0, rms_norm_eps=1e-6,
                   max_position_embeddings=40_960, tie_word_embeddings=True)
-
-
-def best_of(fn, repeats: int) -> float:
-    """The fastest of ``repeats`` runs, in seconds (the least disturbed)."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def shipped_pair(torch, transformers):

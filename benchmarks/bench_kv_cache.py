@@ -25,11 +25,10 @@ if "numpy" not in sys.modules:  # too late to change once numpy (and BLAS) are l
                  "VECLIB_MAXIMUM_THREADS"):
         os.environ.setdefault(_var, "1")
 
-import time  # noqa: E402
-
 import numpy as np  # noqa: E402
 
 import pyxis_nb as px  # noqa: E402
+from timing import best_of  # noqa: E402  (benchmarks/timing.py)
 
 CONTEXTS = (512, 1024, 2048, 4096)
 # One layer of a small GQA model, float32: large enough that attention over the
@@ -40,16 +39,6 @@ MODEL = dict(vocab_size=512, hidden_size=256, num_hidden_layers=1, num_attention
              seed=0, dtype=np.float32)
 TARGET_RATIO_AT_2048 = 100.0
 TARGET_GROWTH_4096_OVER_1024 = 4.5
-
-
-def best_of(fn, repeats: int) -> float:
-    """The fastest of ``repeats`` runs, in seconds (the least disturbed by the machine)."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def cached_step_time(model: px.TinyDecoder, ids: np.ndarray, T: int, repeats: int) -> float:

@@ -19,6 +19,7 @@ for path in sorted(here.glob("bench_*.py")):
     print(f"\n=== {path.stem} ===", flush=True)
     code = (
         "import importlib.util, sys\n"
+        f"sys.path.insert(0, {str(here)!r})  # benchmarks/timing.py\n"
         f"spec = importlib.util.spec_from_file_location({path.stem!r}, {str(path)!r})\n"
         "module = importlib.util.module_from_spec(spec)\n"
         "spec.loader.exec_module(module)\n"
