@@ -4,7 +4,9 @@
 
 Time: causal, B=1, H=16, D=128, float32, T = 512, 1024, 2048; best of a few
 repeats, the three implementations interleaved so that a busy machine slows
-them alike. Target: tiled within 1.2x of torch at T = 2048.
+them alike, each call after a pause in which the previous library's threads
+stop spinning (benchmarks/timing.py: without it torch, timed after numpy,
+looked 1.4x slower than it is). Target: tiled within 1.2x of torch at T = 2048.
 
 Memory: peak bytes allocated (tracemalloc; numpy reports its buffers to it)
 during one causal call at T = 8192, D = 128, with ONE head: the naive version
@@ -18,12 +20,12 @@ FLOP counts and tracemalloc peaks, which are the same on every run and every mac
 
 from __future__ import annotations
 
-import time
 import tracemalloc
 
 import numpy as np
 
 import pyxis_nb as px
+from timing import SETTLE_S, best_interleaved  # benchmarks/timing.py
 
 REPEATS = 7
 TIME_T = (512, 1024, 2048)
@@ -36,17 +38,6 @@ MEMORY_TARGET = 0.05  # tiled peak / naive peak at T = 8192
 def _qkv(T: int, heads: int, seed: int = 0):
     rng = np.random.default_rng(seed)
     return tuple(rng.standard_normal((1, heads, T, HEAD_DIM), dtype=np.float32) for _ in range(3))
-
-
-def _best_times(fns: dict, repeats: int) -> dict:
-    """Best wall time of each function, calling them in turn ``repeats`` times."""
-    best = {name: float("inf") for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - t0)
-    return best
 
 
 def _peak_bytes(fn) -> int:
@@ -67,7 +58,8 @@ def time_section() -> bool | None:
         return None
     sdpa = torch.nn.functional.scaled_dot_product_attention
     print(f"time, causal, B=1, H={HEADS}, D={HEAD_DIM}, float32; best of {REPEATS}; "
-          f"torch {torch.__version__} with {torch.get_num_threads()} threads")
+          f"torch {torch.__version__} with {torch.get_num_threads()} threads; "
+          f"{SETTLE_S} s rest before each call")
     print(f"{'T':>6} {'torch ms':>9} {'tiled ms':>9} {'naive ms':>9} {'tiled/torch':>12} "
           f"{'naive/torch':>12}")
     ratio = None
@@ -78,7 +70,7 @@ def time_section() -> bool | None:
         out = px.tiled_attention(q, k, v, is_causal=True)
         assert out.dtype == np.float32
         np.testing.assert_allclose(out, ref, rtol=0, atol=1e-5)
-        t = _best_times({
+        t = best_interleaved({
             "torch": lambda: sdpa(tq, tk, tv, is_causal=True),
             "tiled": lambda: px.tiled_attention(q, k, v, is_causal=True),
             "naive": lambda: px.scaled_dot_product_attention(q, k, v, is_causal=True),

@@ -2,6 +2,14 @@
 
 import time
 
+# OpenBLAS's threads (numpy's) busy-wait for about 0.1 s after a call before
+# they sleep, and so do torch's, a little. A call timed right after another
+# library's call shares the cores with those spinning threads: measured here,
+# torch's causal attention at T = 2048 took 175 ms straight after a numpy
+# matmul and 120 ms after a 0.1 s pause. Interleaved calls wait this long
+# first, so that each is timed on cores no other library is still spinning on.
+SETTLE_S = 0.2
+
 
 def best_of(fn, repeats: int) -> float:
     """The fastest of ``repeats`` runs, in seconds (the least disturbed by the machine)."""
@@ -11,3 +19,17 @@ def best_of(fn, repeats: int) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+def best_interleaved(fns: dict, repeats: int, settle: float = SETTLE_S) -> dict:
+    """Best wall time of each function, calling them in turn ``repeats``
+    times (a busy machine slows them alike), each after ``settle`` seconds
+    of rest (another library's threads no longer spinning)."""
+    best = {name: float("inf") for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            time.sleep(settle)
+            start = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best

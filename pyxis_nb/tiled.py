@@ -22,9 +22,12 @@ Shape legend:
 
 from __future__ import annotations
 
+import functools
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from ._checks import as_float_array, check_attention, check_mask_mod_tile
 from ._checks import check_nonempty
@@ -101,7 +104,8 @@ def online_softmax_update(state: OnlineSoftmaxState, scores,
     shift = np.where(np.isneginf(m_new), 0, m_new)  # only -inf: exp -> 0
     alpha = np.exp(state.row_max - shift)  # how much the old sums shrink
     p = np.exp(np.subtract(scores, shift, out=scores), out=scores)
-    state.row_sum = alpha * state.row_sum + p.sum(axis=-1, keepdims=True)
+    ones = np.ones(p.shape[-1:] + (1,), dtype=p.dtype)  # p @ 1: row sums
+    state.row_sum = alpha * state.row_sum + p @ ones  # (BLAS, one pass)
     if state.acc is not None:  # in place: acc is as large as a tile of q
         state.acc *= alpha
         state.acc += p @ value  # (..., block_q, block_k) @ (..., block_k, d)
@@ -246,18 +250,26 @@ def tiled_attention(query, key, value, *, attn_mask=None, mask_mod=None,
     (T, d_head), (S, d_v) = q.shape[-2:], v.shape[-2:]
     stats = TileStats.empty(T, S, block_q, block_k, record=return_stats)
     out = np.empty(q.shape[:-1] + (d_v,), dtype=q.dtype)
-    tile = _tile_buffer(q, min(block_q, T), min(block_k, S))
-    for i0, i1 in _spans(T, block_q):  # one tile of queries at a time
-        state = OnlineSoftmaxState.empty(q[..., i0:i1, 0].shape, q.dtype, d_v)
-        for j0, j1 in _spans(S, block_k, cut=i1 if is_causal else S):
-            skip, bias = mask_tile(i0, i1, j0, j1)  # bias: -inf = hidden
-            if not skip:  # (..., block_q, d_head) @ (..., d_head, block_k)
-                s = np.matmul(q[..., i0:i1, :], k_t[..., j0:j1],
-                              out=tile(i1 - i0, j1 - j0))  # reused memory
-                s = s if bias is None else np.add(s, bias, out=s)
-                online_softmax_update(state, s, v[..., j0:j1, :])
-            stats.add(i0, j0, state, 0 if skip else s.size * (d_head + d_v))
-        out[..., i0:i1, :] = state.output()
+
+    def attend(heads):  # every tile of some of the heads: one core's work
+        q_h, k_h, v_h, out_h = q[heads], k_t[heads], v[heads], out[heads]
+        tile = _tile_buffer(q_h, min(block_q, T), min(block_k, S))
+        for i0, i1 in _spans(T, block_q):  # one tile of queries at a time
+            state = OnlineSoftmaxState.empty(q_h[..., i0:i1, 0].shape,
+                                             q.dtype, d_v)
+            for j0, j1 in _spans(S, block_k, cut=i1 if is_causal else S):
+                skip, bias = mask_tile(i0, i1, j0, j1, heads)  # -inf: hidden
+                if not skip:  # (..., block_q, d_head) @ (..., d_head, block_k)
+                    s = np.matmul(q_h[..., i0:i1, :], k_h[..., j0:j1],
+                                  out=tile(i1 - i0, j1 - j0))  # reused memory
+                    s = s if bias is None else np.add(s, bias, out=s)
+                    online_softmax_update(state, s, v_h[..., j0:j1, :])
+                stats.add(i0, j0, state,
+                          0 if skip else s.size * (d_head + d_v))
+            out_h[..., i0:i1, :] = state.output()
+    # mask_mod is called once per tile for every head: one thread then
+    _across_cores(attend, q.shape[:-2],
+                   parallel=not return_stats and mask_mod is None)
     out = out.reshape(lead + (T, d_v))  # GQA: (H_kv, n_rep) -> H
     return (out, stats) if return_stats else out
 
@@ -267,6 +279,34 @@ def _spans(n: int, block: int, cut: int | None = None):
     (causal: a query tile ending at ``cut`` needs no key from ``cut`` on)."""
     cut = n if cut is None else cut
     return ((i, min(i + block, n, cut)) for i in range(0, n, block))
+
+
+def _across_cores(attend, work: tuple, parallel: bool = True) -> None:
+    """``attend(heads)`` over slices of the batch and head axes ``work``,
+    one slice per core in its own thread, BLAS on one thread in each.
+
+    Heads are independent, so FlashAttention runs them in parallel, as does
+    torch's CPU kernel, each core on its own tiles. numpy's element-wise
+    steps run on one core; split by heads, every step uses them all. Run
+    once (``heads = ()``) when not ``parallel``, with one head, or when no
+    BLAS library whose threads can be limited is loaded.
+    """
+    blas = _blas()
+    cores = max((c.num_threads for c in blas.lib_controllers), default=1)
+    axis = next((a for a, n in enumerate(work) if n > 1), None)
+    if not parallel or axis is None or cores < 2:
+        return attend(())
+    cuts = np.linspace(0, work[axis], min(cores, work[axis]) + 1).astype(int)
+    parts = [(slice(None),) * axis + (slice(a, b),)
+             for a, b in zip(cuts[:-1], cuts[1:])]
+    with blas.limit(limits=1), ThreadPoolExecutor(len(parts)) as pool:
+        list(pool.map(attend, parts))  # list(): re-raises a thread's error
+
+
+@functools.cache
+def _blas():
+    """The loaded BLAS libraries (threadpoolctl), found once."""
+    return ThreadpoolController().select(user_api="blas")
 
 
 def _tile_buffer(q: np.ndarray, block_q: int, block_k: int):
@@ -296,8 +336,10 @@ def _tile_layout(q, k, v, scale, n_rep: int):
         k, v = np.expand_dims(k, -3), np.expand_dims(v, -3)
     work = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     q = np.broadcast_to(q, work + q.shape[-2:])  # every tile: the full batch
-    # K transposed as a view: BLAS reads it as is, a copy would cost more
-    k_t = np.broadcast_to(np.swapaxes(k, -1, -2), work + (d_head, k.shape[-2]))
+    # K transposed once (a copy as large as K): BLAS multiplies faster by a
+    # contiguous K^T than by a transposed view
+    k_t = np.broadcast_to(np.ascontiguousarray(np.swapaxes(k, -1, -2)),
+                          work + (d_head, k.shape[-2]))
     v = np.broadcast_to(v, work + v.shape[-2:])
     return q, k_t, v, lead
 
@@ -324,7 +366,8 @@ def _fit(x: np.ndarray, lead: tuple, n_rep: int, ndim: int) -> np.ndarray:
 
 def _tile_masks(attn_mask, mask_mod, is_causal: bool, lead: tuple,
                 n_rep: int, q: np.ndarray):
-    """``mask_tile(i0, i1, j0, j1) -> (skip, bias)`` for one tile.
+    """``mask_tile(i0, i1, j0, j1, heads) -> (skip, bias)`` for one tile
+    of the batch and head slice ``heads`` (an index into the work axes).
 
     ``skip``: every score of the tile is hidden (or it has no key).
     ``bias``: what the tile's scores get added, 0 where a key may be seen
@@ -333,7 +376,7 @@ def _tile_masks(attn_mask, mask_mod, is_causal: bool, lead: tuple,
     """
     dtype, ndim = q.dtype, q.ndim
     if is_causal:  # top-left: key j hidden from query i when j > i
-        def mask_tile(i0, i1, j0, j1):
+        def mask_tile(i0, i1, j0, j1, heads):
             if j0 >= j1 or j1 - 1 <= i0:  # no key, or none after a query
                 return j0 >= j1, None
             future = np.arange(j0, j1) > np.arange(i0, i1)[:, None]
@@ -341,30 +384,37 @@ def _tile_masks(attn_mask, mask_mod, is_causal: bool, lead: tuple,
     elif mask_mod is not None:
         b_idx, h_idx = _batch_head_indices(lead)
 
-        def mask_tile(i0, i1, j0, j1):
+        def mask_tile(i0, i1, j0, j1, heads):
             keep = check_mask_mod_tile(mask_mod(
                 b_idx, h_idx, np.arange(i0, i1)[:, None], np.arange(j0, j1)),
                 (len(b_idx), len(h_idx), i1 - i0, j1 - j0))
             if keep.all():
                 return False, None
-            return not keep.any(), mask_to_bias(
-                _fit(keep, lead, n_rep, ndim), dtype)
+            keep = _heads_of(_fit(keep, lead, n_rep, ndim), heads)
+            return not keep.any(), mask_to_bias(keep, dtype)
     elif attn_mask is not None:
         mask = _fit(attn_mask, lead, n_rep, ndim)
 
-        def mask_tile(i0, i1, j0, j1):
+        def mask_tile(i0, i1, j0, j1, heads):
             rows = slice(None) if mask.shape[-2] == 1 else slice(i0, i1)
             cols = slice(None) if mask.shape[-1] == 1 else slice(j0, j1)
-            tile = mask[..., rows, cols]
+            tile = _heads_of(mask, heads)[..., rows, cols]
             if tile.dtype == bool:
                 return not tile.any(), None if tile.all() else (
                     mask_to_bias(tile, dtype))
             bias = mask_to_bias(tile, dtype)
             return bool(np.isneginf(bias).all()), bias
     else:
-        def mask_tile(i0, i1, j0, j1):
+        def mask_tile(i0, i1, j0, j1, heads):
             return False, None
     return mask_tile
+
+
+def _heads_of(x: np.ndarray, heads: tuple) -> np.ndarray:
+    """The part of a mask laid out as the tiles (:func:`_fit`) that covers
+    the work slice ``heads``; its length-1 (broadcast) axes stay whole."""
+    return x[tuple(h if n > 1 else slice(None)
+                   for h, n in zip(heads, x.shape))]
 
 
 def _batch_head_indices(lead: tuple) -> tuple:

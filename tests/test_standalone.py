@@ -8,7 +8,7 @@ checks that the stored chapters carry it).
 
 That every chapter runs alone, as a reader gets it (downloaded into an empty
 folder, in a fresh Python with only numpy, matplotlib, ipywidgets, ipykernel,
-safetensors and tokenizers, installing pyxis-nb from this checkout's wheel
+safetensors, tokenizers and threadpoolctl, installing pyxis-nb from this checkout's wheel
 with no index), is checked by nbval itself: ``make test`` runs nbval on
 copies made by ``tools/run_standalone.py --prepare``, each with its own fresh
 kernel.

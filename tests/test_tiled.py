@@ -357,3 +357,34 @@ def test_mask_mod_matches_torch_flex_attention():
     out = px.tiled_attention(q, k, v, mask_mod=window_with_padding(real),
                              enable_gqa=True, block_q=16, block_k=16)
     np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("mask", ["causal", "per batch", "per head"])
+def test_heads_split_across_cores_give_the_one_thread_result(rng, monkeypatch, mask):
+    """With two BLAS threads the heads are split over two Python threads
+    (BLAS on one thread in each); the result is the one-thread result, and
+    each thread really did part of the tiles."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    import threading
+
+    import pyxis_nb.tiled as tiled
+
+    q, k, v = _qkv(rng, (2, 4, 70, 8), (2, 2, 70, 8), (2, 2, 70, 8))
+    kw = {"is_causal": True} if mask == "causal" else {"attn_mask": rng.random(
+        (2, 1, 70, 70) if mask == "per batch" else (2, 4, 70, 70)) < 0.6}
+    kw.update(enable_gqa=True, block_q=16, block_k=32)
+    with threadpoolctl.threadpool_limits(1, "blas"):  # one core: one thread
+        one = px.tiled_attention(q, k, v, **kw)
+    threads, update = set(), tiled.online_softmax_update
+
+    def recording(state, scores, value=None):
+        threads.add(threading.get_ident())
+        return update(state, scores, value)
+    monkeypatch.setattr(tiled, "online_softmax_update", recording)
+    with threadpoolctl.threadpool_limits(2, "blas"):
+        both = px.tiled_attention(q, k, v, **kw)
+    np.testing.assert_allclose(both, one, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(both, px.scaled_dot_product_attention(
+        q, k, v, **{a: b for a, b in kw.items() if "block" not in a}), atol=1e-12)
+    if tiled._blas().lib_controllers:  # numpy's BLAS found: two threads ran
+        assert len(threads) == 2

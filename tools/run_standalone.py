@@ -13,7 +13,7 @@ CONTRIBUTING.md (``make chapter-times``).
 
 Each chapter is copied alone into an empty temporary folder and run top to
 bottom (nbclient) by a kernel whose Python has only numpy, matplotlib,
-ipywidgets, ipykernel, safetensors and tokenizers (pyxis-nb's own
+ipywidgets, ipykernel, safetensors, tokenizers and threadpoolctl (pyxis-nb's own
 dependencies), pinned with all they depend on by constraints.txt, and no
 pyxis_nb. Its install cell then runs ``pip install "pyxis-nb>=..."``,
 which pip satisfies from the wheel built from this checkout, with no index
@@ -47,7 +47,7 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = ("numpy", "matplotlib", "ipywidgets", "ipykernel", "safetensors",
-           "tokenizers")
+           "tokenizers", "threadpoolctl")
 CACHE = ROOT / "_build" / "standalone"
 PY = f"python{sys.version_info.major}.{sys.version_info.minor}"
 
