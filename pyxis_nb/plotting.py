@@ -373,30 +373,55 @@ def plot_tile_step(stats, i: int, tokens: Sequence[str] | None = None, *,
     matplotlib Figure
     """
     i = check_int("i", i, low=0, high=len(stats.steps) - 1)
-    step, (n_qb, n_kb) = stats.steps[i], stats.computed.shape
+    fig = _tile_step_figure(stats, tokens)
+    return _show_tile_step(fig, stats, i, tokens, ylim)
+
+
+def _tile_step_figure(stats, tokens):
+    """The parts of :func:`plot_tile_step` that no step changes: the two
+    axes, the tile grid's ticks, labels and image, the outline."""
+    n_qb, n_kb = stats.computed.shape
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(COLUMN_WIDTH, 3.4),
                                  facecolor="white", layout="constrained",
                                  gridspec_kw={"width_ratios": [1, 1.1]})
-    status = np.zeros((n_qb, n_kb))  # 0 = not visited yet
-    for s in stats.steps[:i + 1]:
-        status[s.q_block, s.k_block] = 2.0 if s.computed else 1.0
-    ax.imshow(status, cmap="Greens", vmin=0, vmax=2.4)
-    for s in stats.steps[:i + 1]:
-        if not s.computed:
-            ax.add_patch(Rectangle((s.k_block - 0.5, s.q_block - 0.5), 1, 1,
-                                   color="0.75"))
-    ax.add_patch(Rectangle((step.k_block - 0.5, step.q_block - 0.5), 1, 1,
-                           fill=False, ec="C3", lw=3))
+    # room below the slanted tick labels, so the figure holds all it shows
+    # (figure_png then draws it once: nothing sticks out)
+    fig.get_layout_engine().set(h_pad=0.08)
+    ax.imshow(np.zeros((n_qb, n_kb)), cmap="Greens", vmin=0, vmax=2.4)
+    ax.add_patch(Rectangle((-0.5, -0.5), 1, 1, fill=False, ec="C3", lw=3,
+                           zorder=3, gid="current"))
     rows = _tile_labels(tokens, stats.block_q, n_qb)
     ax.set_xticks(range(n_kb), _tile_labels(tokens, stats.block_k, n_kb),
                   rotation=40, ha="right", rotation_mode="anchor",
                   fontsize=10)
     ax.set_yticks(range(n_qb), rows, fontsize=10)
-    done = "computed" if step.computed else "skipped"
     ax.set_xlabel("key tile", fontsize=11)
     ax.set_ylabel("query tile", fontsize=11)
+    return fig
+
+
+def _show_tile_step(fig, stats, i: int, tokens, ylim):
+    """Draw step ``i`` on a figure of :func:`_tile_step_figure`: the tiles
+    visited so far, the outline on the current one, the state's bars."""
+    ax, bx = fig.axes[:2]
+    step, (n_qb, n_kb) = stats.steps[i], stats.computed.shape
+    status = np.zeros((n_qb, n_kb))  # 0 = not visited yet
+    for s in stats.steps[:i + 1]:
+        status[s.q_block, s.k_block] = 2.0 if s.computed else 1.0
+    ax.images[0].set_data(status)
+    for patch in list(ax.patches):
+        if patch.get_gid() == "current":
+            patch.set_xy((step.k_block - 0.5, step.q_block - 0.5))
+        else:
+            patch.remove()  # the grey of the last step drawn
+    for s in stats.steps[:i + 1]:
+        if not s.computed:
+            ax.add_patch(Rectangle((s.k_block - 0.5, s.q_block - 0.5), 1, 1,
+                                   color="0.75"))
+    done = "computed" if step.computed else "skipped"
     ax.set_title(f"tile ({step.q_block}, {step.k_block}): {done}",
                  fontsize=12)
+    bx.clear()
     _state_bars(bx, stats, step, tokens, ylim)
     seen = stats.steps[:i + 1]
     n_done = sum(s.computed for s in seen)

@@ -32,7 +32,7 @@ import numpy as np
 from ._checks import (as_float_array, check_choice, check_int, check_keys,
                       check_needs, check_not_empty, check_positive_int,
                       check_shape)
-from .plotting import CMAP, plot_attention
+from .plotting import CMAP, _show_tile_step, plot_attention, plot_tile_step
 
 __all__ = [
     "AttentionExplorer",
@@ -44,6 +44,7 @@ __all__ = [
     "model_view",
     "png_description",
     "png_figure_html",
+    "tile_step_frames",
     "view_grid",
     "view_switcher",
 ]
@@ -89,6 +90,27 @@ def figure_png(fig, dpi: int = 100, colors: int = 128, *,
     if close:
         plt.close(fig)
     return _png(rgba, dpi, colors, alt)
+
+
+def tile_step_frames(stats, tokens: Sequence[str] | None = None, *,
+                     dpi: int = 100) -> dict[str, bytes]:
+    """Every step of :func:`pyxis_nb.plot_tile_step` as a PNG, for
+    :func:`view_switcher`: ``{"step 1": png, ...}``.
+
+    The same pictures as ``figure_png(plot_tile_step(stats, i, tokens))``
+    for each ``i``, drawn on one figure: its layout is found once, and each
+    step redraws only what changed (the tiles, the outline, the bars).
+    """
+    fig = plot_tile_step(stats, 0, tokens)
+    frames, box = {}, None
+    for i in range(len(stats.steps)):
+        if i:
+            _show_tile_step(fig, stats, i, tokens, None)
+        rgba, box = _draw_tight(fig, dpi, box)
+        fig.set_layout_engine("none")  # keep the layout of step 1
+        frames[f"step {i + 1}"] = _png(rgba, dpi, 128, fig.pyxis_alt)
+    plt.close(fig)
+    return frames
 
 
 def _png(rgba: np.ndarray, dpi: int, colors: int,

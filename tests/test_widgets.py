@@ -438,3 +438,19 @@ def test_control_labels_are_not_clipped(control, cls):
     for ctrl in (find(grid, widgets.SelectionSlider, "pyxis-view-control"),
                  find(grid, cls, "pyxis-inner-control")):
         assert ctrl.style.description_width == "initial"
+
+
+def test_tile_step_frames_are_fresh_figures_frames():
+    """tile_step_frames draws every step on one figure; each frame is the
+    PNG of plot_tile_step drawn for that step alone, alt text included."""
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((8, 4)) for _ in range(3))
+    tokens = ["The", "cat", "sat", "on", "the", "mat", "and", "slept"]
+    _, stats = px.tiled_attention(q, k, v, is_causal=True, block_q=2,
+                                  block_k=2, return_stats=True)
+    frames = px.tile_step_frames(stats, tokens)
+    assert list(frames) == [f"step {i + 1}" for i in range(len(stats.steps))]
+    for i, png in enumerate(frames.values()):
+        assert png == px.figure_png(px.plot_tile_step(stats, i, tokens)), i
+    assert px.png_description(frames["step 6"]).startswith(
+        "Tile step 6 of 16: tile (1, 1) is computed")
