@@ -42,10 +42,18 @@ def _is_listing(cell) -> bool:
 
 
 @pytest.fixture(scope="module")
-def exporter():
+def converted():
+    """``converted(path)``: the chapter as ``jupyter nbconvert --to html``
+    writes it, converted once for both checks below that read it."""
     nbconvert = pytest.importorskip(
         "nbconvert", reason="nbconvert is not installed (requirements.txt pins it)")
-    return nbconvert.HTMLExporter()
+    exporter, seen = nbconvert.HTMLExporter(), {}
+
+    def convert(path):
+        if path not in seen:
+            seen[path] = _converted(exporter, path)
+        return seen[path]
+    return convert
 
 
 def _converted(exporter, path):
@@ -63,8 +71,8 @@ def _converted(exporter, path):
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
-def test_every_widget_shows_its_picture_in_nbconvert(exporter, path):
-    nb, page, cells = _converted(exporter, path)
+def test_every_widget_shows_its_picture_in_nbconvert(converted, path):
+    nb, page, cells = converted(path)
     seen = 0
     for i, (cell, drawn) in enumerate(zip(nb.cells, cells)):
         outs = cell.get("outputs", [])
@@ -104,8 +112,8 @@ def test_widget_bundles_hold_only_the_picture_and_its_text(path):
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
-def test_every_listing_is_a_code_block_in_nbconvert(exporter, path):
-    nb, _, cells = _converted(exporter, path)
+def test_every_listing_is_a_code_block_in_nbconvert(converted, path):
+    nb, _, cells = converted(path)
     listings = [(i, c, cells[i]) for i, c in enumerate(nb.cells) if _is_listing(c)]
     assert listings, "a chapter shows at least one listing"
     for i, cell, drawn in listings:
