@@ -489,29 +489,50 @@ def plot_rope_rotation(m: int, n: int, *, pairs: Sequence[int] = (0, 8),
     -------
     matplotlib Figure
     """
-    inv_freq = rope_frequencies(head_dim, theta)  # (d_head/2,)
+    fig = _rope_rotation_figure(pairs, start, head_dim)
+    return _show_rope_rotation(fig, m, n, pairs, start, head_dim, theta)
+
+
+def _rope_rotation_figure(pairs, start, head_dim: int):
+    """What no position changes in :func:`plot_rope_rotation`: the circles,
+    the starting point, the axes; the arrows wait at the start."""
     p = np.asarray(start, dtype=float)
     fig, axes = plt.subplots(1, len(pairs), figsize=(3.5 * len(pairs), 3.6),
                              facecolor="white", layout="constrained",
                              squeeze=False)
     circle = np.linspace(0, 2 * np.pi, 200)
     for ax, i in zip(axes[0], pairs):
-        qm, kn = _rotate(p, m * inv_freq[i]), _rotate(p, n * inv_freq[i])
         ax.plot(np.cos(circle), np.sin(circle), color="0.8", lw=1)
         ax.annotate("", xy=p, xytext=(0, 0), arrowprops=dict(
             arrowstyle="->", color="0.5", alpha=0.4, lw=2))
-        for vec, colour in ((qm, "tab:blue"), (kn, "tab:orange")):
-            ax.annotate("", xy=vec, xytext=(0, 0), arrowprops=dict(
+        for colour in ("tab:blue", "tab:orange"):  # query, key
+            ax.annotate("", xy=p, xytext=(0, 0), arrowprops=dict(
                 arrowstyle="->", color=colour, lw=2))
-        ax.plot([], [], color="tab:blue", label=f"query, m = {m}")
-        ax.plot([], [], color="tab:orange", label=f"key, n = {n}")
+        ax.plot([], [], color="tab:blue", label="query")
+        ax.plot([], [], color="tab:orange", label="key")
         ax.set(xlim=(-1.2, 1.2), ylim=(-1.2, 1.2), aspect="equal",
                xlabel=f"element {i}",
                ylabel=f"element {i + head_dim // 2} (= {i} + d_head/2)")
+        ax.legend(loc="lower left", fontsize=8)
+    fig.pyxis_suptitle = fig.suptitle(" ", fontsize=11)  # text set per frame
+    return fig
+
+
+def _show_rope_rotation(fig, m: int, n: int, pairs, start, head_dim: int,
+                        theta: float):
+    """Point the arrows of a :func:`_rope_rotation_figure` at query ``m``
+    and key ``n``; write the scores in the titles."""
+    inv_freq = rope_frequencies(head_dim, theta)  # (d_head/2,)
+    p = np.asarray(start, dtype=float)
+    for ax, i in zip(fig.axes, pairs):
+        qm, kn = _rotate(p, m * inv_freq[i]), _rotate(p, n * inv_freq[i])
+        ax.texts[1].xy, ax.texts[2].xy = qm, kn  # after the grey start
+        query, key = ax.get_legend().get_texts()
+        query.set_text(f"query, m = {m}")
+        key.set_text(f"key, n = {n}")
         ax.set_title(f"pair {i}: {np.degrees(inv_freq[i]):.0f}° per "
                      f"position\npair score = {qm @ kn:+.3f}", fontsize=10)
-        ax.legend(loc="lower left", fontsize=8)
-    fig.suptitle(f"m - n = {m - n}", fontsize=11)
+    fig.pyxis_suptitle.set_text(f"m - n = {m - n}")  # where the layout put it
     scores = ", ".join(f"pair {i} {_rotate(p, m * f) @ _rotate(p, n * f):+.3f}"
                        for i, f in zip(pairs, inv_freq[list(pairs)]))
     return _describe(fig, (

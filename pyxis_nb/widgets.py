@@ -32,7 +32,8 @@ import numpy as np
 from ._checks import (as_float_array, check_choice, check_int, check_keys,
                       check_needs, check_not_empty, check_positive_int,
                       check_shape)
-from .plotting import CMAP, _show_tile_step, plot_attention, plot_tile_step
+from .plotting import (CMAP, _rope_rotation_figure, _show_rope_rotation,
+                       _show_tile_step, plot_attention, plot_tile_step)
 
 __all__ = [
     "AttentionExplorer",
@@ -44,6 +45,7 @@ __all__ = [
     "model_view",
     "png_description",
     "png_figure_html",
+    "rope_rotation_frames",
     "tile_step_frames",
     "view_grid",
     "view_switcher",
@@ -90,6 +92,32 @@ def figure_png(fig, dpi: int = 100, colors: int = 128, *,
     if close:
         plt.close(fig)
     return _png(rgba, dpi, colors, alt)
+
+
+def rope_rotation_frames(key_positions: Sequence[int],
+                         query_positions: Sequence[int], *,
+                         pairs: Sequence[int] = (0, 8), start=(0.8, 0.6),
+                         head_dim: int = 128, theta: float = 1_000_000.0,
+                         dpi: int = 100) -> dict[str, dict[str, bytes]]:
+    """:func:`pyxis_nb.plot_rope_rotation` for every key position ``n`` and
+    query position ``m``, as PNGs for :func:`view_grid`:
+    ``{"n = 0": {"m = 0": png, ...}, ...}``.
+
+    The same pictures as ``figure_png(plot_rope_rotation(m, n, ...))``,
+    drawn on one figure whose layout is found once: each frame moves the
+    arrows and rewrites the titles and legends.
+    """
+    fig = _rope_rotation_figure(pairs, start, head_dim)
+    frames, box = {}, None
+    for n in key_positions:
+        for m in query_positions:
+            _show_rope_rotation(fig, m, n, pairs, start, head_dim, theta)
+            rgba, box = _draw_tight(fig, dpi, box)
+            fig.set_layout_engine("none")  # keep the first frame's layout
+            frames.setdefault(f"n = {n}", {})[f"m = {m}"] = _png(
+                rgba, dpi, 128, fig.pyxis_alt)
+    plt.close(fig)
+    return frames
 
 
 def tile_step_frames(stats, tokens: Sequence[str] | None = None, *,
