@@ -326,9 +326,10 @@ def test_explorer_one_prerendered_heatmap_per_view_and_query(explorer):
 @pytest.mark.parametrize("tokens", [TOKENS, "The cat sat on the mat".split()],
                          ids=["3 tokens", "6 tokens"])
 def test_explorer_frames_on_one_figure_are_fresh_figures_frames(tokens):
-    """The explorer draws a view's frames on one figure, moving the
-    outline; each frame is the PNG of a figure drawn for that row alone.
-    (With 3 tokens the labels stick out of the figure: savefig's path.)"""
+    """The explorer draws a view's heatmap once and then only its outline,
+    row after row (blitting); each frame is the PNG of a figure drawn for
+    that row alone. (With 3 tokens the labels stick out of the figure:
+    savefig's path, a full draw per row.)"""
     T = len(tokens)
     w = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]
     ex = px.attention_explorer(tokens, {"causal": w}, title="toy")
@@ -336,7 +337,7 @@ def test_explorer_frames_on_one_figure_are_fresh_figures_frames(tokens):
         ax = px.plot_attention(w, tokens, title="toy: causal")
         ax.add_patch(Rectangle((-0.5, i - 0.5), T, 1, fill=False,
                                edgecolor="#e8173a", linewidth=2.5,
-                               clip_on=False))
+                               clip_on=False, zorder=10))
         ax.figure.pyxis_alt = None  # the frame's alt text is in its HTML
         fresh = base64.b64encode(px.figure_png(ax.figure)).decode()
         assert re.search(r"base64,([^\"]*)", frame.value).group(1) == fresh
