@@ -374,6 +374,8 @@ def plot_tile_step(stats, i: int, tokens: Sequence[str] | None = None, *,
     """
     i = check_int("i", i, low=0, high=len(stats.steps) - 1)
     fig = _tile_step_figure(stats, tokens)
+    # fig.pyxis_show(j) redraws it for step j (px.tile_step_frames)
+    fig.pyxis_show = lambda j: _show_tile_step(fig, stats, j, tokens, ylim)
     return _show_tile_step(fig, stats, i, tokens, ylim)
 
 
@@ -490,7 +492,10 @@ def plot_rope_rotation(m: int, n: int, *, pairs: Sequence[int] = (0, 8),
     matplotlib Figure
     """
     fig = _rope_rotation_figure(pairs, start, head_dim)
-    return _show_rope_rotation(fig, m, n, pairs, start, head_dim, theta)
+    # fig.pyxis_show(m, n) redraws it for other positions
+    fig.pyxis_show = lambda m, n: _show_rope_rotation(
+        fig, m, n, pairs, start, head_dim, theta)
+    return fig.pyxis_show(m, n)
 
 
 def _rope_rotation_figure(pairs, start, head_dim: int):

@@ -32,8 +32,8 @@ import numpy as np
 from ._checks import (as_float_array, check_choice, check_int, check_keys,
                       check_needs, check_not_empty, check_positive_int,
                       check_shape)
-from .plotting import (CMAP, _rope_rotation_figure, _show_rope_rotation,
-                       _show_tile_step, plot_attention, plot_tile_step)
+from .plotting import (CMAP, plot_attention, plot_rope_rotation,
+                       plot_tile_step)
 
 __all__ = [
     "AttentionExplorer",
@@ -107,11 +107,15 @@ def rope_rotation_frames(key_positions: Sequence[int],
     drawn on one figure whose layout is found once: each frame moves the
     arrows and rewrites the titles and legends.
     """
-    fig = _rope_rotation_figure(pairs, start, head_dim)
+    check_not_empty("key_positions", key_positions, "key position")
+    check_not_empty("query_positions", query_positions, "query position")
+    fig = plot_rope_rotation(query_positions[0], key_positions[0],
+                             pairs=pairs, start=start, head_dim=head_dim,
+                             theta=theta)
     frames, box = {}, None
     for n in key_positions:
         for m in query_positions:
-            _show_rope_rotation(fig, m, n, pairs, start, head_dim, theta)
+            fig.pyxis_show(m, n)
             rgba, box = _draw_tight(fig, dpi, box)
             fig.set_layout_engine("none")  # keep the first frame's layout
             frames.setdefault(f"n = {n}", {})[f"m = {m}"] = _png(
@@ -133,7 +137,7 @@ def tile_step_frames(stats, tokens: Sequence[str] | None = None, *,
     frames, box = {}, None
     for i in range(len(stats.steps)):
         if i:
-            _show_tile_step(fig, stats, i, tokens, None)
+            fig.pyxis_show(i)
         rgba, box = _draw_tight(fig, dpi, box)
         fig.set_layout_engine("none")  # keep the layout of step 1
         frames[f"step {i + 1}"] = _png(rgba, dpi, 128, fig.pyxis_alt)

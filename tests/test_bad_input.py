@@ -529,6 +529,10 @@ PLOT_ROWS = [
      r"num_attention_heads .*got 0"),
     ("plot_gqa_mapping", dict(num_attention_heads=8, num_key_value_heads=2.5),
      r"num_key_value_heads .*got 2\.5"),
+    ("rope_rotation_frames", dict(key_positions=[], query_positions=[0]),
+     r"key_positions is empty"),
+    ("rope_rotation_frames", dict(key_positions=[0], query_positions=()),
+     r"query_positions is empty"),
 ]
 
 
