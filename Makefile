@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: site test unit nbval webcheck execute lab bench vendor venv wheel standalone \
+.PHONY: site test unit nbval webcheck screenshots execute lab bench vendor venv wheel standalone \
   chapter-times clean
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
@@ -74,8 +74,18 @@ nbval: venv
 	$(PY) -m pytest $(NOTEBOOKS) --nbval --nbval-current-env \
 	  --nbval-sanitize-with tools/nbval_sanitize.cfg --nbval-cell-timeout=600 -p no:cacheprovider
 
+# The website check alone (part of `make test`): each page opened once at
+# 1280 px and once as a phone, on 2 workers.
 webcheck: site
 	$(PY) -m pytest -n 2 --dist loadfile tests/test_website*.py -p no:cacheprovider
+
+# The website check, taking full-page screenshots for people to look at (the
+# checks take none): every page at 1280 px into _build/screenshots/, on the
+# phone into _build/screenshots/phone/, one chapter in dark mode.
+screenshots: site
+	rm -rf _build/screenshots
+	PYXIS_SCREENSHOTS=1 $(PY) -m pytest -n 2 --dist loadfile tests/test_website*.py -p no:cacheprovider
+	@ls _build/screenshots _build/screenshots/phone
 
 # Each chapter alone, as a reader gets it: a fresh env with numpy, matplotlib,
 # ipywidgets and ipykernel, pyxis-nb from the checkout's wheel, no index.

@@ -1,64 +1,358 @@
-"""The website check, page by page: the built site in headless Chromium, as a reader sees it.
+"""The website check at 1280 px: the built site in headless Chromium, as a reader sees it.
 
 Needs the site built first (`make site`; `make test` does it). Serves
 _build/html on 127.0.0.1 and opens every page of the table of contents in
-Debian's Chromium through Playwright, then asserts that
+Debian's Chromium through Playwright, once (the ``desktop`` fixture), then
+asserts that
 
 * the page logs no console error and throws no exception,
 * no request leaves the site (every such request is blocked and recorded),
 * no request fails (no 404 for fonts or scripts),
 * every widget output renders (the widget manager is vendored, not a CDN),
-* every view control switches its views in the browser, with no kernel, and
-  the attention explorer's causal view has zeros above the diagonal,
-* the site works opened as a file (file://) too (the index and one widget
-  page), and its search page says what search needs there;
 * weight: the site is at most 26 MB on disk, and no page loads more than
   1.5 MB gzipped (the page and everything it requests);
-* every figure has alt text (a sentence, not a file name);
+* every figure has alt text (a sentence, not a file name), and every frame
+  of every widget view too (not its control's label);
+* no code block scrolls sideways;
+* how it reads (issue 21): no raw TeX in the visible text (``\\text{``,
+  ``\\frac``, ``\\partial``, ``$...$``) outside rendered maths and code, no
+  stray backslash or MathJax error inside the rendered maths, and every
+  display equation fits its column;
+* every widget picture is drawn at the column's width (shown at >= 90 % of
+  its own size, so its text keeps its point size) and heatmap numbers stay
+  >= 9 px;
+* widgets, with no kernel: every view control switches its views, the
+  explorer's causal view has zeros above the diagonal and its query choice
+  changes the sentence, the model view's thumbnails, mask toggle and query
+  dropdown show what they say;
 * widgets work with the keyboard alone and tell a screen reader their state:
   toggle buttons say aria-pressed, a selected one differs from an unselected
   one by contrast >= 3:1, the focus ring is >= 2 px, sliders have a name and
   a value text, the explorer's sentence is a polite live region;
-* on a phone (390 x 844) no page scrolls sideways; at 1280 px no code block
-  scrolls sideways (figures, equations, raw TeX, first paint:
-  test_website_reads.py).
+* the site works opened as a file (file://) too (the index and one widget
+  page), its search page says what search needs there, and dark mode applies.
 
-A full-page screenshot of each page goes to _build/screenshots/, and of one
-chapter on a phone and in dark mode.
+One visit per page records all of it: first what the page shows as loaded,
+then the widget checks, which click and press keys, in a fixed order, each
+setting every control it reads (none depends on the state another leaves),
+each waiting on the shown state, not on a fixed pause. A widget check runs
+while the page is open and keeps how it failed (``website.record``); its test
+function raises that (``website.replay``), with the check's own message.
 
-Widgets (clicks, keyboard, ARIA) and the phone width: test_website_widgets.py.
+With PYXIS_SCREENSHOTS=1 (`make screenshots`) a full-page screenshot of each
+page goes to _build/screenshots/, and of one chapter in dark mode.
+
+On a phone: test_website_phone.py; first paint: test_website_first_paint.py.
 Shared parts: website.py.
 """
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from website import (  # noqa: F401 (fixtures)
-    PAGE_MAX_GZIP_BYTES, PAGES, SHOTS, SHOWCASE, SITE, SITE_MAX_BYTES,
-    WIDGET_PAGES, PageWatch, bad_alt_texts, base_url, browser)
+    CONTRAST_JS, DEFAULT_ANNOTATION_PX, MIN_CELL_NUMBER_PX, PAGE_MAX_GZIP_BYTES,
+    PAGES, PICTURES, SHOWCASE, SITE, SITE_MAX_BYTES, WAIT_FOR_MATHS,
+    WIDGET_PAGES, PageWatch, bad_alt_texts, base_url, browser, choose,
+    keyboard_focus, option_count, record, replay, screenshot, shot_name,
+    shown_view, until, visible_views)
 
+MIN_DESKTOP_SCALE = 0.9        # a widget picture shown at >= 90 % of its size
+MIN_ALT_WORDS = 6              # "step 1" is a label, not a sentence
+MODEL_VIEW_PAGES = [p for p in PAGES if "pyxis-mv-grid" in
+                    (SITE / p).read_text(errors="ignore")] \
+    if SITE.exists() else []
+
+# the height of each rendered widget
+HEIGHTS = """() => Array.from(document.querySelectorAll('.widget-subarea > .jupyter-widgets'))
+  .map(w => w.getBoundingClientRect().height)"""
+
+# the longest line of each code block that scrolls sideways
+WIDE_CODE = """() => Array.from(document.querySelectorAll('article pre'))
+  .filter(p => p.getClientRects().length && p.scrollWidth > p.clientWidth + 1)
+  .map(p => p.textContent.split('\\n')
+             .reduce((a, b) => a.length >= b.length ? a : b).slice(0, 90))"""
+
+# Visible text of each block outside rendered maths, code and scripts
+RAW_TEX = r"""() => {
+  const skip = 'mjx-container, pre, code, script, style, .MathJax, mjx-assistive-mml';
+  const blocks = document.querySelectorAll(
+    'article p, article li, article td, article th, article dt, article dd, ' +
+    'article h1, article h2, article h3, article h4, article figcaption, ' +
+    'article .widget-html-content, article .widget-label');
+  const bad = /\\text\{|\\frac|\\partial|\$[^$\n]+\$/;
+  const found = [];
+  for (const block of blocks) {
+    if (block.closest(skip) || !block.getClientRects().length) continue;
+    const walker = document.createTreeWalker(block, NodeFilter.SHOW_TEXT);
+    let text = '', n;
+    while ((n = walker.nextNode())) {
+      if (!n.parentElement.closest(skip)) text += n.textContent;
+    }
+    if (bad.test(text)) found.push(text.trim().replace(/\s+/g, ' ').slice(0, 100));
+  }
+  return [...new Set(found)];
+}"""
+
+# Rendered maths whose text has a backslash (a macro MathJax printed as is) or
+# that MathJax could not render
+BAD_MATHS = r"""() => Array.from(document.querySelectorAll('article mjx-container'))
+  .filter(m => m.querySelector('mjx-merror')
+               || (m.querySelector('mjx-assistive-mml') || m).textContent.includes('\\'))
+  .map(m => (m.querySelector('mjx-assistive-mml') || m).textContent.slice(0, 80))"""
+
+# Display equations wider than their column: [math px, column px, text]
+WIDE_EQUATIONS = r"""() => Array.from(document.querySelectorAll('article mjx-container[display="true"]'))
+  .filter(m => m.getClientRects().length)
+  .map(m => [Math.round(m.querySelector('mjx-math').getBoundingClientRect().width),
+             Math.round(m.getBoundingClientRect().width), m.scrollWidth,
+             (m.querySelector('mjx-assistive-mml') || m).textContent.slice(0, 60)])
+  .filter(([math, column, scroll]) => math > column + 1 || scroll > column + 1)"""
+
+# Every frame of every widget view, shown or not: its alt text and view label
+FRAMES = r"""() => Array.from(document.querySelectorAll('.pyxis-view img'))
+  .map(i => [i.closest('.pyxis-view').getAttribute('data-view') || '', i.alt || ''])"""
+# frames drawn as HTML tables (the model view): their numbers are text, and
+# the caption names what the table shows
+TABLE_FRAMES = r"""() => Array.from(document.querySelectorAll('.pyxis-view table'))
+  .map(t => [t.closest('.pyxis-view').getAttribute('data-view') || '',
+             t.caption ? t.caption.textContent.trim() : '',
+             t.querySelectorAll('td').length])"""
+
+
+# ---- the widget checks, run during the visit (see _desktop_visit) ----------
+
+def _shows(stack, label: str, before: str) -> bool:
+    """Whether the stack shows option ``label``'s view: named ``label`` (or
+    ``"label / inner"`` in a view_grid), or, if its views are unnamed, other
+    HTML than ``before``."""
+    names = visible_views(stack)
+    if len(names) != 1 or names[0] is None:
+        return len(names) > 1 or stack.inner_html() != before
+    return names[0] == label or names[0].startswith(f"{label} / ")
+
+
+def check_view_controls(path, watch):
+    """Every control drives its views in the browser: option k shows view k."""
+    roots = watch.page.locator(".pyxis-switcher, .pyxis-explorer")
+    assert roots.count() > 0, f"{path} has widget state but no pyxis view"
+    for r in range(roots.count()):
+        root = roots.nth(r)
+        control = root.locator(".pyxis-view-control").first
+        stack = root.locator(".pyxis-view-stack").first
+        n = option_count(control)
+        shown, html = {}, stack.inner_html()
+        for k in list(range(1, n)) + [0]:
+            label = choose(control, k)
+            until(lambda: _shows(stack, label, html))
+            name, html = shown_view(stack)
+            if name is not None:  # a view_grid names its views "outer / inner"
+                assert name == label or name.startswith(f"{label} / "), (
+                    f"{path}, control {r}: option {label!r} shows {name!r}")
+            shown[k] = html
+        assert len(set(shown.values())) == n, f"{path}, control {r}: views do not change"
+        inner = root.locator(".pyxis-inner-control")
+        if inner.count():  # a view_grid: the second control picks within the first
+            m = option_count(inner.first)
+            inner_shown = {}
+            for k in range(m):
+                label = choose(inner.first, k)
+                until(lambda: (visible_views(stack) + [None])[0] is None
+                      or visible_views(stack)[0].endswith(f" / {label}"))
+                name, inner_shown[k] = shown_view(stack)
+                if name is not None:
+                    assert name.endswith(f" / {label}"), f"{path}, grid {r}: {label!r} shows {name!r}"
+            assert len(set(inner_shown.values())) == m, f"{path}, grid {r}: inner views"
+    assert watch.errors == [], watch.errors
+
+
+def check_explorer_mask_toggle(path, watch):
+    """The causal view has zeros above the diagonal and the no-mask view does not;
+    the query-token choice changes the sentence."""
+    explorers = watch.page.locator(".pyxis-explorer")
+    for e in range(explorers.count()):
+        root = explorers.nth(e)
+        toggle = root.locator(".pyxis-view-control").first
+        stack = root.locator(".pyxis-view-stack").first
+        for k in range(option_count(toggle)):
+            label = choose(toggle, k)
+            until(lambda: visible_views(stack) == [label])
+            name, _ = shown_view(stack)
+            assert name == label
+            view = stack.locator(".pyxis-view").first
+            w = json.loads(view.get_attribute("data-weights"))
+            above = [w[i][j] for i in range(len(w)) for j in range(len(w[i])) if j > i]
+            if "causal" in label:
+                assert all(x == 0 for x in above), f"{label}: nonzero weight above the diagonal"
+                assert w[0][0] == 1.0, "under the causal mask the first token attends only to itself"
+            elif label == "no mask":
+                assert any(x > 0 for x in above), "no mask: expected weight above the diagonal"
+        query = root.locator(".pyxis-query-control")
+        sentences = root.locator(".pyxis-describe-stack")
+
+        def frames():  # the heatmap frames shown, by their query's row
+            return stack.evaluate(
+                """el => Array.from(el.querySelectorAll('.pyxis-view'))
+                      .filter(v => v.getClientRects().length > 0)
+                      .map(v => v.getAttribute('data-query'))""")
+        texts, tokens = set(), set()
+        for i in range(option_count(query)):
+            token = choose(query, i).split(": ", 1)[1]
+            tokens.add(token)
+            until(lambda: frames() == [str(i)] and sentences.inner_text().strip()
+                  .startswith(f"'{token}' attends"))
+            text = sentences.inner_text().strip()
+            assert text.startswith(f"'{token}' attends"), text
+            texts.add(text)
+            # the heatmap shown is the one with this query's row outlined
+            shown = frames()
+            assert shown == [str(i)], f"query {i} shows heatmap frames {shown}"
+        # a token said twice (the trained-heads chapter) may read the same
+        assert len(texts) >= len(tokens), "each query token must get its own sentence"
+    assert watch.errors == [], watch.errors
+
+
+# the model view's shown views: [head, view, weights]; its shown sentences;
+# the rows of its shown table with an outline
+MV_SHOWN = """el => Array.from(el.querySelectorAll('.pyxis-view'))
+    .filter(v => v.getClientRects().length > 0)
+    .map(v => [v.getAttribute('data-head'), v.getAttribute('data-view'),
+               v.getAttribute('data-weights')])"""
+MV_SENTENCES = """el => Array.from(el.querySelectorAll('.pyxis-mv-describe p'))
+    .filter(p => p.getClientRects().length > 0).map(p => p.textContent)"""
+MV_OUTLINED = """el => Array.from(el.querySelectorAll('.pyxis-view tbody tr'))
+    .map((tr, i) => [i, getComputedStyle(tr.cells[0]).boxShadow])
+    .filter(([i, s]) => s !== 'none').map(([i, s]) => i)"""
+
+
+def check_model_view(path, watch):
+    """With no kernel, each thumbnail opens its head, the toggle switches the
+    causal mask, and the query dropdown outlines its row and shows its sentence."""
+    root = watch.page.locator(".pyxis-mv").first
+    grid = root.locator(".pyxis-mv-grid").first
+    toggle = root.locator(".pyxis-view-control").first
+    query = root.locator(".pyxis-mv-query").first
+    n = option_count(grid)
+    assert n >= 2
+    for k in [n - 1, 1, 0]:                 # a thumbnail opens its head
+        label = choose(grid, k)
+        for v in range(option_count(toggle)):
+            view = choose(toggle, v)
+            (shown,) = root.evaluate(MV_SHOWN)
+            assert shown[:2] == [label, f"{view} / {label}"], shown[:2]
+            w = json.loads(shown[2])
+            above = [w[i][j] for i in range(len(w))
+                     for j in range(i + 1, len(w))]
+            if view == "causal mask":
+                assert all(x == 0 for x in above) and w[0][0] == 1.0
+            else:
+                assert any(x > 0 for x in above)
+    for i in range(option_count(query)):   # the row and the sentence
+        token = choose(query, i).split(": ", 1)[1]
+        assert root.evaluate(MV_OUTLINED) == [i]
+        (said,) = root.evaluate(MV_SENTENCES)
+        assert said.startswith(f"'{token}' attends"), said
+    backgrounds = grid.evaluate(
+        """el => Array.from(el.querySelectorAll('button'))
+              .map(b => getComputedStyle(b).backgroundImage)""")
+    assert all(b.startswith('url("data:image/png') for b in backgrounds)
+    assert watch.errors == [], watch.errors
+
+
+# a toggle group's buttons: which are pressed, as the group says it
+PRESSED = """el => Array.from(el.querySelectorAll('button.widget-toggle-button'))
+    .map(b => b.getAttribute('aria-pressed'))"""
+# the contrast of a group's button k against button o
+BUTTON_CONTRAST = f"""(el, [k, o]) => {{
+  const b = el.querySelectorAll('button.widget-toggle-button');
+  return ({CONTRAST_JS})([b[k], b[o]]);
+}}"""
+
+
+def check_keyboard_and_screen_reader(path, watch):
+    """Each control works from the keyboard alone, and says its state (ARIA)."""
+    page = watch.page
+    groups = page.locator(".widget-toggle-buttons")
+    for g in range(groups.count()):
+        group = groups.nth(g)
+        buttons = group.locator("button.widget-toggle-button")
+        n = buttons.count()
+        for k in list(range(1, n)) + [0]:
+            outline = keyboard_focus(page, buttons.nth(k))
+            assert outline >= 2, f"{path}: toggle focus ring is {outline} px"
+            page.keyboard.press("Enter")
+            want = ["true" if i == k else "false" for i in range(n)]
+            until(lambda: group.evaluate(PRESSED) == want)
+            now = group.evaluate(PRESSED)
+            assert now == want, (
+                f"{path}, toggle {g}: after Enter on button {k}, aria-pressed is {now}")
+            if n > 1:
+                ratio = group.evaluate(BUTTON_CONTRAST, [k, (k + 1) % n])
+                assert ratio >= 3, f"{path}: selected vs unselected button contrast {ratio:.2f}:1"
+    sliders = page.locator(".noUi-handle")
+    for s in range(sliders.count()):
+        handle = sliders.nth(s)
+        assert keyboard_focus(page, handle) >= 2, f"{path}: slider focus ring under 2 px"
+        handle.press("Home")
+        page.keyboard.press("ArrowRight")
+        control = handle.locator("xpath=ancestor::div[contains(@class, 'widget-inline-hbox')][1]")
+        shown = control.locator(".widget-readout")
+
+        def readout():
+            return shown.inner_text().replace("\xa0", " ").strip()
+        until(lambda: float(handle.get_attribute("aria-valuenow") or -1) == 1
+              and (handle.get_attribute("aria-valuetext") or "").endswith(readout()))
+        name = handle.get_attribute("aria-label")
+        text = handle.get_attribute("aria-valuetext") or ""
+        assert name, f"{path}: slider {s} has no accessible name"
+        assert text == f"{name} {readout()}", f"{path}: slider {s} reads {text!r}, shows {readout()!r}"
+    selects = page.locator(".jupyter-widgets select")
+    for s in range(selects.count()):
+        select = selects.nth(s)
+        assert select.get_attribute("aria-label") or select.evaluate(
+            "el => el.labels && el.labels.length > 0"), f"{path}: dropdown {s} has no name"
+        assert keyboard_focus(page, select) >= 2, f"{path}: dropdown focus ring under 2 px"
+        before = select.input_value()
+        page.keyboard.press("ArrowDown" if select.evaluate("el => el.selectedIndex + 1 < el.length")
+                            else "ArrowUp")
+        until(lambda: select.input_value() != before)
+        assert select.input_value() != before, f"{path}: dropdown {s} ignores the arrow keys"
+    for d in range(page.locator(".pyxis-describe-stack").count()):
+        stack = page.locator(".pyxis-describe-stack").nth(d)
+        assert stack.get_attribute("aria-live") == "polite", f"{path}: the sentence is not announced"
+    assert watch.errors == [], watch.errors
+
+
+# ---- the visit -------------------------------------------------------------
 
 def _desktop_visit(browser, base_url: str, path: str) -> dict:
-    """Open ``path`` once at 1280 px; record all that the page checks assert."""
+    """Open ``path`` once at 1280 px: record what it shows as loaded, then run
+    the widget checks on it, in this order (the view controls first, on the
+    page as loaded)."""
     watch = PageWatch(browser, (base_url, "data:", "blob:", "about:"))
     try:
         n_widgets = watch.open(base_url + path)
-        rendered = watch.page.locator(".widget-subarea > .jupyter-widgets")
-        heights = [(rendered.nth(i).bounding_box() or {}).get("height", 0)
-                   for i in range(rendered.count())]
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        watch.page.screenshot(path=str(SHOTS / (path.replace("/", "_").removesuffix(".html") + ".png")),
-                              full_page=True)
-        wide = watch.page.evaluate(
-            """() => Array.from(document.querySelectorAll('article pre'))
-                  .filter(p => p.getClientRects().length && p.scrollWidth > p.clientWidth + 1)
-                  .map(p => p.textContent.split('\\n')
-                             .reduce((a, b) => a.length >= b.length ? a : b).slice(0, 90))""")
-        weight, files = watch.gzip_weight(base_url)
-        return dict(n_widgets=n_widgets, heights=heights, errors=watch.errors,
-                    offsite=watch.offsite, failed=watch.failed, weight=weight,
-                    files=files, bad_alt=bad_alt_texts(watch.page), wide=wide)
+        watch.page.wait_for_function(WAIT_FOR_MATHS, timeout=30_000)
+        page = watch.page
+        seen = dict(n_widgets=n_widgets, heights=page.evaluate(HEIGHTS),
+                    wide=page.evaluate(WIDE_CODE), bad_alt=bad_alt_texts(page),
+                    raw=page.evaluate(RAW_TEX), bad_maths=page.evaluate(BAD_MATHS),
+                    wide_equations=page.evaluate(WIDE_EQUATIONS),
+                    pictures=page.evaluate(PICTURES), frames=page.evaluate(FRAMES),
+                    tables=page.evaluate(TABLE_FRAMES))
+        seen["weight"], seen["files"] = watch.gzip_weight(base_url)
+        screenshot(page, shot_name(path))
+        seen.update(errors=list(watch.errors), offsite=list(watch.offsite),
+                    failed=list(watch.failed))
+        if path in WIDGET_PAGES:
+            seen["view_controls"] = record(check_view_controls, path, watch)
+            seen["explorer"] = record(check_explorer_mask_toggle, path, watch)
+            if path in MODEL_VIEW_PAGES:
+                seen["model_view"] = record(check_model_view, path, watch)
+            seen["keyboard"] = record(check_keyboard_and_screen_reader, path, watch)
+        return seen
     finally:
         watch.close()
 
@@ -75,6 +369,8 @@ def desktop(browser, base_url):
         return visits[path]
     return visit
 
+
+# ---- the page as loaded ----------------------------------------------------
 
 @pytest.mark.parametrize("path", PAGES)
 def test_page_renders_offline(desktop, path):
@@ -111,6 +407,98 @@ def test_code_blocks_fit_at_desktop_width(desktop, path):
     assert wide == [], f"{path}: {len(wide)} code blocks scroll sideways; longest lines: {wide[:5]}"
 
 
+@pytest.mark.parametrize("path", PAGES)
+def test_no_raw_tex_in_the_text(desktop, path):
+    """TeX that did not become maths shows as source: `\\text{`, `\\partial`, `$`."""
+    raw = desktop(path)["raw"]
+    assert raw == [], f"{path}: raw TeX in the visible text: {raw[:5]}"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_rendered_maths_has_no_stray_backslash(desktop, path):
+    """A macro MathJax does not know in that mode (`\\_` inside `\\texttt`)
+    shows its backslash; an unknown one shows as an error."""
+    bad = desktop(path)["bad_maths"]
+    assert bad == [], f"{path}: maths rendered with a backslash or an error: {bad[:5]}"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_display_equations_fit_their_column(desktop, path):
+    """At 1280 px no display equation is wider than the column (it would
+    scroll sideways, with no scrollbar on most systems)."""
+    wide = desktop(path)["wide_equations"]
+    assert wide == [], (f"{path}: display equations wider than the column "
+                        f"[equation px, column px, scroll px, text]: {wide}")
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_widget_pictures_drawn_at_the_column_width(desktop, path):
+    """At 1280 px a widget picture is shown at >= 90 % of its own size (drawn
+    for the column, so its text keeps its point size), and the numbers of
+    every heatmap are >= 9 px."""
+    pictures = desktop(path)["pictures"]
+    shrunk = [(f"{p['shown'] / p['natural']:.0%}", p["alt"]) for p in pictures
+              if p["widget"] and p["shown"] < MIN_DESKTOP_SCALE * p["natural"]]
+    assert shrunk == [], f"{path}: widget pictures shown below their size: {shrunk}"
+    small = [(round(p["shown"] / p["natural"] * (p["numbers"] or DEFAULT_ANNOTATION_PX), 1),
+              p["alt"]) for p in pictures]
+    small = [s for s in small if s[0] < MIN_CELL_NUMBER_PX]
+    assert small == [], f"{path}: heatmap numbers below {MIN_CELL_NUMBER_PX} px: {small}"
+
+
+@pytest.mark.parametrize("path", WIDGET_PAGES)
+def test_every_widget_frame_has_a_sentence_of_alt_text(desktop, path):
+    """Each frame of a view says what it shows, in a sentence: not its
+    control label ("step 1", "d = 8", "original")."""
+    frames, tables = desktop(path)["frames"], desktop(path)["tables"]
+    assert frames or tables, f"{path}: no widget frames found"
+    # a table frame: a caption naming its view, and its numbers as text
+    bad_tables = [view for view, caption, cells in tables
+                  if view.rsplit(" / ", 1)[-1] not in caption or cells == 0]
+    assert bad_tables == [], f"{path}: table frames without a caption: {bad_tables[:5]}"
+    labels = {label for label, _ in frames}
+    bad = sorted({alt for label, alt in frames
+                  if len(alt.split()) < MIN_ALT_WORDS or alt in labels
+                  or alt.rsplit(" / ", 1)[-1] in labels})
+    assert bad == [], f"{path}: {len(bad)} frames whose alt text is a label: {bad[:5]}"
+
+
+# ---- the widgets, clicked and keyed during the same visit ------------------
+
+@pytest.mark.parametrize("path", WIDGET_PAGES)
+def test_view_controls_switch_views(desktop, path):
+    """Every control drives its views in the browser: option k shows view k
+    (check_view_controls)."""
+    replay(desktop(path)["view_controls"])
+
+
+@pytest.mark.parametrize("path", WIDGET_PAGES)
+def test_explorer_mask_toggle(desktop, path):
+    """The causal view has zeros above the diagonal and the no-mask view does not;
+    the query-token choice changes the sentence (check_explorer_mask_toggle)."""
+    replay(desktop(path)["explorer"])
+
+
+@pytest.mark.parametrize("path", WIDGET_PAGES)
+def test_widgets_keyboard_and_screen_reader(desktop, path):
+    """Each control works from the keyboard alone, and says its state (ARIA)
+    (check_keyboard_and_screen_reader)."""
+    replay(desktop(path)["keyboard"])
+
+
+def test_there_is_a_model_view_page():
+    assert MODEL_VIEW_PAGES, "no page of the site has a model view"
+
+
+@pytest.mark.parametrize("path", MODEL_VIEW_PAGES)
+def test_model_view_works_without_a_kernel(desktop, path):
+    """Each thumbnail opens its head, the toggle switches the causal mask, the
+    query dropdown outlines its row and shows its sentence (check_model_view)."""
+    replay(desktop(path)["model_view"])
+
+
+# ---- the site as a whole ---------------------------------------------------
+
 def test_site_size():
     total = sum(f.stat().st_size for f in SITE.rglob("*") if f.is_file())
     largest = sorted(((f.stat().st_size, str(f.relative_to(SITE))) for f in SITE.rglob("*")
@@ -121,12 +509,12 @@ def test_site_size():
 
 
 def test_dark_mode_screenshot(browser, base_url):
+    """Dark mode applies (the screenshot: PYXIS_SCREENSHOTS=1)."""
     watch = PageWatch(browser, (base_url, "data:", "blob:", "about:"), color_scheme="dark")
     try:
         watch.open(base_url + SHOWCASE)
         assert watch.page.evaluate("() => document.documentElement.dataset.theme") == "dark"
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        watch.page.screenshot(path=str(SHOTS / "dark_causal_mask.png"), full_page=True)
+        screenshot(watch.page, "dark_causal_mask.png")
         assert watch.errors == [], watch.errors
     finally:
         watch.close()

@@ -1,9 +1,19 @@
-"""The website check on a phone (390 x 844): no page scrolls sideways, and a
-name set in code inside a table cell (the first page's module column, say)
-wraps between names, never inside one ("attentio|n", issue #21). Its own
-file so that pytest-xdist can run it beside the widget checks. Figures scale to
-the column on a phone, with a "Full size" button (test_website_reads.py checks
-them, and heatmap numbers >= 9 px at 1280 px). Shared parts: website.py.
+"""The website check on a phone (390 x 844, a touch screen, as Chromium
+emulates a phone): one visit of every page (the ``phone`` fixture) records
+that
+
+* no page scrolls sideways;
+* a name set in code inside a table cell (the first page's module column,
+  say) wraps between names, never inside one ("attentio|n", issue #21);
+* no figure or widget picture is wider than the screen, and each one scaled
+  down to its column has a "Full size" button that opens it at its own size
+  in a dialog that Escape closes (test_website.py checks that at 1280 px the
+  widget pictures show at their size and heatmap numbers are >= 9 px).
+
+Its own file so that pytest-xdist runs it beside the checks at 1280 px
+(test_website.py). With PYXIS_SCREENSHOTS=1 (`make screenshots`) a
+full-page screenshot of each page goes to _build/screenshots/phone/.
+Shared parts: website.py.
 """
 
 from __future__ import annotations
@@ -11,8 +21,8 @@ from __future__ import annotations
 import pytest
 
 from website import (  # noqa: F401 (fixtures)
-    PAGES, PHONE, SHOTS, SHOWCASE, PageWatch, base_url, browser,
-    no_sideways_scroll)
+    PAGES, PHONE, PICTURES, TWO_FRAMES, WAIT_FOR_MATHS, PageWatch, base_url,
+    browser, no_sideways_scroll, playwright_api, screenshot, shot_name)
 
 # each inline code name in a table cell that the browser laid out on more
 # than one line; names with a space or a hyphen may wrap there
@@ -21,28 +31,107 @@ SPLIT_NAMES = """() => [...document.querySelectorAll('article td code')]
   .filter(c => new Set([...c.getClientRects()].map(r => Math.round(r.top))).size > 1)
   .map(c => c.textContent.trim())"""
 
+# the first few elements of the article that reach past the screen's edge
+TOO_WIDE = """() => Array.from(document.querySelectorAll('article *'))
+  .filter(e => e.getBoundingClientRect().right > 391 && !e.closest('pre, mjx-container')
+           && !e.classList.contains('skip-link'))
+  .slice(0, 5).map(e => e.tagName + '.' + e.className + ': ' + e.textContent.slice(0, 40))"""
 
-@pytest.mark.parametrize("path", PAGES)
-def test_phone(browser, base_url, path):
-    """390 x 844: the page does not scroll sideways; table names stay whole."""
+# the full-size dialog: open or not, and its picture's natural and shown width
+ZOOM = """() => { const d = document.querySelector('dialog.pyxis-zoom');
+                  const i = d && d.querySelector('img');
+                  return d && i ? {open: d.open, natural: i.naturalWidth,
+                                   shown: i.getBoundingClientRect().width} : null; }"""
+ZOOM_SHOWN = """() => { const d = document.querySelector('dialog.pyxis-zoom');
+                        const i = d && d.querySelector('img');
+                        return !!(d && d.open && i && i.complete && i.naturalWidth); }"""
+ZOOM_CLOSED = "() => !document.querySelector('dialog.pyxis-zoom').open"
+
+
+def _wait(page, condition: str) -> None:
+    """Wait until ``condition`` holds on the page, at most 5 s; the check
+    that follows reads the page and says what it found if it never did."""
+    try:
+        page.wait_for_function(condition, timeout=5_000)
+    except playwright_api.TimeoutError:
+        pass
+
+
+def _open_full_size(page) -> dict | None:
+    """Press the first "Full size" button: what the dialog shows, then Escape."""
+    button = page.locator("button.pyxis-full-size:visible")
+    if not button.count():
+        return None
+    button.first.scroll_into_view_if_needed()
+    button.first.click()
+    _wait(page, ZOOM_SHOWN)
+    opened = page.evaluate(ZOOM)
+    if opened is None:
+        return None
+    page.keyboard.press("Escape")
+    _wait(page, ZOOM_CLOSED)
+    opened["closed"] = page.evaluate(ZOOM_CLOSED)
+    return opened
+
+
+def _phone_visit(browser, base_url: str, path: str) -> dict:
+    """Open ``path`` once on the phone: what it shows as loaded, then the
+    full-size dialog of its first scaled picture."""
     watch = PageWatch(browser, (base_url, "data:", "blob:", "about:"), viewport=PHONE,
                       device_scale_factor=1, is_mobile=True, has_touch=True)
     try:
         watch.open(base_url + path)
+        watch.page.wait_for_function(WAIT_FOR_MATHS, timeout=30_000)
+        # the Full size buttons come from a ResizeObserver, a frame after layout
+        watch.page.wait_for_function(TWO_FRAMES, timeout=30_000)
         over = no_sideways_scroll(watch.page)
-        wide = watch.page.evaluate(
-            """() => Array.from(document.querySelectorAll('article *'))
-                  .filter(e => e.getBoundingClientRect().right > 391 && !e.closest('pre, mjx-container')
-                           && !e.classList.contains('skip-link'))
-                  .slice(0, 5).map(e => e.tagName + '.' + e.className + ': '
-                                   + e.textContent.slice(0, 40))""")
-        assert over <= 0, f"{path} scrolls {over} px sideways at 390 px; too wide: {wide}"
-        split = watch.page.evaluate(SPLIT_NAMES)
-        assert split == [], f"{path}: names broken across lines at 390 px: {split[:8]}"
-        if path == SHOWCASE:
-            SHOTS.mkdir(parents=True, exist_ok=True)
-            watch.page.screenshot(path=str(SHOTS / "phone_causal_mask.png"), full_page=True)
+        seen = dict(over=over, wide=watch.page.evaluate(TOO_WIDE) if over > 0 else [],
+                    split=watch.page.evaluate(SPLIT_NAMES),
+                    pictures=watch.page.evaluate(PICTURES))
+        seen["zoom"] = _open_full_size(watch.page)
+        screenshot(watch.page, "phone/" + shot_name(path))
+        seen["errors"] = list(watch.errors)
+        return seen
     finally:
         watch.close()
 
 
+@pytest.fixture(scope="module")
+def phone(browser, base_url):
+    """``phone(path)``: what one visit of ``path`` on the phone recorded."""
+    visits: dict[str, dict] = {}
+
+    def visit(path: str) -> dict:
+        if path not in visits:
+            visits[path] = _phone_visit(browser, base_url, path)
+        return visits[path]
+    return visit
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_phone(phone, path):
+    """390 x 844: the page does not scroll sideways; table names stay whole."""
+    seen = phone(path)
+    over = seen["over"]
+    assert over <= 0, f"{path} scrolls {over} px sideways at 390 px; too wide: {seen['wide']}"
+    split = seen["split"]
+    assert split == [], f"{path}: names broken across lines at 390 px: {split[:8]}"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_figures_fit_a_phone(phone, path):
+    """At 390 px every figure and widget picture fits the screen; each one
+    scaled down has a "Full size" button, and the button opens it at its
+    own size in a dialog that Escape closes."""
+    seen = phone(path)
+    assert seen["errors"] == [], f"console errors on {path}: {seen['errors']}"
+    pictures = seen["pictures"]
+    wide = [(round(p["right"]), p["alt"]) for p in pictures if p["right"] > PHONE["width"]]
+    assert wide == [], f"{path}: pictures wider than the {PHONE['width']} px screen: {wide}"
+    unmarked = [p["alt"] for p in pictures if p["shown"] < p["natural"] - 1 and not p["button"]]
+    assert unmarked == [], f"{path}: scaled pictures with no Full size button: {unmarked}"
+    if any(p["button"] for p in pictures):
+        zoom = seen["zoom"]
+        assert zoom and zoom["open"], f"{path}: the Full size button opened no dialog"
+        assert abs(zoom["shown"] - zoom["natural"]) <= 1, f"{path}: dialog shows {zoom}"
+        assert zoom["closed"], f"{path}: Escape did not close the full-size dialog"

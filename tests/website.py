@@ -8,7 +8,9 @@ from __future__ import annotations
 import functools
 import gzip
 import http.server
+import os
 import re
+import sys
 import threading
 import time
 from urllib.parse import unquote, urlparse
@@ -20,6 +22,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
+# full-page screenshots are for people to look at, not checks: taken only when
+# asked (`make screenshots` sets it), as they cost a second a page
+SCREENSHOTS = os.environ.get("PYXIS_SCREENSHOTS") == "1"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -35,6 +40,62 @@ SHOWCASE = "book/causal_mask.html"  # the chapter shot on a phone and in dark mo
 DEFAULT_ANNOTATION_PX = 8 * 100 / 72
 
 playwright_api = pytest.importorskip("playwright.sync_api")
+
+# resolves once MathJax has typeset the page (at once on a page without maths)
+WAIT_FOR_MATHS = """() => !window.MathJax || !MathJax.startup
+                    || MathJax.startup.promise.then(() => true)"""
+# resolves after the page has drawn two more frames: what its observers
+# (the Full size buttons' ResizeObserver) do on a layout has been done
+TWO_FRAMES = """() => new Promise(done => requestAnimationFrame(
+                    () => requestAnimationFrame(() => done(true))))"""
+
+
+# Every shown picture: natural px, shown px, right edge, alt, data-annotation-px,
+# a widget's or not, scaled and given a "Full size" button or not
+PICTURES = r"""() => Array.from(document.querySelectorAll(
+      'article div.cell_output img, article .pyxis-view img'))
+  .filter(i => i.getClientRects().length && i.naturalWidth)
+  .map(i => {
+    const r = i.getBoundingClientRect(), f = i.closest('[data-annotation-px]');
+    const b = i.nextElementSibling;
+    return {natural: i.naturalWidth, shown: r.width, right: r.right,
+            alt: (i.alt || '').slice(0, 60), widget: !!i.closest('.pyxis-view'),
+            numbers: f ? parseFloat(f.getAttribute('data-annotation-px')) : null,
+            button: !!(b && b.classList.contains('pyxis-full-size') && !b.hidden
+                       && b.getClientRects().length)};
+  })"""
+
+
+def screenshot(page, name: str) -> None:
+    """A full-page screenshot to _build/screenshots/``name`` (a path under it),
+    only when PYXIS_SCREENSHOTS=1 (`make screenshots`)."""
+    if SCREENSHOTS:
+        path = SHOTS / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(path), full_page=True)
+
+
+def shot_name(path: str) -> str:
+    """The screenshot file of a page: book/qkv.html -> book_qkv.png."""
+    return path.replace("/", "_").removesuffix(".html") + ".png"
+
+
+def record(check, *args) -> BaseException | None:
+    """Run one check of a shared page visit now, while the page is open, and
+    keep how it failed (its AssertionError, or Playwright's error), or None.
+    The test function replays it (``replay``), so it fails with the check's
+    own message and traceback, as if it had run the check itself."""
+    try:
+        check(*args)
+    except Exception as failure:  # noqa: BLE001 (replayed by the test)
+        return failure
+    return None
+
+
+def replay(failure: BaseException | None) -> None:
+    """Raise what a recorded check raised (see ``record``); nothing if it passed."""
+    if failure is not None:
+        raise failure
 
 
 def toc_pages() -> list[str]:
@@ -54,12 +115,20 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class _QuietServer(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        # a page closed before its last file arrived (the first-paint check
+        # stops at the paint) is no error of the site's
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 @pytest.fixture(scope="module")
 def base_url():
     if not (SITE / "index.html").exists():
         pytest.fail("the site is not built: run `make site` (or `make test`) first")
     handler = functools.partial(_QuietHandler, directory=str(SITE))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = _QuietServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}/"
@@ -93,14 +162,15 @@ class PageWatch:
         self.page.on("requestfailed", lambda r: r.url not in self.offsite and self.failed.append(r.url))
         self.page.on("response", lambda r: r.status >= 400 and self.failed.append(f"{r.status} {r.url}"))
 
-        def route(r):
-            if r.request.url.startswith(allowed_prefixes):
-                r.continue_()
-            else:
-                self.offsite.append(r.request.url)
-                r.abort()
+        def block(r):
+            self.offsite.append(r.request.url)
+            r.abort()
 
-        self.page.route("**/*", route)
+        # every request that does not start with an allowed prefix is blocked
+        # and recorded; Playwright matches the pattern itself, so the site's
+        # own requests go on without a round trip to this process each
+        offsite = "^(?!" + "|".join(re.escape(a) for a in allowed_prefixes) + ")"
+        self.page.route(re.compile(offsite), block)
 
     def open(self, url: str):
         self.page.goto(url, wait_until="load")
@@ -128,9 +198,15 @@ class PageWatch:
         sizes = []
         for url in dict.fromkeys(self.requested):
             if url.startswith(base_url):
-                data = (SITE / unquote(urlparse(url).path).lstrip("/")).read_bytes()
-                sizes.append((len(gzip.compress(data, 6)), url.removeprefix(base_url)))
+                n = _gzip_size(SITE / unquote(urlparse(url).path).lstrip("/"))
+                sizes.append((n, url.removeprefix(base_url)))
         return sum(n for n, _ in sizes), sorted(sizes, reverse=True)
+
+
+@functools.lru_cache(maxsize=None)
+def _gzip_size(file: Path) -> int:
+    """A site file's size gzipped (once per file: every page loads the same scripts)."""
+    return len(gzip.compress(file.read_bytes(), 6))
 
 
 # a file name or path ("_images/abc.png", "fig 1.png"), or a bare hash: not a
@@ -182,11 +258,15 @@ def choose(control, k: int) -> str:
         control.locator("select").select_option(index=k)
         label = control.locator("select option").nth(k).inner_text()
     else:
+        # from where the handle is: one arrow key a step (Home for option 0),
+        # so stepping through n options costs n key presses, not n * n / 2
         handle = control.locator(".noUi-handle")
         handle.focus()
-        handle.press("Home")
-        for _ in range(k):
-            handle.press("ArrowRight")
+        now = int(float(handle.get_attribute("aria-valuenow") or 0))
+        if k == 0:
+            handle.press("Home")
+        for _ in range(abs(k - now) if k else 0):
+            handle.press("ArrowRight" if k > now else "ArrowLeft")
         until(lambda: float(handle.get_attribute("aria-valuenow") or -1) == k)
         label = control.locator(".widget-readout").inner_text()
     return label.replace("\xa0", " ").strip()
@@ -238,7 +318,10 @@ def keyboard_focus(page, locator) -> float:
     locator.focus()
     page.keyboard.press("Shift+Tab")
     page.keyboard.press("Tab")
-    assert locator.evaluate("el => el === document.activeElement"), "not reachable with Tab"
-    return locator.evaluate("el => parseFloat(getComputedStyle(el).outlineWidth) || 0")
+    focused, outline = locator.evaluate(
+        """el => [el === document.activeElement,
+                  parseFloat(getComputedStyle(el).outlineWidth) || 0]""")
+    assert focused, "not reachable with Tab"
+    return outline
 
 
