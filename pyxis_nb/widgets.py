@@ -183,7 +183,8 @@ def _draw_tight(fig, dpi: int, box=None, on_top=None):
     Returns the (height, width, 4) uint8 pixels that
     ``savefig(bbox_inches="tight", facecolor="white")`` would write, up to
     the sub-pixel offset of the cut (its edges are rounded to whole pixels
-    instead of the drawing being shifted by a fraction of one), and the box
+    instead of the drawing being shifted by a fraction of one; what lies
+    less than a pixel outside the figure is cut off), and the box
     with whether it lies inside the figure. Passing that back as ``box``
     skips finding it again: for frames of one figure in which only an
     artist inside the axes moves. ``on_top=(artist, saved)`` with that box
@@ -203,9 +204,10 @@ def _draw_tight(fig, dpi: int, box=None, on_top=None):
         if box is None:
             canvas.draw()
             tight = fig.get_tightbbox(canvas.get_renderer())  # inches
-            inside = (tight.x0 >= 0 and tight.y0 >= 0
-                      and tight.x1 <= fig.bbox_inches.width
-                      and tight.y1 <= fig.bbox_inches.height)
+            pixel = 1 / dpi  # less than one out: a slanted label's edge
+            inside = (tight.x0 > -pixel and tight.y0 > -pixel
+                      and tight.x1 < fig.bbox_inches.width + pixel
+                      and tight.y1 < fig.bbox_inches.height + pixel)
             box = (tight.padded(plt.rcParams["savefig.pad_inches"]), inside)
         elif box[1] and on_top is None:
             canvas.draw()
