@@ -319,7 +319,7 @@ def _tile_buffer(q: np.ndarray, block_q: int, block_k: int):
 
 
 def _tile_layout(q, k, v, scale, n_rep: int):
-    """Scaled q, K^T and v as broadcast views, and the output's lead shape.
+    """q, scaled K^T and v as broadcast views, and the output's lead shape.
 
     With GQA, query heads (..., H, T, d_head) are viewed as
     (..., H_kv, n_rep, T, d_head) and key/value heads get a length-1 group
@@ -330,16 +330,17 @@ def _tile_layout(q, k, v, scale, n_rep: int):
             x.shape[:-3] + (x.shape[-3] * n_rep,))
     lead = np.broadcast_shapes(q.shape[:-2], heads(k), heads(v))
     d_head = q.shape[-1]
-    q = q * q.dtype.type(1 / np.sqrt(d_head) if scale is None else scale)
+    # K transposed and scaled in one copy as large as K: BLAS multiplies
+    # faster by a contiguous K^T than by a transposed view, and q (larger
+    # than K with GQA) is used as it is
+    k_t = np.multiply(np.swapaxes(k, -1, -2), k.dtype.type(
+        1 / np.sqrt(d_head) if scale is None else scale), order="C")
     if n_rep > 1:
         q = _group(q, n_rep)
-        k, v = np.expand_dims(k, -3), np.expand_dims(v, -3)
-    work = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        k_t, v = np.expand_dims(k_t, -3), np.expand_dims(v, -3)
+    work = np.broadcast_shapes(q.shape[:-2], k_t.shape[:-2], v.shape[:-2])
     q = np.broadcast_to(q, work + q.shape[-2:])  # every tile: the full batch
-    # K transposed once (a copy as large as K): BLAS multiplies faster by a
-    # contiguous K^T than by a transposed view
-    k_t = np.broadcast_to(np.ascontiguousarray(np.swapaxes(k, -1, -2)),
-                          work + (d_head, k.shape[-2]))
+    k_t = np.broadcast_to(k_t, work + (d_head, k.shape[-2]))
     v = np.broadcast_to(v, work + v.shape[-2:])
     return q, k_t, v, lead
 
