@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
 import sys
 from pathlib import Path
 
@@ -47,13 +48,7 @@ def converted():
     writes it, converted once for both checks below that read it."""
     nbconvert = pytest.importorskip(
         "nbconvert", reason="nbconvert is not installed (requirements.txt pins it)")
-    exporter, seen = nbconvert.HTMLExporter(), {}
-
-    def convert(path):
-        if path not in seen:
-            seen[path] = _converted(exporter, path)
-        return seen[path]
-    return convert
+    return functools.cache(functools.partial(_converted, nbconvert.HTMLExporter()))
 
 
 def _converted(exporter, path):

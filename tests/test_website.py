@@ -48,6 +48,7 @@ Shared parts: website.py.
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
@@ -361,13 +362,7 @@ def _desktop_visit(browser, base_url: str, path: str) -> dict:
 def desktop(browser, base_url):
     """``desktop(path)``: what one visit of ``path`` at 1280 px recorded. Each
     page is opened once and every page check below reads the same visit."""
-    visits: dict[str, dict] = {}
-
-    def visit(path: str) -> dict:
-        if path not in visits:
-            visits[path] = _desktop_visit(browser, base_url, path)
-        return visits[path]
-    return visit
+    return functools.cache(functools.partial(_desktop_visit, browser, base_url))
 
 
 # ---- the page as loaded ----------------------------------------------------

@@ -18,6 +18,8 @@ Shared parts: website.py.
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from website import (  # noqa: F401 (fixtures)
@@ -99,13 +101,7 @@ def _phone_visit(browser, base_url: str, path: str) -> dict:
 @pytest.fixture(scope="module")
 def phone(browser, base_url):
     """``phone(path)``: what one visit of ``path`` on the phone recorded."""
-    visits: dict[str, dict] = {}
-
-    def visit(path: str) -> dict:
-        if path not in visits:
-            visits[path] = _phone_visit(browser, base_url, path)
-        return visits[path]
-    return visit
+    return functools.cache(functools.partial(_phone_visit, browser, base_url))
 
 
 @pytest.mark.parametrize("path", PAGES)
