@@ -16,6 +16,8 @@ SIZES = dict(vocab_size=64, hidden_size=16, intermediate_size=24,
              num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
              head_dim=4, max_position_embeddings=32, rms_norm_eps=1e-6,
              rope_theta=10_000.0)
+# the circuit tests' model: 50 tokens (the bad-input messages name 0 .. 49)
+CIRCUIT_SIZES = SIZES | dict(vocab_size=50, rope_theta=100.0)
 
 
 def config_json(tied=True, **changes) -> dict:

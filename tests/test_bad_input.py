@@ -897,12 +897,9 @@ def test_model_refuses(call, error, pattern):
 
 # ------------------------------------------ circuits and the model view
 def _circuit_model():
-    config = px.ModelConfig(hidden_size=16, num_attention_heads=4,
-                            num_key_value_heads=2, head_dim=4,
-                            num_hidden_layers=2, rope_theta=100.0,
-                            rms_norm_eps=1e-6, intermediate_size=24,
-                            vocab_size=50, max_position_embeddings=32)
-    return px.Qwen3ForCausalLM.from_config(config, seed=0)
+    from checkpoints import CIRCUIT_SIZES
+    return px.Qwen3ForCausalLM.from_config(px.ModelConfig(**CIRCUIT_SIZES),
+                                           seed=0)
 
 
 CIRCUIT_ROWS = [

@@ -5,12 +5,9 @@ import numpy as np
 import pytest
 
 import pyxis_nb as px
+from checkpoints import CIRCUIT_SIZES
 
-CONFIG = px.ModelConfig(hidden_size=16, num_attention_heads=4,
-                        num_key_value_heads=2, head_dim=4,
-                        num_hidden_layers=2, rope_theta=100.0,
-                        rms_norm_eps=1e-6, intermediate_size=24,
-                        vocab_size=50, max_position_embeddings=32)
+CONFIG = px.ModelConfig(**CIRCUIT_SIZES)
 IDS = np.random.default_rng(1).integers(0, 50, (2, 9))
 
 

@@ -304,12 +304,10 @@ def test_a_layer_checks_each_array_once(checked):
 
 
 def _full_model():
-    config = px.ModelConfig(hidden_size=16, num_attention_heads=4,
-                            num_key_value_heads=2, head_dim=4,
-                            num_hidden_layers=3, rope_theta=1e4,
-                            rms_norm_eps=1e-6, intermediate_size=24,
-                            vocab_size=32, max_position_embeddings=16)
-    return px.Qwen3ForCausalLM.from_config(config)
+    from checkpoints import SIZES
+    return px.Qwen3ForCausalLM.from_config(px.ModelConfig(
+        **SIZES | dict(num_hidden_layers=3, vocab_size=32,
+                       max_position_embeddings=16)))
 
 
 @pytest.mark.parametrize("build", [
