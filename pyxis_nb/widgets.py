@@ -112,16 +112,10 @@ def rope_rotation_frames(key_positions: Sequence[int],
     fig = plot_rope_rotation(query_positions[0], key_positions[0],
                              pairs=pairs, start=start, head_dim=head_dim,
                              theta=theta)
-    frames, box = {}, None
-    for n in key_positions:
-        for m in query_positions:
-            fig.pyxis_show(m, n)
-            rgba, box = _draw_tight(fig, dpi, box)
-            fig.set_layout_engine("none")  # keep the first frame's layout
-            frames.setdefault(f"n = {n}", {})[f"m = {m}"] = _png(
-                rgba, dpi, 128, fig.pyxis_alt)
-    plt.close(fig)
-    return frames
+    pngs = iter(_redrawn(fig, [(m, n) for n in key_positions
+                               for m in query_positions], dpi))
+    return {f"n = {n}": {f"m = {m}": next(pngs) for m in query_positions}
+            for n in key_positions}
 
 
 def tile_step_frames(stats, tokens: Sequence[str] | None = None, *,
@@ -134,15 +128,23 @@ def tile_step_frames(stats, tokens: Sequence[str] | None = None, *,
     step redraws only what changed (the tiles, the outline, the bars).
     """
     fig = plot_tile_step(stats, 0, tokens)
-    frames, box = {}, None
-    for i in range(len(stats.steps)):
-        if i:
-            fig.pyxis_show(i)
+    steps = [(i,) for i in range(len(stats.steps))]
+    return {f"step {i + 1}": png
+            for (i,), png in zip(steps, _redrawn(fig, steps, dpi))}
+
+
+def _redrawn(fig, steps, dpi: int) -> list[bytes]:
+    """The PNGs of ``fig`` after ``fig.pyxis_show(*step)`` for each step:
+    the layout of the first is kept (only the changed artists are new);
+    the figure is closed after the last."""
+    pngs, box = [], None
+    for step in steps:
+        fig.pyxis_show(*step)
         rgba, box = _draw_tight(fig, dpi, box)
-        fig.set_layout_engine("none")  # keep the layout of step 1
-        frames[f"step {i + 1}"] = _png(rgba, dpi, 128, fig.pyxis_alt)
+        fig.set_layout_engine("none")  # keep the first frame's layout
+        pngs.append(_png(rgba, dpi, 128, fig.pyxis_alt))
     plt.close(fig)
-    return frames
+    return pngs
 
 
 def _png(rgba: np.ndarray, dpi: int, colors: int,
