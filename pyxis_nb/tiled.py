@@ -385,14 +385,14 @@ def _tile_masks(attn_mask, mask_mod, is_causal: bool, lead: tuple,
     elif mask_mod is not None:
         b_idx, h_idx = _batch_head_indices(lead)
 
-        def mask_tile(i0, i1, j0, j1, heads):
+        def mask_tile(i0, i1, j0, j1, heads):  # heads = (): one thread
             keep = check_mask_mod_tile(mask_mod(
                 b_idx, h_idx, np.arange(i0, i1)[:, None], np.arange(j0, j1)),
                 (len(b_idx), len(h_idx), i1 - i0, j1 - j0))
             if keep.all():
                 return False, None
-            keep = _heads_of(_fit(keep, lead, n_rep, ndim), heads)
-            return not keep.any(), mask_to_bias(keep, dtype)
+            return not keep.any(), mask_to_bias(
+                _fit(keep, lead, n_rep, ndim), dtype)
     elif attn_mask is not None:
         mask = _fit(attn_mask, lead, n_rep, ndim)
 
