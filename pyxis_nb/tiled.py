@@ -75,9 +75,11 @@ class OnlineSoftmaxState:
                else np.zeros(rows_shape + (value_dim,), dtype=dtype))
         return cls(m, l, acc)
 
-    def output(self) -> np.ndarray:
-        """``acc / l``; rows that saw no allowed key give 0 (0 / 1)."""
-        return self.acc / np.where(self.row_sum == 0, 1, self.row_sum)
+    def output(self, out: np.ndarray | None = None) -> np.ndarray:
+        """``acc / l``, written to ``out`` if given; rows that saw no
+        allowed key give 0 (0 / 1)."""
+        return np.divide(self.acc, np.where(self.row_sum == 0, 1,
+                                            self.row_sum), out=out)
 
 
 def online_softmax_update(state: OnlineSoftmaxState, scores,
@@ -245,28 +247,29 @@ def tiled_attention(query, key, value, *, attn_mask=None, mask_mod=None,
     q, k, v, attn_mask, n_rep = check_attention(
         query, key, value, attn_mask, is_causal, enable_gqa, mask_mod)
     block_q, block_k = check_positive_ints(block_q=block_q, block_k=block_k)
-    q, k_t, v, lead = _tile_layout(q, k, v, scale, n_rep)
+    q, k, v, lead = _tile_layout(q, k, v, n_rep)
     mask_tile = _tile_masks(attn_mask, mask_mod, is_causal, lead, n_rep, q)
     (T, d_head), (S, d_v) = q.shape[-2:], v.shape[-2:]
+    scale = q.dtype.type(1 / np.sqrt(d_head) if scale is None else scale)
     stats = TileStats.empty(T, S, block_q, block_k, record=return_stats)
     out = np.empty(q.shape[:-1] + (d_v,), dtype=q.dtype)
 
     def attend(heads):  # every tile of some of the heads: one core's work
-        q_h, k_h, v_h, out_h = q[heads], k_t[heads], v[heads], out[heads]
+        q_h, k_h, v_h, out_h = q[heads], k[heads], v[heads], out[heads]
         tile = _tile_buffer(q_h, min(block_q, T), min(block_k, S))
         for i0, i1 in _spans(T, block_q):  # one tile of queries at a time
-            state = OnlineSoftmaxState.empty(q_h[..., i0:i1, 0].shape,
-                                             q.dtype, d_v)
+            q_i = q_h[..., i0:i1, :] * scale  # scaled once, for all its keys
+            state = OnlineSoftmaxState.empty(q_i.shape[:-1], q.dtype, d_v)
             for j0, j1 in _spans(S, block_k, cut=i1 if is_causal else S):
                 skip, bias = mask_tile(i0, i1, j0, j1, heads)  # -inf: hidden
                 if not skip:  # (..., block_q, d_head) @ (..., d_head, block_k)
-                    s = np.matmul(q_h[..., i0:i1, :], k_h[..., j0:j1],
-                                  out=tile(i1 - i0, j1 - j0))  # reused memory
+                    k_j = np.swapaxes(k_h[..., j0:j1, :], -1, -2)  # a view
+                    s = np.matmul(q_i, k_j, out=tile(i1 - i0, j1 - j0))
                     s = s if bias is None else np.add(s, bias, out=s)
                     online_softmax_update(state, s, v_h[..., j0:j1, :])
                 stats.add(i0, j0, state,
                           0 if skip else s.size * (d_head + d_v))
-            out_h[..., i0:i1, :] = state.output()
+            state.output(out=out_h[..., i0:i1, :])
     # mask_mod is called once per tile for every head: one thread then
     _across_cores(attend, q.shape[:-2],
                    parallel=not return_stats and mask_mod is None)
@@ -283,23 +286,26 @@ def _spans(n: int, block: int, cut: int | None = None):
 
 def _across_cores(attend, work: tuple, parallel: bool = True) -> None:
     """``attend(heads)`` over slices of the batch and head axes ``work``,
-    one slice per core in its own thread, BLAS on one thread in each.
+    one thread per core, BLAS on one thread in each.
 
     Heads are independent, so FlashAttention runs them in parallel, as does
     torch's CPU kernel, each core on its own tiles. numpy's element-wise
-    steps run on one core; split by heads, every step uses them all. Run
-    once (``heads = ()``) when not ``parallel``, with one head, or when no
-    BLAS library whose threads can be limited is loaded.
+    steps run on one core; split by heads, every step uses them all. There
+    are two slices per core, each thread taking the next one left, so that
+    a core the machine slows down does less of the work. Run once
+    (``heads = ()``) when not ``parallel``, with one head, or when no BLAS
+    library whose threads can be limited is loaded.
     """
     blas = _blas()
     cores = max((c.num_threads for c in blas.lib_controllers), default=1)
     axis = next((a for a, n in enumerate(work) if n > 1), None)
     if not parallel or axis is None or cores < 2:
         return attend(())
-    cuts = np.linspace(0, work[axis], min(cores, work[axis]) + 1).astype(int)
+    n_parts = min(2 * cores, work[axis])
+    cuts = np.linspace(0, work[axis], n_parts + 1).astype(int)
     parts = [(slice(None),) * axis + (slice(a, b),)
              for a, b in zip(cuts[:-1], cuts[1:])]
-    with blas.limit(limits=1), ThreadPoolExecutor(len(parts)) as pool:
+    with blas.limit(limits=1), ThreadPoolExecutor(cores) as pool:
         list(pool.map(attend, parts))  # list(): re-raises a thread's error
 
 
@@ -318,8 +324,8 @@ def _tile_buffer(q: np.ndarray, block_q: int, block_k: int):
         q.shape[:-2] + (rows, cols))
 
 
-def _tile_layout(q, k, v, scale, n_rep: int):
-    """q, scaled K^T and v as broadcast views, and the output's lead shape.
+def _tile_layout(q, k, v, n_rep: int):
+    """q, k and v as broadcast views (no copy), and the output's lead shape.
 
     With GQA, query heads (..., H, T, d_head) are viewed as
     (..., H_kv, n_rep, T, d_head) and key/value heads get a length-1 group
@@ -329,20 +335,13 @@ def _tile_layout(q, k, v, scale, n_rep: int):
         return x.shape[:-2] if n_rep == 1 else (
             x.shape[:-3] + (x.shape[-3] * n_rep,))
     lead = np.broadcast_shapes(q.shape[:-2], heads(k), heads(v))
-    d_head = q.shape[-1]
-    # K transposed and scaled in one copy as large as K: BLAS multiplies
-    # faster by a contiguous K^T than by a transposed view, and q (larger
-    # than K with GQA) is used as it is
-    k_t = np.multiply(np.swapaxes(k, -1, -2), k.dtype.type(
-        1 / np.sqrt(d_head) if scale is None else scale), order="C")
     if n_rep > 1:
         q = _group(q, n_rep)
-        k_t, v = np.expand_dims(k_t, -3), np.expand_dims(v, -3)
-    work = np.broadcast_shapes(q.shape[:-2], k_t.shape[:-2], v.shape[:-2])
-    q = np.broadcast_to(q, work + q.shape[-2:])  # every tile: the full batch
-    k_t = np.broadcast_to(k_t, work + (d_head, k.shape[-2]))
-    v = np.broadcast_to(v, work + v.shape[-2:])
-    return q, k_t, v, lead
+        k, v = np.expand_dims(k, -3), np.expand_dims(v, -3)
+    work = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    # every tile then covers the full batch and all heads
+    q, k, v = (np.broadcast_to(x, work + x.shape[-2:]) for x in (q, k, v))
+    return q, k, v, lead
 
 
 def _group(x: np.ndarray, n_rep: int) -> np.ndarray:
@@ -377,11 +376,18 @@ def _tile_masks(attn_mask, mask_mod, is_causal: bool, lead: tuple,
     """
     dtype, ndim = q.dtype, q.ndim
     if is_causal:  # top-left: key j hidden from query i when j > i
+        @functools.lru_cache(maxsize=8)  # tiles on the diagonal repeat
+        def causal_bias(offset, rows, cols):  # offset = i0 - j0
+            # column c, row r of the tile: key j0 + c after query i0 + r
+            future = np.arange(cols) > np.arange(rows)[:, None] + offset
+            bias = np.where(future, dtype.type(-np.inf), dtype.type(0))
+            bias.flags.writeable = False  # shared by tiles and threads
+            return bias
+
         def mask_tile(i0, i1, j0, j1, heads):
             if j0 >= j1 or j1 - 1 <= i0:  # no key, or none after a query
                 return j0 >= j1, None
-            future = np.arange(j0, j1) > np.arange(i0, i1)[:, None]
-            return False, np.where(future, dtype.type(-np.inf), dtype.type(0))
+            return False, causal_bias(i0 - j0, i1 - i0, j1 - j0)
     elif mask_mod is not None:
         b_idx, h_idx = _batch_head_indices(lead)
 

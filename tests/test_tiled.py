@@ -361,15 +361,15 @@ def test_mask_mod_matches_torch_flex_attention():
 
 @pytest.mark.parametrize("mask", ["causal", "per batch", "per head"])
 def test_heads_split_across_cores_give_the_one_thread_result(rng, monkeypatch, mask):
-    """With two BLAS threads the heads are split in two parts, attended in
-    a pool of two threads (BLAS on one thread in each); the result is the
-    one-thread result."""
+    """With two BLAS threads the batch is split in four parts (two per
+    core), attended in a pool of two threads (BLAS on one thread in each);
+    the result is the one-thread result."""
     threadpoolctl = pytest.importorskip("threadpoolctl")
     import pyxis_nb.tiled as tiled
 
-    q, k, v = _qkv(rng, (2, 4, 70, 8), (2, 2, 70, 8), (2, 2, 70, 8))
+    q, k, v = _qkv(rng, (5, 4, 70, 8), (5, 2, 70, 8), (5, 2, 70, 8))
     kw = {"is_causal": True} if mask == "causal" else {"attn_mask": rng.random(
-        (2, 1, 70, 70) if mask == "per batch" else (2, 4, 70, 70)) < 0.6}
+        (5, 1, 70, 70) if mask == "per batch" else (5, 4, 70, 70)) < 0.6}
     kw.update(enable_gqa=True, block_q=16, block_k=32)
     with threadpoolctl.threadpool_limits(1, "blas"):  # one core: one part
         one = px.tiled_attention(q, k, v, **kw)
@@ -386,5 +386,6 @@ def test_heads_split_across_cores_give_the_one_thread_result(rng, monkeypatch, m
     np.testing.assert_allclose(both, one, rtol=0, atol=1e-13)
     np.testing.assert_allclose(both, px.scaled_dot_product_attention(
         q, k, v, **{a: b for a, b in kw.items() if "block" not in a}), atol=1e-12)
-    if tiled._blas().lib_controllers:  # numpy's BLAS found: split in two
-        assert sorted(parts, key=str) == [(slice(0, 1),), (slice(1, 2),)]
+    if tiled._blas().lib_controllers:  # numpy's BLAS found: 5 -> 1+1+1+2
+        assert sorted(parts, key=str) == [(slice(a, b),) for a, b in (
+            (0, 1), (1, 2), (2, 3), (3, 5))]
