@@ -7,6 +7,8 @@ repeats, the three implementations interleaved so that a busy machine slows
 them alike, each call after a pause in which the previous library's threads
 stop spinning (benchmarks/timing.py: without it torch, timed after numpy,
 looked 1.4x slower than it is). Target: tiled within 1.2x of torch at T = 2048.
+The ratio within each round (the two calls side by side) is printed too: its
+spread says how noisy the machine was during the run.
 
 Memory: peak bytes allocated (tracemalloc; numpy reports its buffers to it)
 during one causal call at T = 8192, D = 128, with ONE head: the naive version
@@ -25,7 +27,7 @@ import tracemalloc
 import numpy as np
 
 import pyxis_nb as px
-from timing import SETTLE_S, best_interleaved  # benchmarks/timing.py
+from timing import SETTLE_S, interleaved  # benchmarks/timing.py
 
 REPEATS = 7
 TIME_T = (512, 1024, 2048)
@@ -70,14 +72,20 @@ def time_section() -> bool | None:
         out = px.tiled_attention(q, k, v, is_causal=True)
         assert out.dtype == np.float32
         np.testing.assert_allclose(out, ref, rtol=0, atol=1e-5)
-        t = best_interleaved({
+        rounds = interleaved({
             "torch": lambda: sdpa(tq, tk, tv, is_causal=True),
             "tiled": lambda: px.tiled_attention(q, k, v, is_causal=True),
             "naive": lambda: px.scaled_dot_product_attention(q, k, v, is_causal=True),
         }, REPEATS)
+        t = {name: min(times) for name, times in rounds.items()}
         ratio = t["tiled"] / t["torch"]
         print(f"{T:>6} {1e3 * t['torch']:>9.1f} {1e3 * t['tiled']:>9.1f} {1e3 * t['naive']:>9.1f} "
               f"{ratio:>12.2f} {t['naive'] / t['torch']:>12.2f}")
+    # how noisy the machine was: tiled/torch within each round (calls side by side)
+    per_round = np.divide(rounds["tiled"], rounds["torch"])
+    print(f"tiled/torch at T={TIME_T[-1]} round by round: lowest {per_round.min():.2f}, "
+          f"median {np.median(per_round):.2f}, highest {per_round.max():.2f}; "
+          f"torch's own times {1e3 * min(rounds['torch']):.0f}-{1e3 * max(rounds['torch']):.0f} ms")
     ok = ratio <= TIME_TARGET
     print(f"{'PASS' if ok else 'FAIL'}: tiled/torch at T={TIME_T[-1]} is {ratio:.2f} "
           f"(target <= {TIME_TARGET})")

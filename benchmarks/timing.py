@@ -21,15 +21,21 @@ def best_of(fn, repeats: int) -> float:
     return min(times)
 
 
-def best_interleaved(fns: dict, repeats: int, settle: float = SETTLE_S) -> dict:
-    """Best wall time of each function, calling them in turn ``repeats``
-    times (a busy machine slows them alike), each after ``settle`` seconds
+def interleaved(fns: dict, repeats: int, settle: float = SETTLE_S) -> dict:
+    """Wall time of each function in each of ``repeats`` rounds, in seconds:
+    ``{name: [round 1, round 2, ...]}``. A round calls every function once,
+    in turn (a busy machine slows them alike), each after ``settle`` seconds
     of rest (another library's threads no longer spinning)."""
-    best = {name: float("inf") for name in fns}
+    times = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
             time.sleep(settle)
             start = time.perf_counter()
             fn()
-            best[name] = min(best[name], time.perf_counter() - start)
-    return best
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def best_interleaved(fns: dict, repeats: int, settle: float = SETTLE_S) -> dict:
+    """Best wall time of each function over :func:`interleaved` rounds."""
+    return {name: min(t) for name, t in interleaved(fns, repeats, settle).items()}
