@@ -35,7 +35,3 @@ def interleaved(fns: dict, repeats: int, settle: float = SETTLE_S) -> dict:
             times[name].append(time.perf_counter() - start)
     return times
 
-
-def best_interleaved(fns: dict, repeats: int, settle: float = SETTLE_S) -> dict:
-    """Best wall time of each function over :func:`interleaved` rounds."""
-    return {name: min(t) for name, t in interleaved(fns, repeats, settle).items()}
