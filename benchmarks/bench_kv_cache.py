@@ -43,12 +43,12 @@ TARGET_GROWTH_4096_OVER_1024 = 4.5
 
 def cached_step_time(model: px.TinyDecoder, ids: np.ndarray, T: int, repeats: int) -> float:
     """One decode step at context T: the cache holds T - 1 positions, 1 token goes in."""
-    cache = model.new_cache(max_seq_len=T)
-    model.forward(ids[None, :T - 1], past_key_values=cache, logits_to_keep=1)  # prefill
+    cache = model.new_cache(max_cache_len=T)
+    model.forward(ids[None, :T - 1], cache=cache, logits_to_keep=1)  # prefill
 
     def step():
         cache.crop(T - 1)  # forget the previous repeat's token
-        model.forward(ids[None, T - 1:T], past_key_values=cache, logits_to_keep=1)
+        model.forward(ids[None, T - 1:T], cache=cache, logits_to_keep=1)
 
     step()  # warm up
     return best_of(step, repeats)

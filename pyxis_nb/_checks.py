@@ -464,10 +464,10 @@ def check_rope_args(x, positions, layout, layouts: tuple):
     return x, pos
 
 
-def check_frequencies(name: str, size, theta,
+def check_frequencies(name: str, size, base, base_name: str = "rope_theta",
                       why: str = "RoPE rotates pairs of coordinates"):
-    """An even size and a base ``theta`` > 1: a sin/cos frequency table."""
-    return check_even(name, size, why), check_theta("theta", theta)
+    """An even size and a base > 1: a sin/cos frequency table."""
+    return check_even(name, size, why), check_theta(base_name, base)
 
 
 # --- layer checks
@@ -520,7 +520,7 @@ def check_room(name: str, held: int, new: int, limit_name: str,
                limit: int, where: str) -> None:
     """Raise if ``held + new`` positions exceed ``limit`` (a cache, a model).
 
-    The one overflow check: a cache's ``max_seq_len``, a model's
+    The one overflow check: a cache's ``max_cache_len``, a model's
     ``max_position_embeddings``; ``where``: what holds the ``held`` ones.
     """
     if held + new > limit:

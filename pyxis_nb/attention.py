@@ -25,7 +25,7 @@ def scaled_dot_product_attention(query, key, value, *, attn_mask=None,
                                  is_causal: bool = False,
                                  scale: float | None = None,
                                  enable_gqa: bool = False,
-                                 return_weights: bool = False):
+                                 output_attentions: bool = False):
     """``softmax(Q K^T * scale + mask) V``, as torch's SDPA computes it.
 
     Parameters
@@ -42,13 +42,13 @@ def scaled_dot_product_attention(query, key, value, *, attn_mask=None,
         Defaults to ``1 / sqrt(d_head)``.
     enable_gqa : bool, default False
         Query heads ``H`` on axis -3 share ``H_kv`` key/value heads.
-    return_weights : bool, default False
+    output_attentions : bool, default False
         Also return the weights.
 
     Returns
     -------
     output : ndarray, shape (..., T, d_head)
-    weights : ndarray, shape (..., T, S), only with ``return_weights``
+    weights : ndarray, shape (..., T, S), only with ``output_attentions``
         A row with no allowed key is all zeros (as torch >= 2.5), never NaN.
 
     See Also
@@ -60,12 +60,17 @@ def scaled_dot_product_attention(query, key, value, *, attn_mask=None,
     out, weights = sdpa_core(q, k, v, attn_mask=attn_mask,
                              is_causal=is_causal, scale=scale,
                              enable_gqa=enable_gqa)
-    return (out, weights) if return_weights else out
+    return (out, weights) if output_attentions else out
 
 
 def sdpa_core(query, key, value, attn_mask=None, is_causal=False,
-              scale=None, enable_gqa=False):
-    """Unchecked core of :func:`scaled_dot_product_attention`: out, weights."""
+              scale=None, enable_gqa=False, head_mask=None):
+    """Unchecked core of :func:`scaled_dot_product_attention`: out, weights.
+
+    ``head_mask`` (H,), if given, multiplies each head's weights before they
+    mix the values (0 switches a head off), as the ``head_mask`` of older
+    transformers models did; the weights returned are the multiplied ones.
+    """
     T, S, d_head = query.shape[-2], key.shape[-2], query.shape[-1]
     if enable_gqa:  # query head h reads key/value head h // n_rep
         n_rep = query.shape[-3] // key.shape[-3]
@@ -78,6 +83,8 @@ def sdpa_core(query, key, value, attn_mask=None, is_causal=False,
     if attn_mask is not None:
         scores = scores + mask_to_bias(attn_mask, scores.dtype)
     weights = softmax_core(scores)  # (..., T, S); masked rows are zeros
+    if head_mask is not None:  # (H,) -> (H, 1, 1): one factor per head
+        weights = weights * head_mask[:, None, None]
     batch = np.broadcast_shapes(weights.shape[:-2], value.shape[:-2])
     if weights.shape[:-2] != batch:  # value alone had extra leading dims
         weights = np.broadcast_to(weights, batch + (T, S)).copy()

@@ -66,7 +66,7 @@ DATA = Path(__file__).parent / "data" / "trained_heads.npz"
 # trained-heads`` trains them and stores weights and loss histories in DATA.
 _MAIN = dict(vocab_size=64, hidden_size=32, num_hidden_layers=2,
              num_attention_heads=4,
-             max_seq_len=16, seed=0)
+             max_position_embeddings=16, seed=0)
 _TRAIN = dict(steps=1500, batch_size=16, half=(4, 8), lr=3e-3, seed=0)
 _WIDE = dict(_MAIN, hidden_size=128, num_attention_heads=2)  # d_head 64
 TRAINED_HEADS_RUNS = {  # the main run also records head scores
@@ -206,7 +206,7 @@ class AttentionOnlyTransformer:
     ----------
     vocab_size, hidden_size, num_hidden_layers, num_attention_heads : int
         ``V``, ``d_model``, ``L``, ``H`` (must divide ``d_model``).
-    max_seq_len : int
+    max_position_embeddings : int
         The most ``T``.
     scale : float, optional
         Multiplies ``q . k``; default ``1 / sqrt(d_head)``, 1.0 = unscaled.
@@ -221,15 +221,16 @@ class AttentionOnlyTransformer:
     """
 
     def __init__(self, vocab_size, hidden_size, num_hidden_layers,
-                 num_attention_heads, max_seq_len, *, scale=None, seed=0,
-                 dtype=np.float64):
+                 num_attention_heads, max_position_embeddings, *, scale=None,
+                 seed=0, dtype=np.float64):
         self.vocab_size = check_positive_int("vocab_size", vocab_size)
         self.hidden_size = check_positive_int("hidden_size", hidden_size)
         self.num_hidden_layers = check_positive_int("num_hidden_layers",
                                                     num_hidden_layers)
         self.num_attention_heads = check_positive_int("num_attention_heads",
                                                       num_attention_heads)
-        self.max_seq_len = check_positive_int("max_seq_len", max_seq_len)
+        self.max_position_embeddings = check_positive_int(
+            "max_position_embeddings", max_position_embeddings)
         check_divisible("hidden_size", hidden_size, "num_attention_heads",
                         num_attention_heads)
         self.head_dim = hidden_size // num_attention_heads
@@ -247,7 +248,7 @@ class AttentionOnlyTransformer:
     def _shapes(self) -> dict[str, tuple[int, int]]:
         V, d = self.vocab_size, self.hidden_size
         shapes = {"embed_tokens.weight": (V, d),
-                  "embed_positions.weight": (self.max_seq_len, d)}
+                  "embed_positions.weight": (self.max_position_embeddings, d)}
         for i in range(self.num_hidden_layers):
             for name in PROJECTIONS:
                 shapes[f"layers.{i}.self_attn.{name}.weight"] = (d, d)
@@ -283,9 +284,10 @@ class AttentionOnlyTransformer:
 
     def _check_input(self, input_ids) -> np.ndarray:
         ids = _check_ids("input_ids", input_ids, self.vocab_size)
-        return check_shape("input_ids", ids, ids.shape[1] <= self.max_seq_len,
-                           f"(B, T) with T <= max_seq_len = "
-                           f"{self.max_seq_len}")
+        return check_shape("input_ids", ids,
+                           ids.shape[1] <= self.max_position_embeddings,
+                           f"(B, T) with T <= max_position_embeddings = "
+                           f"{self.max_position_embeddings}")
 
     def _forward(self, ids, is_causal=True):
         """Logits and every layer's cache; ``ids`` already checked."""
@@ -302,17 +304,17 @@ class AttentionOnlyTransformer:
         # (B, T, d_model) @ (d_model, V) -> (B, T, V)
         return x @ self._params["lm_head.weight"].T, x, caches
 
-    def forward(self, input_ids, *, is_causal=True, return_weights=False):
+    def forward(self, input_ids, *, is_causal=True, output_attentions=False):
         """Logits (B, T, V) for ``input_ids`` (B, T).
 
-        With ``return_weights=True`` also a list of L arrays (B, H, T, T),
+        With ``output_attentions=True`` also a list of L arrays (B, H, T, T),
         the attention weights of each layer. ``is_causal=False`` lets every
         position attend to every other (the model was trained with it True).
         """
         ids = self._check_input(input_ids)
         is_causal = check_bool("is_causal", is_causal)
         logits, _, caches = self._forward(ids, is_causal)
-        if check_bool("return_weights", return_weights):
+        if check_bool("output_attentions", output_attentions):
             return logits, [cache[4] for cache in caches]
         return logits
 
@@ -552,7 +554,7 @@ def induction_score(weights: np.ndarray, half) -> np.ndarray:
 def head_scores(model, input_ids, halves) -> dict[str, np.ndarray]:
     """The ``SCORES`` of every head on repeated-token ``input_ids`` with
     block lengths ``halves`` (B,): name -> ndarray, shape (L, H)."""
-    _, weights = model.forward(input_ids, return_weights=True)
+    _, weights = model.forward(input_ids, output_attentions=True)
     funcs = {"previous": lambda w: previous_token_score(w),
              "duplicate": lambda w: duplicate_token_score(w, halves),
              "induction": lambda w: induction_score(w, halves)}
@@ -705,15 +707,38 @@ def train_run(name: str, *, steps=None):
 
 
 def load_trained_heads(name: str = "main", path=DATA):
-    """The stored result of ``train_run(name)``: (model, history)."""
+    """The stored result of ``train_run(name)``: (model, history).
+
+    Parameters
+    ----------
+    name : str, default "main"
+        A key of ``TRAINED_HEADS_RUNS``.
+    path : path-like, default the package's ``data/trained_heads.npz``
+
+    Returns
+    -------
+    model : AttentionOnlyTransformer
+        With the stored weights.
+    history : dict of str to ndarray
+        The losses and head scores recorded while training.
+
+    Raises
+    ------
+    ValueError
+        ``name`` is not a run, or the file holds no weights for it
+        (``make trained-heads`` writes them).
+    """
+    check_choice("name", name, tuple(TRAINED_HEADS_RUNS))
     model_kw, _ = TRAINED_HEADS_RUNS[name]
+    prefix = f"{name}/"
     with np.load(path) as data:
-        model = AttentionOnlyTransformer(**model_kw)
-        prefix = f"{name}/"
-        weights = {k[len(prefix):]: data[k] for k in data.files
-                   if k.startswith(prefix) and ".weight" in k}
-        if weights:
-            model.load_state_dict(weights)
-        history = {k[len(prefix):]: data[k] for k in data.files
-                   if k.startswith(prefix) and ".weight" not in k}
+        stored = {k[len(prefix):]: data[k] for k in data.files
+                  if k.startswith(prefix)}
+    weights = {k: v for k, v in stored.items() if ".weight" in k}
+    if not weights:
+        raise ValueError(f"name {name!r}: {path} holds no weights of that "
+                         "run; `make trained-heads` writes them")
+    model = AttentionOnlyTransformer(**model_kw)
+    model.load_state_dict(weights)
+    history = {k: v for k, v in stored.items() if ".weight" not in k}
     return model, history

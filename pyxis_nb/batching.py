@@ -14,64 +14,9 @@ Token ids are integers; PAD is an id like any other, hidden by a mask.
   (B, T) array plus the lengths, which :func:`pyxis_nb.padding_mask` takes.
 * :class:`TinyLM` is the smallest language model with attention in it:
   embedding, sinusoidal positions, one causal head, output projection.
-* :func:`greedy_generate` runs it one token at a time, as generation must.
 
-Details
--------
-What ``help()`` tells beyond the short docstrings the chapters list.
-
-``TinyLM.forward``
-    Parameters
-    ----------
-    ids : array_like of int, shape (..., T), in ``0 .. V - 1``
-    attn_mask : ndarray of bool, broadcastable to (..., 1, T, T)
-        True = may attend, e.g. ``px.padding_mask(lengths, T)``;
-        combined with the causal mask by ``&``.
-    is_causal : bool, default True
-
-    Returns
-    -------
-    ndarray, shape (..., T, V)
-        Row ``t`` scores each candidate for the token at ``t + 1``.
-
-``greedy_generate``
-    Each step reruns the whole prefix (no KV cache yet: see the KV-cache
-    chapter) and keeps only the logits of the last position.
-
-    Parameters
-    ----------
-    model : TinyLM
-    prompt : sequence of int, length P >= 1
-    max_new_tokens : int, N >= 1
-
-    Returns
-    -------
-    ids : ndarray of int64, shape (P + N,)
-    step_logits : ndarray, shape (N, V)
-        Row ``n`` chose ``ids[P + n]``.
-
-    See Also
-    --------
-    transformers.GenerationMixin.generate : ``do_sample=False`` is greedy.
-
-``pad_sequences``
-    Parameters
-    ----------
-    sequences : sequence of B non-empty sequences of int
-    pad_id : int, default 0
-    side : {"right", "left"}
-        Where the padding goes (left for batched generation).
-    length : int, default the longest sequence
-
-    Returns
-    -------
-    ids : ndarray of int64, shape (B, T)
-    lengths : ndarray of int64, shape (B,)
-        For ``px.padding_mask(lengths, T, side=side)``.
-
-    See Also
-    --------
-    transformers.PreTrainedTokenizerBase.pad : ``padding_side``.
+The padding chapter writes greedy generation out with it, one token at a
+time; the package's one generation loop is ``Qwen3ForCausalLM.generate``.
 """
 
 from __future__ import annotations
@@ -89,14 +34,31 @@ from .head import Head
 from .masks import real_tokens
 from .positions import sinusoidal_positions
 
-__all__ = ["pad_sequences", "TinyLM", "greedy_generate"]
+__all__ = ["pad_sequences", "TinyLM"]
 
 
 def pad_sequences(sequences: Sequence[Sequence[int]], *, pad_id: int = 0,
                   side: str = "right", length: int | None = None):
     """Pad token-id lists to one length, so they stack into a (B, T) array.
 
-    -> ids (B, T), lengths (B,). HF: ``tokenizer.pad``, ``padding_side``."""
+    Parameters
+    ----------
+    sequences : sequence of B non-empty sequences of int
+    pad_id : int, default 0
+    side : {"right", "left"}
+        Where the padding goes (left for batched generation).
+    length : int, default the longest sequence
+
+    Returns
+    -------
+    ids : ndarray of int64, shape (B, T)
+    lengths : ndarray of int64, shape (B,)
+        For ``px.padding_mask(lengths, T, side=side)``.
+
+    See Also
+    --------
+    transformers.PreTrainedTokenizerBase.pad : ``padding_side``.
+    """
     check_choice("side", side, ("right", "left"))
     seqs = check_sequences("sequences", sequences)
     lengths = np.array([len(s) for s in seqs], dtype=np.int64)  # (B,)
@@ -148,11 +110,24 @@ class TinyLM:
         self.W_out = (rng.standard_normal((d_head, self.vocab_size))
                       / np.sqrt(d_head)).astype(dtype)  # (d_head, V)
 
-    def forward(self, ids, *, attn_mask=None, is_causal: bool = True):
+    def forward(self, input_ids, *, attn_mask=None, is_causal: bool = True):
         """Logits for the next token at every position.
 
-        ids (..., T) -> logits (..., T, V); attn_mask: ``padding_mask``'s."""
-        ids = check_token_ids("ids", ids, self.vocab_size, want="(..., T)")
+        Parameters
+        ----------
+        input_ids : array_like of int, shape (..., T), in ``0 .. V - 1``
+        attn_mask : ndarray of bool, broadcastable to (..., 1, T, T)
+            True = may attend, e.g. ``px.padding_mask(lengths, T)``;
+            combined with the causal mask by ``&``.
+        is_causal : bool, default True
+
+        Returns
+        -------
+        ndarray, shape (..., T, V)
+            Row ``t`` scores each candidate for the token at ``t + 1``.
+        """
+        ids = check_token_ids("input_ids", input_ids, self.vocab_size,
+                              want="(..., T)")
         T, h = ids.shape[-1], self.head
         x = self.embedding[ids] + sinusoidal_positions(
             T, h.hidden_size, dtype=self.embedding.dtype)  # (..., T, d_model)
@@ -170,17 +145,3 @@ class TinyLM:
         return (f"TinyLM(vocab_size={self.vocab_size}, "
                 f"hidden_size={self.head.hidden_size}, "
                 f"head_dim={self.head.head_dim})")
-
-
-def greedy_generate(model: TinyLM, prompt: Sequence[int],
-                    max_new_tokens: int):
-    """Generate token by token: run the model, take the argmax, append.
-
-    prompt (P,) -> ids (P + N,), step_logits (N, V). HF: ``generate``."""
-    ids = check_int_array("prompt", prompt, ndim=1, want="(P,)")
-    ids, step_logits = ids.astype(np.int64), []
-    for _ in range(check_positive_int("max_new_tokens", max_new_tokens)):
-        logits = model(ids)[-1]  # (T, V) -> (V,): the newest position
-        step_logits.append(logits)
-        ids = np.append(ids, np.int64(np.argmax(logits)))
-    return ids, np.stack(step_logits)  # (P + N,), (N, V)

@@ -22,12 +22,12 @@ What ``help()`` tells beyond the short docstrings the chapters list.
     ----------
     query : ndarray, shape (..., T, d_head), T <= S
     key, value : ndarray, shape (..., S, d_head)
-    scale, return_weights : as in :func:`scaled_dot_product_attention`
+    scale, output_attentions : as in :func:`scaled_dot_product_attention`
 
     Returns
     -------
     output : ndarray, shape (..., T, d_head)
-    weights : ndarray, shape (..., T, S), only with ``return_weights``
+    weights : ndarray, shape (..., T, S), only with ``output_attentions``
 
     See Also
     --------
@@ -45,7 +45,7 @@ __all__ = ["engine_causal_attention"]
 
 
 def engine_causal_attention(query, key, value, *, scale: float | None = None,
-                            return_weights: bool = False):
+                            output_attentions: bool = False):
     """Causal attention computed one query row at a time.
 
     (..., T, d_head), keys (..., S, d_head), T <= S -> (..., T, d_head)."""
@@ -59,4 +59,4 @@ def engine_causal_attention(query, key, value, *, scale: float | None = None,
         w = weights[..., i, :pos + 1] = softmax_core(scores)  # future: 0
         # (..., 1, pos+1) @ (..., pos+1, d_head) -> (..., 1, d_head)
         out[..., i, :] = (w[..., None, :] @ v[..., :pos + 1, :])[..., 0, :]
-    return (out, weights) if return_weights else out
+    return (out, weights) if output_attentions else out

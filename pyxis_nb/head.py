@@ -86,10 +86,10 @@ class Head:
                 scaled: bool = True) -> np.ndarray:
         """Attention weights, shape (..., T, T); each row sums to 1."""
         return self.forward(x, is_causal=is_causal, scaled=scaled,
-                            return_weights=True)[1]
+                            output_attentions=True)[1]
 
     def forward(self, x, is_causal: bool = False, scaled: bool = True,
-                return_weights: bool = False):
+                output_attentions: bool = False):
         """Attend: ``softmax(Q K^T / sqrt(d_head) + mask) V``.
 
         Parameters
@@ -99,18 +99,18 @@ class Head:
             Token ``i`` sees only tokens ``0..i``.
         scaled : bool
             If False, skip ``1 / sqrt(d_head)`` (for the scaling chapter).
-        return_weights : bool
+        output_attentions : bool
             Also return the (..., T, T) weights.
 
         Returns
         -------
         out : ndarray, shape (..., T, d_head)
-        weights : ndarray, shape (..., T, T), only with ``return_weights``
+        weights : ndarray, shape (..., T, T), only with ``output_attentions``
         """
         q, k, v = self.qkv(x)
         out, weights = sdpa_core(q, k, v, is_causal=is_causal,
                                  scale=None if scaled else 1.0)
-        return (out, weights) if return_weights else out
+        return (out, weights) if output_attentions else out
 
     __call__ = forward
 

@@ -9,7 +9,7 @@ Shape legend:
     S       positions a layer holds after it
     d_head  head size
 
-Each layer owns two arrays of shape (B, H_kv, max_seq_len, d_head),
+Each layer owns two arrays of shape (B, H_kv, max_cache_len, d_head),
 allocated once; an ``update`` writes ``T`` new positions after those
 already there and returns views of the first ``S``. Nothing is copied or
 reallocated while decoding.
@@ -49,7 +49,7 @@ class KVCache:
         ``H_kv``.
     head_dim : int
         ``d_head``.
-    max_seq_len : int
+    max_cache_len : int
         Positions allocated per layer (the most ``S`` can reach).
     dtype : numpy float dtype, default float64
         Every ``update`` must pass exactly this dtype (the package default,
@@ -58,7 +58,7 @@ class KVCache:
     Attributes
     ----------
     key_cache, value_cache : list of ndarray
-        Shape (B, H_kv, max_seq_len, d_head): the storage, one array per
+        Shape (B, H_kv, max_cache_len, d_head): the storage, one array per
         layer (HF 5.x keeps them per layer as ``cache.layers[i].keys`` /
         ``.values``).
 
@@ -75,7 +75,7 @@ class KVCache:
     """
 
     def __init__(self, num_hidden_layers: int, batch_size: int,
-                 num_key_value_heads: int, head_dim: int, max_seq_len: int,
+                 num_key_value_heads: int, head_dim: int, max_cache_len: int,
                  dtype=np.float64):
         self.num_hidden_layers = check_positive_int(
             "num_hidden_layers", num_hidden_layers)
@@ -83,9 +83,9 @@ class KVCache:
         self.num_key_value_heads = check_positive_int(
             "num_key_value_heads", num_key_value_heads)
         self.head_dim = check_positive_int("head_dim", head_dim)
-        self.max_seq_len = check_positive_int("max_seq_len", max_seq_len)
+        self.max_cache_len = check_positive_int("max_cache_len", max_cache_len)
         self.dtype = check_float_dtype("dtype", dtype)
-        shape = (self.batch_size, self.num_key_value_heads, self.max_seq_len,
+        shape = (self.batch_size, self.num_key_value_heads, self.max_cache_len,
                  self.head_dim)
         layers = range(self.num_hidden_layers)
         self.key_cache = [np.zeros(shape, self.dtype) for _ in layers]
@@ -115,7 +115,7 @@ class KVCache:
                         f"{want[3]}) with T >= 1")
         check_same_dtype(key_cache=self.key_cache[i], key_states=k,
                          value_states=v)
-        check_room("key_states", start, T, "max_seq_len", self.max_seq_len,
+        check_room("key_states", start, T, "max_cache_len", self.max_cache_len,
                    f"layer {i}")
         self.key_cache[i][:, :, start:start + T] = k  # positions start..S-1
         self.value_cache[i][:, :, start:start + T] = v
@@ -149,5 +149,6 @@ class KVCache:
         return (f"KVCache(num_hidden_layers={self.num_hidden_layers}, "
                 f"batch_size={self.batch_size}, "
                 f"num_key_value_heads={self.num_key_value_heads}, "
-                f"head_dim={self.head_dim}, max_seq_len={self.max_seq_len}, "
+                f"head_dim={self.head_dim}, "
+                f"max_cache_len={self.max_cache_len}, "
                 f"dtype={self.dtype}; {held})")

@@ -29,13 +29,14 @@ bfloat16 is the top half of a float32, so it widens exactly with a shift.
 
 from __future__ import annotations
 
+import functools
 import json
 import pathlib
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import (check_01_mask, check_bool, check_choice,
+from ._checks import (as_float_array, check_01_mask, check_bool, check_choice,
                       check_config_value, check_context, check_float_dtype,
                       check_found, check_input_ids, check_int,
                       check_json_file, check_keys, check_model_config,
@@ -52,6 +53,7 @@ from .softmax import softmax_core
 __all__ = [
     "SHAKESPEARE_CHECKPOINT",
     "CausalLMOutputWithPast",
+    "GenerateDecoderOnlyOutput",
     "Qwen3RMSNorm",
     "Qwen3MLP",
     "Qwen3DecoderLayer",
@@ -78,14 +80,46 @@ SAFETENSORS_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2",
                       "BF16": "<u2"}
 
 
-class CausalLMOutputWithPast(NamedTuple):
-    """``forward``'s result with ``use_cache=True`` (HF's class of the name).
+@dataclass(frozen=True)
+class CausalLMOutputWithPast:
+    """What ``forward`` returns, as Hugging Face's class of the name.
 
-    A tuple, so ``logits, cache = model(ids, use_cache=True)`` works too.
+    Attributes
+    ----------
+    logits : ndarray, shape (B, T, V)
+        Next-token scores before the softmax (``T``: the kept positions).
+    cache : KVCache or None
+        The cache the call appended to (``use_cache=True`` or a cache
+        given), else None.
+    attentions : ndarray, shape (L, B, H, T, S), or None
+        With ``output_attentions=True``: every layer's attention weights;
+        ``attentions[i]`` is layer ``i``'s (B, H, T, S), as HF's tuple.
     """
 
-    logits: np.ndarray  # (B, T, V)
-    past_key_values: KVCache
+    logits: np.ndarray
+    cache: KVCache | None = None
+    attentions: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class GenerateDecoderOnlyOutput:
+    """``generate``'s result with ``return_dict_in_generate=True`` (HF's).
+
+    Attributes
+    ----------
+    sequences : ndarray of int, shape (B, P + N)
+        The prompt and the new tokens.
+    scores : tuple of ndarray (B, V), or None
+        With ``output_scores``: each step's scores after the sampling
+        settings (temperature, top-k, top-p); for greedy decoding, the
+        logits.
+    logits : tuple of ndarray (B, V), or None
+        With ``output_logits``: each step's raw logits.
+    """
+
+    sequences: np.ndarray
+    scores: tuple | None = None
+    logits: tuple | None = None
 
 
 class Qwen3RMSNorm:
@@ -159,28 +193,47 @@ class Qwen3DecoderLayer:
         self.layer_idx = layer_idx
 
     def forward(self, hidden_states, attention_mask, position_embeddings,
-                past_key_values=None):
+                cache=None, head_mask=None, rope_layout="half"):
         """Unchecked (the model checks once): (B, T, d_model) -> same.
 
-        ``attention_mask`` and ``position_embeddings`` as
-        ``MultiHeadAttention.attend`` takes them; the model builds them once
-        for every layer. HF: ``Qwen3DecoderLayer.forward``.
+        Parameters
+        ----------
+        hidden_states : ndarray, shape (B, T, d_model)
+        attention_mask : ndarray of bool or None
+            The SDPA mask (True = may attend), as the model built it.
+        position_embeddings : tuple of ndarray
+            ``(cos, sin)``, each (B, T, d_head), built once by the model.
+        cache : KVCache, optional
+            Appended to at ``layer_idx``.
+        head_mask : ndarray, shape (H,), optional
+            Multiplies each head's attention weights.
+        rope_layout : {"half", "interleaved"}
+            Which pairs RoPE rotates (see ``Qwen3ForCausalLM.forward``).
+
+        Returns
+        -------
+        hidden_states : ndarray, shape (B, T, d_model)
+        attn_weights : ndarray, shape (B, H, T, S)
+
+        See Also
+        --------
+        transformers.models.qwen3.modeling_qwen3.Qwen3DecoderLayer.forward
         """
         residual = hidden_states
         hidden_states = self.input_layernorm(hidden_states)
         # Self Attention
-        hidden_states, _ = self.self_attn.attend(
-            hidden_states, attention_mask, position_embeddings,
-            past_key_values, self.layer_idx)
+        hidden_states, attn_weights = self.self_attn.attend(
+            hidden_states, attention_mask, position_embeddings, cache,
+            self.layer_idx, head_mask, rope_layout)
         hidden_states = residual + hidden_states
         if self.mlp is None:  # an attention-only decoder
-            return hidden_states
+            return hidden_states, attn_weights
         # Fully Connected
         residual = hidden_states
         hidden_states = self.post_attention_layernorm(hidden_states)
         hidden_states = self.mlp(hidden_states)
         hidden_states = residual + hidden_states
-        return hidden_states
+        return hidden_states, attn_weights
 
     __call__ = forward
 
@@ -241,7 +294,8 @@ class Qwen3ForCausalLM:
         for i in range(c.num_hidden_layers):
             attn = random_attention(
                 **c.attention_config(), seed=seed + 1 + i, dtype=dtype,
-                qk_norm=True, rms_norm_eps=c.rms_norm_eps, theta=c.rope_theta)
+                qk_norm=True, rms_norm_eps=c.rms_norm_eps,
+                rope_theta=c.rope_theta)
             mlp = None if d_ff == 0 else Qwen3MLP(*[
                 (rng.standard_normal(s) / np.sqrt(s[1])).astype(dtype)
                 for s in ((d_ff, d), (d_ff, d), (d, d_ff))])
@@ -283,15 +337,15 @@ class Qwen3ForCausalLM:
         if tied and "lm_head.weight" in state_dict and not np.array_equal(
                 state_dict["lm_head.weight"],
                 state_dict["model.embed_tokens.weight"]):
-            check_needs(False, "lm_head.weight", "to equal "
-                        "model.embed_tokens.weight", "tie_word_embeddings "
-                        "is true")
+            raise ValueError("lm_head.weight needs to equal "
+                             "model.embed_tokens.weight: "
+                             "tie_word_embeddings is true")
         c, layers = config, []
         for i in range(c.num_hidden_layers):
             p = f"model.layers.{i}."
             attn = MultiHeadAttention.from_state_dict(
                 w, **c.attention_config(), prefix=p + "self_attn.",
-                rms_norm_eps=c.rms_norm_eps, theta=c.rope_theta)
+                rms_norm_eps=c.rms_norm_eps, rope_theta=c.rope_theta)
             mlp = None if c.intermediate_size == 0 else Qwen3MLP(*[
                 w[f"{p}mlp.{n}_proj.weight"] for n in ("gate", "up", "down")])
             norms = (w[p + "input_layernorm.weight"],
@@ -382,117 +436,201 @@ class Qwen3ForCausalLM:
         """Numbers in the weights, a tied matrix once (HF's method)."""
         return sum(a.size for a in self.state_dict().values())
 
-    def new_cache(self, max_seq_len: int, batch_size: int = 1) -> KVCache:
-        """An empty ``KVCache`` that fits this model and its dtype."""
+    def new_cache(self, max_cache_len: int, batch_size: int = 1) -> KVCache:
+        """An empty ``KVCache`` that fits this model and its dtype.
+
+        Parameters
+        ----------
+        max_cache_len : int
+            Positions it can hold (prompt and new tokens).
+        batch_size : int, default 1
+        """
         c = self.config
         return KVCache(c.num_hidden_layers, batch_size, c.num_key_value_heads,
-                       c.head_dim, max_seq_len, dtype=self.dtype)
+                       c.head_dim, max_cache_len, dtype=self.dtype)
 
     # -------------------------------------------------------------- running
     def forward(self, input_ids, *, attention_mask=None, position_ids=None,
-                past_key_values: KVCache | None = None,
-                use_cache: bool = False, logits_to_keep: int = 0):
-        """Next-token logits (B, T, V) for ``T`` new tokens, after the cache.
+                cache: KVCache | None = None, use_cache: bool = False,
+                logits_to_keep: int = 0, output_attentions: bool = False,
+                head_mask=None, interleaved_rope: bool = False):
+        """Next-token logits for ``T`` new tokens, after what ``cache`` holds.
 
-        ``input_ids`` (B, T) or (T,); ``attention_mask`` (B, S), 1 = real,
-        0 = left padding, over cache + new tokens (or 4-D, as HF's);
-        ``position_ids`` default from the mask, as HF's generate sets them.
-        ``use_cache``: return ``CausalLMOutputWithPast(logits, cache)``, the
-        cache given or a new one of ``max_position_embeddings`` positions.
-        ``logits_to_keep``: the last this many positions only (0: all).
+        Parameters
+        ----------
+        input_ids : array_like of int, shape (B, T) or (T,)
+        attention_mask : array_like, optional
+            (B, S): 1 = real token, 0 = left padding, over cached and new
+            positions; or 4-D (B or 1, 1, T, S), True = may attend, as HF.
+        position_ids : array_like of int, shape (B, T) or (T,), optional
+            Default: counted over the real tokens, as HF's ``generate``.
+        cache : KVCache, optional
+            Holds the keys and values of earlier calls; this call appends.
+        use_cache : bool, default False
+            Without ``cache``: start a new one of ``max_position_embeddings``
+            positions and return it.
+        logits_to_keep : int, default 0
+            The last this many positions only (0: all).
+        output_attentions : bool, default False
+            Also return every layer's attention weights.
+        head_mask : array_like, shape (L, H), optional
+            Multiplies head ``h`` of layer ``i``'s weights by
+            ``head_mask[i, h]`` (0 switches it off), as older transformers
+            models took it.
+        interleaved_rope : bool, default False
+            Rotate neighbouring pairs (2i, 2i + 1) instead of the half
+            layout Qwen3 and Llama were trained with: the layout bug of the
+            RoPE chapter, for demonstrations. Never set it to run a model.
+
+        Returns
+        -------
+        CausalLMOutputWithPast
+            ``logits`` (B, T, V), ``cache``, ``attentions`` (L, B, H, T, S).
+
+        See Also
+        --------
+        transformers.Qwen3ForCausalLM.forward
         """
-        ids, keep, cache, past = self._forward_args(
-            input_ids, logits_to_keep, use_cache, past_key_values)  # (B, T)
+        ids, keep, cache, past, heads, rope_layout = self._forward_args(
+            input_ids, logits_to_keep, use_cache, cache, output_attentions,
+            head_mask, interleaved_rope)  # ids (B, T), heads (L, H) or None
         B, T = ids.shape
         mask, pos = attention_inputs(
             attention_mask, position_ids, B, T, past,
             max_position_embeddings=self.max_position_embeddings)  # once
         rope = rotary_cos_sin(pos, self.config.head_dim, dtype=self.dtype,
-                              theta=self.config.rope_theta)  # (B, T, d_head)
+                              rope_theta=self.config.rope_theta)  # (B, T, d)
         h = self.embed_tokens[ids]  # (B, T) -> (B, T, d_model)
-        for layer in self.layers:
-            h = layer(h, mask, rope, cache)  # (B, T, d_model)
+        attentions = []
+        for i, layer in enumerate(self.layers):
+            h, w = layer(h, mask, rope, cache, None if heads is None
+                         else heads[i], rope_layout)  # (B, T, d_model)
+            attentions.append(w)  # (B, H, T, S)
         h = self.norm(h[:, -keep:] if keep else h)
         logits = h @ self.lm_head.T  # (B, T, d_model) @ (d_model, V)
-        return CausalLMOutputWithPast(logits, cache) if use_cache else logits
+        return CausalLMOutputWithPast(
+            logits, cache, np.stack(attentions) if output_attentions else None)
 
     __call__ = forward
 
-    def _forward_args(self, input_ids, logits_to_keep, use_cache, cache):
-        """forward's door: ids (B, T), kept logits, the cache, its length."""
+    def _forward_args(self, input_ids, logits_to_keep, use_cache, cache,
+                      output_attentions, head_mask, interleaved_rope):
+        """forward's door: ids (B, T), kept logits, the cache, its length,
+        the head mask (L, H) in the model's dtype, the RoPE layout."""
         ids = check_input_ids("input_ids", input_ids, self.vocab_size)
         keep = check_int("logits_to_keep", logits_to_keep, low=0)
+        check_bool("output_attentions", output_attentions)
+        layout = ("interleaved" if check_bool("interleaved_rope",
+                                              interleaved_rope) else "half")
         if check_bool("use_cache", use_cache) and cache is None:
             cache = self.new_cache(self.max_position_embeddings, len(ids))
         past = 0 if cache is None else cache.get_seq_length(0)
         check_context("cached", past, "input_ids", ids.shape[1],
                       self.max_position_embeddings)
-        return ids, keep, cache, past
-
-    def attention_weights(self, input_ids, *, attention_mask=None):
-        """Every layer's attention weights, (L, B, H, T, T), for a model view.
-
-        The forward pass of :meth:`forward` (no cache), which also hands
-        back what each layer's ``self_attn`` attended to: row ``t`` of head
-        ``h`` sums to 1 over the keys ``<= t`` (0 for padding keys). HF:
-        ``model(input_ids, output_attentions=True).attentions``, stacked.
-        """
-        ids, _, _, _ = self._forward_args(input_ids, 0, False, None)
-        (B, T), weights = ids.shape, []
-        mask, pos = attention_inputs(attention_mask, None, B, T, 0)
-        rope = rotary_cos_sin(pos, self.config.head_dim, dtype=self.dtype,
-                              theta=self.config.rope_theta)  # (B, T, d_head)
-        h = self.embed_tokens[ids]  # (B, T) -> (B, T, d_model)
-        for layer in self.layers:  # the layer's input norm, then attention
-            _, w = layer.self_attn.attend(layer.input_layernorm(h), mask, rope)
-            weights.append(w)  # (B, H, T, T)
-            h = layer(h, mask, rope)  # (B, T, d_model)
-        return np.stack(weights)  # (L, B, H, T, T)
+        heads = None
+        if head_mask is not None:
+            c = self.config
+            shape = (c.num_hidden_layers, c.num_attention_heads)
+            heads = as_float_array("head_mask", head_mask, ndim=2)
+            check_shape("head_mask", heads, heads.shape == shape,
+                        f"(L, H) = {shape}")
+            heads = heads.astype(self.dtype)
+        return ids, keep, cache, past, heads, layout
 
     def generate(self, input_ids, max_new_tokens, *, attention_mask=None,
                  use_cache=True, do_sample=False, temperature=1.0, top_k=None,
-                 top_p=None, seed=None, eos_token_id=None, prefill_chunk=None):
+                 top_p=None, seed=None, eos_token_id=None,
+                 prefill_chunk_size=None, output_scores=False,
+                 output_logits=False, return_dict_in_generate=False):
         """Greedy decoding (argmax, append) or, with ``do_sample``, sampling.
 
-        Prompt (B, P) or (P,), mask (B, P), 0 = left padding -> ids (B, P+N),
-        logits (B, N, V). A cache prefills ``prefill_chunk`` tokens a call.
-        A row ends at ``eos_token_id`` (default: the checkpoint's), repeated.
+        Prefill the prompt (through the cache, ``prefill_chunk_size``
+        tokens a call), then one token at a time. A row that reaches
+        ``eos_token_id`` repeats it from then on.
+
+        Parameters
+        ----------
+        input_ids : array_like of int, shape (B, P) or (P,)
+        max_new_tokens : int
+            ``N``, at least 1.
+        attention_mask : array_like, shape (B, P), optional
+            1 = real, 0 = left padding; every row has a real token.
+        use_cache : bool, default True
+            False: every step runs the whole sequence again.
+        do_sample : bool, default False
+        temperature, top_k, top_p : float, int, float
+            Sampling settings, applied in HF's order.
+        seed : int, optional
+            Seeds the sampling generator.
+        eos_token_id : int or list of int, optional
+            Default: the checkpoint's ``generation_config``.
+        prefill_chunk_size : int, optional
+            Prompt tokens per prefill call (needs the cache); default all.
+        output_scores, output_logits : bool, default False
+            Keep each step's scores / raw logits (``return_dict_in_generate``).
+        return_dict_in_generate : bool, default False
+            Return a ``GenerateDecoderOnlyOutput`` instead of the ids.
+
+        Returns
+        -------
+        ndarray of int, shape (B, P + N) (or (P + N,) for a 1-D prompt)
+            Or ``GenerateDecoderOnlyOutput`` with ``return_dict_in_generate``.
+
+        See Also
+        --------
+        transformers.GenerationMixin.generate
         """
-        ids, mask, one, eos, chunk, pick = self._generate_args(
-            input_ids, max_new_tokens, attention_mask, use_cache, eos_token_id,
-            prefill_chunk, do_sample, temperature, top_k, top_p, seed)
+        ids, mask, one, eos, chunk, choose = self._generate_args(
+            input_ids, max_new_tokens, attention_mask, use_cache,
+            eos_token_id, prefill_chunk_size, do_sample, temperature, top_k,
+            top_p, seed, output_scores, output_logits,
+            return_dict_in_generate)
         (B, P), N = ids.shape, max_new_tokens
         cache = self.new_cache(P + N, B) if use_cache else None
-        step = dict(past_key_values=cache, logits_to_keep=1)
+        step = dict(cache=cache, logits_to_keep=1)
         for a in range(0, P, chunk):  # prefill (no cache: one chunk, P)
-            logits = self.forward(ids[:, a:a + chunk],
-                                  attention_mask=mask[:, :a + chunk], **step)
-        done, steps = np.zeros(B, bool), []
-        while len(steps) < N and not done.all():
-            if steps:  # decode the newest token (no cache: all of them)
-                logits = self.forward(ids[:, -1:] if use_cache else ids,
-                                      attention_mask=mask, **step)
-            steps.append(logits[:, -1])  # (B, V)
-            new = np.where(done, eos[0], pick(steps[-1]))  # (B,)
+            out = self.forward(ids[:, a:a + chunk],
+                               attention_mask=mask[:, :a + chunk], **step)
+        done, scores, logits = np.zeros(B, bool), [], []
+        while len(logits) < N and not done.all():
+            if logits:  # decode the newest token (no cache: all of them)
+                out = self.forward(ids[:, -1:] if use_cache else ids,
+                                   attention_mask=mask, **step)
+            logits.append(out.logits[:, -1])  # (B, V)
+            step_scores, picked = choose(logits[-1])  # (B, V), (B,)
+            scores.append(step_scores)
+            new = np.where(done, eos[0], picked)  # (B,)
             done |= (new[:, None] == eos).any(-1)  # then repeats eos[0]
             ids = np.concatenate([ids, new[:, None]], axis=1)  # (B, P + 1..)
             mask = np.pad(mask, ((0, 0), (0, 1)), constant_values=True)
-        steps = np.stack(steps, axis=1)  # (B, N, V)
-        return (ids[0], steps[0]) if one else (ids, steps)
+        if one:
+            ids, scores, logits = ids[0], [s[0] for s in scores], [
+                z[0] for z in logits]
+        if not return_dict_in_generate:
+            return ids
+        return GenerateDecoderOnlyOutput(
+            ids, tuple(scores) if output_scores else None,
+            tuple(logits) if output_logits else None)
 
     def _generate_args(self, input_ids, max_new_tokens, attention_mask,
-                       use_cache, eos_token_id, prefill_chunk, do_sample,
-                       temperature, top_k, top_p, seed):
+                       use_cache, eos_token_id, prefill_chunk_size, do_sample,
+                       temperature, top_k, top_p, seed, output_scores,
+                       output_logits, return_dict_in_generate):
         """generate's door: ids and mask (B, P), 1-D?, eos, chunk, chooser.
 
-        ``eos`` is an array of ids, ``[-1]`` for none; ``chooser`` maps
-        logits (B, V) to the next ids (B,).
+        ``eos`` is an array of ids, ``[-1]`` for none; the chooser maps a
+        step's logits (B, V) to its scores (B, V) and the next ids (B,).
         """
         one = np.ndim(input_ids) == 1
         ids = check_input_ids("input_ids", input_ids, self.vocab_size)
         (B, P), n_new = ids.shape, check_positive_int("max_new_tokens",
                                                       max_new_tokens)
         use_cache = check_bool("use_cache", use_cache)
+        for name, flag in [("output_scores", output_scores),
+                           ("output_logits", output_logits),
+                           ("return_dict_in_generate",
+                            return_dict_in_generate)]:
+            check_bool(name, flag)
         check_context("prompt", P, "max_new_tokens", n_new,
                       self.max_position_embeddings)
         mask = np.ones((B, P), bool) if attention_mask is None else \
@@ -506,14 +644,14 @@ class Qwen3ForCausalLM:
                                         self.vocab_size) or (-1,))
         sampling = check_sampling(do_sample, temperature, top_k, top_p, seed)
         rng = np.random.default_rng(sampling.pop("seed"))
-        pick = ((lambda z: _sample(z, rng, **sampling)) if do_sample
-                else (lambda z: np.argmax(z, axis=-1)))
-        chunk = P if prefill_chunk is None else check_positive_int(
-            "prefill_chunk", prefill_chunk)
-        check_needs(prefill_chunk is None or use_cache, "prefill_chunk",
-                    "use_cache=True", "without a cache every step reruns "
-                    "the sequence")
-        return ids.astype(np.int64), mask, one, eos, chunk, pick
+        choose = functools.partial(_choose, rng=rng,
+                                   sampling=sampling if do_sample else None)
+        chunk = P if prefill_chunk_size is None else check_positive_int(
+            "prefill_chunk_size", prefill_chunk_size)
+        check_needs(prefill_chunk_size is None or use_cache,
+                    "prefill_chunk_size", "use_cache=True",
+                    "without a cache every step reruns the sequence")
+        return ids.astype(np.int64), mask, one, eos, chunk, choose
 
     def __repr__(self) -> str:
         c = self.config
@@ -528,13 +666,18 @@ class Qwen3ForCausalLM:
                 f"dtype={self.dtype})")
 
 
-def _sample(logits, rng, temperature, top_k, top_p):
-    """One draw per row, after HF's warpers in HF's order: (B, V) -> (B,).
+def _choose(logits, rng, sampling):
+    """One step's scores and next ids: (B, V) -> (B, V), (B,).
 
-    Temperature, then top-k (ties kept), then top-p (drop the least likely
-    tokens while they hold at most ``1 - top_p``; keep at least one).
+    ``sampling`` None: greedy, the scores are the logits and the argmax is
+    picked. Otherwise HF's warpers in HF's order: temperature, then top-k
+    (ties kept), then top-p (drop the least likely tokens while they hold
+    at most ``1 - top_p``; keep at least one); then one draw per row.
     """
-    z = logits.astype(np.float64) / temperature  # (B, V)
+    if sampling is None:
+        return logits, np.argmax(logits, axis=-1)
+    z = logits.astype(np.float64) / sampling["temperature"]  # (B, V)
+    top_k, top_p = sampling["top_k"], sampling["top_p"]
     if top_k is not None:
         kth = np.sort(z, axis=-1)[:, -min(top_k, z.shape[-1])]  # (B,)
         z = np.where(z < kth[:, None], -np.inf, z)
@@ -546,7 +689,7 @@ def _sample(logits, rng, temperature, top_k, top_p):
         np.put_along_axis(z, order, np.where(drop, -np.inf, ranked), -1)
     cdf = np.cumsum(softmax_core(z), axis=-1)  # (B, V)
     u = rng.random((len(z), 1)) * cdf[:, -1:]  # inverse-CDF sampling
-    return (cdf < u).sum(axis=-1)  # first token whose cdf reaches u
+    return z, (cdf < u).sum(axis=-1)  # first token whose cdf reaches u
 
 
 # ------------------------------------------------------------ checkpoints

@@ -100,7 +100,7 @@ STATE_KEYS = {
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj")
 OPTIONAL_GROUPS = (("q_proj_bias", "k_proj_bias", "v_proj_bias"),
                    ("q_norm", "k_norm"))
-_NOT_GIVEN = object()  # from_state_dict: theta not passed at all
+_NOT_GIVEN = object()  # from_state_dict: rope_theta not passed at all
 
 
 def split_heads(x, *, head_dim: int) -> np.ndarray:
@@ -273,21 +273,24 @@ def _checkpoint_arrays(state_dict: Mapping, prefix: str) -> dict:
     return {n: ours[k] for n, k in STATE_KEYS.items() if k in ours}
 
 
-def _checkpoint_theta(arrays: dict, theta):
-    """theta as given; if not given, None, unless the arrays are Qwen3's."""
-    if theta is not _NOT_GIVEN:
-        return theta
-    check_needs("q_norm" not in arrays and "k_norm" not in arrays, "theta",
+def _checkpoint_theta(arrays: dict, rope_theta):
+    """rope_theta as given; if not given, None, unless the arrays are
+    Qwen3's."""
+    if rope_theta is not _NOT_GIVEN:
+        return rope_theta
+    check_needs("q_norm" not in arrays and "k_norm" not in arrays,
+                "rope_theta",
                 "a value for a Qwen3 checkpoint (it has q_norm/k_norm)",
-                "pass theta=config.rope_theta, or theta=None to leave RoPE "
-                "out on purpose")
+                "pass rope_theta=config.rope_theta, or rope_theta=None to "
+                "leave RoPE out on purpose")
     return None
 
 
 class MultiHeadAttention:
     """Attention with ``H`` query and ``H_kv`` key/value heads (MHA/GQA/MQA).
 
-    With ``q_norm``, ``k_norm`` and ``theta`` it is Qwen3's attention layer;
+    With ``q_norm``, ``k_norm`` and ``rope_theta`` it is Qwen3's attention
+    layer;
     with the three biases, Qwen2's; with none of them, the plain layer.
 
     Parameters
@@ -302,7 +305,7 @@ class MultiHeadAttention:
     q_norm, k_norm : ndarray, shape (d_head,), optional
         RMSNorm weights of every query/key head, before RoPE. Both or none.
     rms_norm_eps : float, default 1e-6
-    theta : float, optional
+    rope_theta : float, optional
         RoPE base (half layout); ``d_head`` even. None: no RoPE.
 
     All arrays share one float dtype; inputs must have it too.
@@ -317,7 +320,7 @@ class MultiHeadAttention:
     def __init__(self, hidden_size, num_attention_heads, num_key_value_heads,
                  head_dim, *, q_proj, k_proj, v_proj, o_proj,
                  q_proj_bias=None, k_proj_bias=None, v_proj_bias=None,
-                 q_norm=None, k_norm=None, rms_norm_eps=1e-6, theta=None):
+                 q_norm=None, k_norm=None, rms_norm_eps=1e-6, rope_theta=None):
         self.hidden_size = check_positive_int("hidden_size", hidden_size)
         H, H_kv = check_heads(num_attention_heads, num_key_value_heads)
         self.num_attention_heads, self.num_key_value_heads = H, H_kv
@@ -334,24 +337,27 @@ class MultiHeadAttention:
             setattr(self, name, arrays.get(name))
         self.rms_norm_eps = check_number("rms_norm_eps", rms_norm_eps,
                                          at_least=0)
-        self.theta = None if theta is None else check_theta("theta", theta)
-        if theta is not None:  # RoPE rotates pairs
+        self.rope_theta = (None if rope_theta is None
+                           else check_theta("rope_theta", rope_theta))
+        if rope_theta is not None:  # RoPE rotates pairs
             check_even("head_dim", self.head_dim)
 
     @classmethod
     def from_state_dict(cls, state_dict: Mapping, *, hidden_size,
                         num_attention_heads, num_key_value_heads, head_dim,
-                        prefix="", rms_norm_eps=1e-6, theta=_NOT_GIVEN):
+                        prefix="", rms_norm_eps=1e-6, rope_theta=_NOT_GIVEN):
         """A layer from checkpoint arrays: ``{prefix}q_proj.weight``, ...
 
         All under ``prefix`` or nothing: an unknown key (``o_proj.bias``)
-        raises, as a missing one does (torch: ``strict=True``). ``theta`` is
-        not in the weights: ``q_norm`` (Qwen3) needs it, or ``theta=None``.
+        raises, as a missing one does (torch: ``strict=True``).
+        ``rope_theta`` is not in the weights: ``q_norm`` (Qwen3) needs it,
+        or ``rope_theta=None``.
         """
         arrays = _checkpoint_arrays(state_dict, prefix)
-        theta = _checkpoint_theta(arrays, theta)
+        rope_theta = _checkpoint_theta(arrays, rope_theta)
         return cls(hidden_size, num_attention_heads, num_key_value_heads,
-                   head_dim, **arrays, rms_norm_eps=rms_norm_eps, theta=theta)
+                   head_dim, **arrays, rms_norm_eps=rms_norm_eps,
+                   rope_theta=rope_theta)
 
     def state_dict(self, prefix: str = "") -> dict:
         """The arrays under their checkpoint keys (torch's ``state_dict``)."""
@@ -376,38 +382,67 @@ class MultiHeadAttention:
         return q, k, v
 
     def forward(self, hidden_states, *, attention_mask=None, position_ids=None,
-                past_key_value=None, layer_idx=0, is_causal=True,
-                return_weights=False):
+                cache=None, layer_idx=0, is_causal=True,
+                output_attentions=False):
         """Check the inputs, build the mask and positions, then ``attend``.
 
-        (B, T, d_model) -> (B, T, d_model). HF: ``Qwen3Attention.forward``."""
+        Parameters
+        ----------
+        hidden_states : ndarray, shape (B, T, d_model)
+            Of the layer's dtype.
+        attention_mask : ndarray, optional
+            (B, S): 1 = real token, 0 = padding, over cached and new
+            positions, combined with the causal mask; or 4-D (B or 1, 1, T,
+            S), True = may attend, used as given (as Hugging Face does).
+        position_ids : ndarray of int, shape (T,) or (B, T), optional
+            Default: counted from the mask over the real tokens.
+        cache : KVCache, optional
+            Keys and values are appended at ``layer_idx`` and attended over.
+        layer_idx : int, default 0
+        is_causal : bool, default True
+        output_attentions : bool, default False
+            Also return the weights.
+
+        Returns
+        -------
+        out : ndarray, shape (B, T, d_model)
+        weights : ndarray, shape (B, H, T, S), only with output_attentions
+
+        See Also
+        --------
+        transformers.models.qwen3.modeling_qwen3.Qwen3Attention.forward
+        """
         is_causal = check_bool("is_causal", is_causal)
-        return_weights = check_bool("return_weights", return_weights)
+        output_attentions = check_bool("output_attentions", output_attentions)
         x = _check_hidden(self, hidden_states)  # (B, T, d_model)
         B, T, _ = x.shape
-        past = (0 if past_key_value is None
-                else past_key_value.get_seq_length(layer_idx))
+        past = 0 if cache is None else cache.get_seq_length(layer_idx)
         mask, pos = attention_inputs(attention_mask, position_ids, B, T,
                                      past, is_causal)
-        rope = None if self.theta is None else rotary_cos_sin(
-            pos, self.head_dim, theta=self.theta, dtype=x.dtype)
-        out, weights = self.attend(x, mask, rope, past_key_value, layer_idx)
-        return (out, weights) if return_weights else out
+        rope = None if self.rope_theta is None else rotary_cos_sin(
+            pos, self.head_dim, rope_theta=self.rope_theta, dtype=x.dtype)
+        out, weights = self.attend(x, mask, rope, cache, layer_idx)
+        return (out, weights) if output_attentions else out
 
-    def attend(self, x, attn_mask, position_embeddings, past_key_value=None,
-               layer_idx=0):
+    def attend(self, x, attn_mask, position_embeddings, cache=None,
+               layer_idx=0, head_mask=None, rope_layout="half"):
         """Unchecked core of :meth:`forward`: project, rotate, cache, attend.
 
-        x (B, T, d_model) -> out (B, T, d_model), weights (B, H, T, S)."""
+        x (B, T, d_model) -> out (B, T, d_model), weights (B, H, T, S).
+        ``head_mask`` (H,) multiplies the heads' weights; ``rope_layout``
+        "interleaved" rotates neighbouring pairs (the layout bug).
+        """
         q, k, v = self.project(x)  # (B, H or H_kv, T, d_head)
         if position_embeddings is not None:  # rotate before caching
             cos, sin = position_embeddings  # (B, T, d_head) each
             cos, sin = cos[:, None], sin[:, None]  # -> (B, 1, T, d_head)
-            q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
-        if past_key_value is not None:  # -> (B, H_kv, S, d_head)
-            k, v = past_key_value.update(k, v, layer_idx)
+            q = apply_rotary(q, cos, sin, rope_layout)
+            k = apply_rotary(k, cos, sin, rope_layout)
+        if cache is not None:  # -> (B, H_kv, S, d_head)
+            k, v = cache.update(k, v, layer_idx)
         out, weights = sdpa_core(q, k, v, attn_mask=attn_mask,
-                                 enable_gqa=True)  # (B, H, T, d_head)
+                                 enable_gqa=True,
+                                 head_mask=head_mask)  # (B, H, T, d_head)
         # (B, T, H*d_head) @ (H*d_head, d_model) -> (B, T, d_model)
         out = merge_heads_core(out) @ self.o_proj.T
         return out, weights
@@ -442,8 +477,9 @@ def attention_per_head(layer: MultiHeadAttention, hidden_states, *,
         if layer.q_norm is not None:  # Qwen3
             q = rms_norm_core(q, layer.q_norm, layer.rms_norm_eps)
             k = rms_norm_core(k, layer.k_norm, layer.rms_norm_eps)
-        if layer.theta is not None:
-            cos, sin = rotary_cos_sin(np.arange(T), d_head, theta=layer.theta,
+        if layer.rope_theta is not None:
+            cos, sin = rotary_cos_sin(np.arange(T), d_head,
+                                      rope_theta=layer.rope_theta,
                                       dtype=x.dtype)  # (1, T, d_head)
             q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
         heads.append(sdpa_core(q, k, v, is_causal=is_causal)[0])

@@ -55,7 +55,7 @@ def sinusoidal_positions(T: int, hidden_size: int, *, theta: float = 10000.0,
     -> (T, d_model): row ``t`` encodes ``offset + t``, sin even, cos odd."""
     T, offset = check_positive_int("T", T), check_int("offset", offset, low=0)
     d_model, theta = check_frequencies("hidden_size", hidden_size, theta,
-                                        "sin/cos")
+                                        "theta", "sin/cos")
     inv_freq = theta ** (-np.arange(0, d_model, 2) / d_model)  # (d_model/2,)
     # (T, 1) * (d_model/2,) -> (T, d_model/2): position times frequency
     angles = np.arange(offset, offset + T)[:, None] * inv_freq

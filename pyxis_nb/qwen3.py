@@ -75,7 +75,7 @@ def random_attention(hidden_size: int, num_attention_heads: int,
                      num_key_value_heads: int, head_dim: int, *,
                      seed: int = 0, dtype=np.float64, qk_norm: bool = False,
                      bias: bool = False, rms_norm_eps: float = 1e-6,
-                     theta: float | None = None) -> MultiHeadAttention:
+                     rope_theta: float | None = None) -> MultiHeadAttention:
     """A layer with seeded normal weights of std ``1 / sqrt(in_features)``.
 
     That scale keeps projected entries near unit variance. Numbers are drawn
@@ -91,7 +91,7 @@ def random_attention(hidden_size: int, num_attention_heads: int,
     dtype : numpy float dtype, default float64
     qk_norm, bias : bool, default False
     rms_norm_eps : float, default 1e-6
-    theta : float, optional
+    rope_theta : float, optional
         RoPE base; None leaves RoPE out.
 
     See Also
@@ -114,7 +114,7 @@ def random_attention(hidden_size: int, num_attention_heads: int,
                    for n in ("q_proj_bias", "k_proj_bias", "v_proj_bias")}
     arrays = {n: a.astype(dtype) for n, a in arrays.items()}
     return MultiHeadAttention(d_model, H, H_kv, d_head, **arrays,
-                              rms_norm_eps=rms_norm_eps, theta=theta)
+                              rms_norm_eps=rms_norm_eps, rope_theta=rope_theta)
 
 
 def qwen3_attention(config: ModelConfig = QWEN3_1_7B, *, seed: int = 0,
@@ -133,4 +133,4 @@ def qwen3_attention(config: ModelConfig = QWEN3_1_7B, *, seed: int = 0,
         config.hidden_size, config.num_attention_heads,
         config.num_key_value_heads, config.head_dim, seed=seed, dtype=dtype,
         qk_norm=True, rms_norm_eps=config.rms_norm_eps,
-        theta=config.rope_theta)
+        rope_theta=config.rope_theta)

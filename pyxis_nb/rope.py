@@ -28,7 +28,7 @@ What ``help()`` tells beyond the short docstrings the chapters list.
     ----------
     x : ndarray, shape (..., T, d_head), d_head even
     positions : array_like of int, shape (T,) or e.g. (B, 1, T)
-    theta : float, default 1_000_000.0
+    rope_theta : float, default 1_000_000.0
     layout : {"half", "interleaved"}, default "half"
 
     Returns
@@ -44,7 +44,7 @@ What ``help()`` tells beyond the short docstrings the chapters list.
     ----------
     head_dim : int
         ``d_head``, even (Qwen3: 128).
-    theta : float, default 1_000_000.0
+    rope_theta : float, default 1_000_000.0
         The base, ``rope_theta`` in the config (Qwen3: 1e6; Llama 2: 1e4).
 
     Returns
@@ -104,15 +104,17 @@ __all__ = [
 ROPE_LAYOUTS = ("half", "interleaved")
 
 
-def rope_frequencies(head_dim: int, theta: float = 1_000_000.0) -> np.ndarray:
-    """Radians per position of each pair: ``theta ** (-2i / d_head)``.
+def rope_frequencies(head_dim: int,
+                     rope_theta: float = 1_000_000.0) -> np.ndarray:
+    """Radians per position of each pair: ``rope_theta ** (-2i / d_head)``.
 
     -> inv_freq (d_head/2,). HF: ``_compute_default_rope_parameters``."""
-    d_head, theta = check_frequencies("head_dim", head_dim, theta)
-    return theta ** (-np.arange(0, d_head, 2) / d_head)  # (d_head/2,)
+    d_head, rope_theta = check_frequencies("head_dim", head_dim, rope_theta)
+    return rope_theta ** (-np.arange(0, d_head, 2) / d_head)  # (d_head/2,)
 
 
-def rotary_cos_sin(position_ids, head_dim: int, *, theta: float = 1_000_000.0,
+def rotary_cos_sin(position_ids, head_dim: int, *,
+                   rope_theta: float = 1_000_000.0,
                    dtype=np.float32):
     """The ``cos`` and ``sin`` tables of Hugging Face's rotary embedding.
 
@@ -124,7 +126,7 @@ def rotary_cos_sin(position_ids, head_dim: int, *, theta: float = 1_000_000.0,
     ----------
     position_ids : array_like of int, shape (B, T) or (T,)
     head_dim : int
-    theta : float, default 1_000_000.0
+    rope_theta : float, default 1_000_000.0
     dtype : numpy float dtype, default float32
 
     Returns
@@ -139,7 +141,7 @@ def rotary_cos_sin(position_ids, head_dim: int, *, theta: float = 1_000_000.0,
     dtype = check_float_dtype("dtype", dtype)
     pos = pos[None, :] if pos.ndim == 1 else pos  # (T,) -> (1, T)
     # (B, T, 1) * (d_head/2,) -> (B, T, d_head/2)
-    freqs = pos[:, :, None] * rope_frequencies(head_dim, theta)
+    freqs = pos[:, :, None] * rope_frequencies(head_dim, rope_theta)
     emb = np.concatenate([freqs, freqs], axis=-1)  # (B, T, d_head)
     return np.cos(emb).astype(dtype), np.sin(emb).astype(dtype)
 
@@ -177,11 +179,25 @@ def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim: int = 1):
     return apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
 
 
-def apply_rotary(x, cos, sin):
-    """Unchecked core: ``x * cos + rotate_half(x) * sin`` in x's dtype."""
-    x1, x2 = np.split(x, 2, axis=-1)  # (..., d_head/2) each
-    rotated = np.concatenate([-x2, x1], axis=-1)  # rotate_half(x)
-    return x * cos.astype(x.dtype) + rotated * sin.astype(x.dtype)
+def apply_rotary(x, cos, sin, layout="half"):
+    """Unchecked core: rotate ``x`` by the angles of ``cos`` and ``sin``.
+
+    ``cos`` and ``sin`` are Hugging Face's tables (both halves of the last
+    axis hold the same ``d_head / 2`` angles). ``layout`` says which
+    elements form a pair: "half" (``i``, ``i + d_head/2``), as
+    ``x * cos + rotate_half(x) * sin``; "interleaved" (``2i``, ``2i + 1``).
+    """
+    cos, sin = cos.astype(x.dtype), sin.astype(x.dtype)
+    if layout == "half":  # pairs (i, i + d_head/2)
+        x1, x2 = np.split(x, 2, axis=-1)  # (..., d_head/2) each
+        rotated = np.concatenate([-x2, x1], axis=-1)  # rotate_half(x)
+        return x * cos + rotated * sin
+    half = x.shape[-1] // 2  # pairs (2i, 2i + 1), one angle each
+    cos, sin = cos[..., :half], sin[..., :half]
+    out = np.empty_like(x)
+    out[..., 0::2], out[..., 1::2] = rotate_pairs(x[..., 0::2], x[..., 1::2],
+                                                  cos, sin)
+    return out
 
 
 def rotate_pairs(x1, x2, cos, sin):
@@ -189,22 +205,16 @@ def rotate_pairs(x1, x2, cos, sin):
     return x1 * cos - x2 * sin, x1 * sin + x2 * cos
 
 
-def apply_rope(x, positions, *, theta: float = 1_000_000.0,
+def apply_rope(x, positions, *, rope_theta: float = 1_000_000.0,
                layout: str = "half"):
     """Rotate pair ``i`` of the row at position ``p`` by ``p * inv_freq[i]``.
 
     x (..., T, d_head), positions (T,) -> (..., T, d_head)."""
     x, pos = check_rope_args(x, positions, layout, ROPE_LAYOUTS)
-    # (..., T, 1) * (d_head/2,) -> (..., T, d_head/2)
-    angles = pos[..., None] * rope_frequencies(x.shape[-1], theta)
-    cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)
-    if layout == "half":  # pairs (i, i + d_head/2)
-        x1, x2 = np.split(x, 2, axis=-1)  # (..., T, d_head/2) each
-        return np.concatenate(rotate_pairs(x1, x2, cos, sin), axis=-1)
-    out = np.empty_like(x)  # pairs (2i, 2i + 1)
-    out[..., 0::2], out[..., 1::2] = rotate_pairs(x[..., 0::2], x[..., 1::2],
-                                                  cos, sin)
-    return out
+    # (..., T, 1) * (d_head/2,) -> (..., T, d_head/2), both halves alike
+    angles = pos[..., None] * rope_frequencies(x.shape[-1], rope_theta)
+    angles = np.concatenate([angles, angles], axis=-1)  # (..., T, d_head)
+    return apply_rotary(x, np.cos(angles), np.sin(angles), layout)
 
 
 def interleaved_to_half_permutation(head_dim: int) -> np.ndarray:

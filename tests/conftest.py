@@ -72,3 +72,21 @@ def pytest_terminal_summary(terminalreporter):
         for nodeid, reason in sorted(skipped_references.items()):
             terminalreporter.write_line(
                 f"reference test skipped: {nodeid} ({reason})")
+
+
+# ---- helpers that several test files import (``from conftest import ...``)
+
+def left_pad(prompts, pad=0):
+    """Token lists -> a left-padded (B, P) batch and its 0/1 mask."""
+    P = max(map(len, prompts))
+    ids = np.array([[pad] * (P - len(p)) + p for p in prompts])
+    mask = np.array([[0] * (P - len(p)) + [1] * len(p) for p in prompts])
+    return ids, mask
+
+
+def generate_with_logits(model, *args, **kwargs):
+    """``model.generate``'s ids and each step's logits, (..., N, V)."""
+    out = model.generate(*args, **kwargs, output_logits=True,
+                         return_dict_in_generate=True)
+    return out.sequences, np.stack(out.logits, axis=-2)
+

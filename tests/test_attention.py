@@ -72,14 +72,14 @@ V3 = np.array([[2.0], [4.0], [8.0]])
 
 
 def test_worked_example():
-    out, w = sdpa(Q1, K3, V3, scale=1.0, return_weights=True)
+    out, w = sdpa(Q1, K3, V3, scale=1.0, output_attentions=True)
     np.testing.assert_allclose(w, [[1 / 6, 2 / 6, 3 / 6]], rtol=1e-14)
     np.testing.assert_allclose(out, [[17 / 3]], rtol=1e-14)  # (2 + 8 + 24) / 6
 
 
 def test_worked_example_with_third_key_masked():
     out, w = sdpa(Q1, K3, V3, scale=1.0, attn_mask=np.array([[True, True, False]]),
-                  return_weights=True)
+                  output_attentions=True)
     np.testing.assert_allclose(w, [[1 / 3, 2 / 3, 0.0]], rtol=1e-14)
     assert w[0, 2] == 0.0
     np.testing.assert_allclose(out, [[10 / 3]], rtol=1e-14)  # (2 + 8) / 3
@@ -88,7 +88,7 @@ def test_worked_example_with_third_key_masked():
 def test_float_mask_is_added_to_the_scores():
     # adding ln 3 to the first key's score turns weights 1:2:3 into 3:2:3
     bias = np.array([[np.log(3.0), 0.0, 0.0]])
-    _, w = sdpa(Q1, K3, V3, scale=1.0, attn_mask=bias, return_weights=True)
+    _, w = sdpa(Q1, K3, V3, scale=1.0, attn_mask=bias, output_attentions=True)
     np.testing.assert_allclose(w, [[3 / 8, 2 / 8, 3 / 8]], rtol=1e-14)
 
 
@@ -111,7 +111,7 @@ def test_default_scale_is_one_over_sqrt_E(rng):
 def test_is_causal_is_top_left_aligned_when_L_differs_from_S(rng):
     for L, S in [(3, 5), (5, 3), (4, 4)]:
         q, k, v = rng.standard_normal((L, 4)), rng.standard_normal((S, 4)), rng.standard_normal((S, 2))
-        out, w = sdpa(q, k, v, is_causal=True, return_weights=True)
+        out, w = sdpa(q, k, v, is_causal=True, output_attentions=True)
         expected = reference_sdpa(q, k, v, bias=to_bias(np.tril(np.ones((L, S), bool))))
         np.testing.assert_allclose(out, expected[0], rtol=1e-12, atol=1e-14)
         assert np.all(w[np.triu_indices(L, 1, S)] == 0)
@@ -137,7 +137,7 @@ def test_fully_masked_rows_give_zero_output_and_weights(rng, dtype):
     for m in (mask, to_bias(mask).astype(dtype)):
         with np.errstate(divide="raise", invalid="raise", over="raise"), warnings.catch_warnings():
             warnings.simplefilter("error")
-            out, w = sdpa(q, k, v, attn_mask=m, return_weights=True)
+            out, w = sdpa(q, k, v, attn_mask=m, output_attentions=True)
         assert out.dtype == w.dtype == dtype
         assert not np.isnan(out).any() and not np.isnan(w).any()
         assert np.array_equal(out[0, 1], np.zeros(2, dtype)) and np.array_equal(w[0, 1], np.zeros(5, dtype))
@@ -150,7 +150,7 @@ def test_leading_dims_broadcast(rng):
     k = rng.standard_normal((1, 3, 5, 4))  # (1, H, S, E)
     v = rng.standard_normal((3, 5, 2))  # (H, S, Ev)
     mask = rng.random((3, 1, 5)) < 0.7  # (H, 1, S)
-    out, w = sdpa(q, k, v, attn_mask=mask, return_weights=True)
+    out, w = sdpa(q, k, v, attn_mask=mask, output_attentions=True)
     assert out.shape == (2, 3, 3, 2) and w.shape == (2, 3, 3, 5)
     ref_out, ref_w = reference_sdpa(q, k, v, bias=to_bias(mask))
     np.testing.assert_allclose(out, ref_out, rtol=1e-12, atol=1e-14)
@@ -162,7 +162,7 @@ def test_dtype_is_preserved(rng, dtype):
     q, k, v = (rng.standard_normal((2, 3, 4)).astype(dtype) for _ in range(3))
     for kwargs in ({}, {"is_causal": True}, {"attn_mask": np.ones((3, 3), bool)},
                    {"attn_mask": np.zeros((3, 3))}, {"scale": 0.5}):
-        out, w = sdpa(q, k, v, return_weights=True, **kwargs)
+        out, w = sdpa(q, k, v, output_attentions=True, **kwargs)
         assert out.dtype == dtype and w.dtype == dtype, kwargs
 
 
@@ -175,11 +175,11 @@ def test_gqa_consecutive_query_heads_share_a_kv_head(rng):
         np.testing.assert_allclose(out[0, h], sdpa(q[0, h], k[0, h // 2], v[0, h // 2]), rtol=1e-14)
 
 
-def test_only_return_weights_changes_the_return_value(rng):
+def test_only_output_attentions_changes_the_return_value(rng):
     q, k, v = rng.standard_normal((3, 4)), rng.standard_normal((5, 4)), rng.standard_normal((5, 2))
     out = sdpa(q, k, v)
     assert isinstance(out, np.ndarray) and out.shape == (3, 2)
-    out2, w = sdpa(q, k, v, return_weights=True)
+    out2, w = sdpa(q, k, v, output_attentions=True)
     assert np.array_equal(out, out2) and w.shape == (3, 5)
     np.testing.assert_allclose(w @ v, out, rtol=1e-14)
 
@@ -223,7 +223,7 @@ def attention_problems(draw):
 @given(attention_problems())
 def test_sdpa_equals_the_per_row_loop(problem):
     q, k, v, kwargs, bias, scale = problem
-    out, w = sdpa(q, k, v, scale=scale, return_weights=True, **kwargs)
+    out, w = sdpa(q, k, v, scale=scale, output_attentions=True, **kwargs)
     ref_out, ref_w = reference_sdpa(q, k, v, bias=bias, scale=scale)
     assert out.shape == ref_out.shape and w.shape == ref_w.shape
     np.testing.assert_allclose(w, ref_w, rtol=1e-10, atol=1e-12)
@@ -240,8 +240,8 @@ def test_causal_outputs_ignore_later_tokens_bit_for_bit(T, E, seed, data):
     q2, k2, v2 = q.copy(), k.copy(), v.copy()
     for a in (q2, k2, v2):
         a[:, p + 1:] = 100 * rng.standard_normal(a[:, p + 1:].shape)
-    out, w = sdpa(q, k, v, is_causal=True, return_weights=True)
-    out2, w2 = sdpa(q2, k2, v2, is_causal=True, return_weights=True)
+    out, w = sdpa(q, k, v, is_causal=True, output_attentions=True)
+    out2, w2 = sdpa(q2, k2, v2, is_causal=True, output_attentions=True)
     assert np.array_equal(out[:, :p + 1], out2[:, :p + 1])
     assert np.array_equal(w[:, :p + 1], w2[:, :p + 1])
 
@@ -253,9 +253,9 @@ def test_gqa_equals_explicitly_repeated_kv_heads(B, hkv, n_rep, L, S, causal, se
     q = rng.standard_normal((B, hkv * n_rep, L, 3))
     k = rng.standard_normal((B, hkv, S, 3))
     v = rng.standard_normal((B, hkv, S, 2))
-    out, w = sdpa(q, k, v, enable_gqa=True, is_causal=causal, return_weights=True)
+    out, w = sdpa(q, k, v, enable_gqa=True, is_causal=causal, output_attentions=True)
     kr, vr = np.repeat(k, n_rep, axis=-3), np.repeat(v, n_rep, axis=-3)
-    out_r, w_r = sdpa(q, kr, vr, is_causal=causal, return_weights=True)
+    out_r, w_r = sdpa(q, kr, vr, is_causal=causal, output_attentions=True)
     np.testing.assert_allclose(out, out_r, rtol=1e-14, atol=1e-15)
     np.testing.assert_allclose(w, w_r, rtol=1e-14, atol=1e-15)
 
@@ -268,10 +268,10 @@ def test_batched_equals_one_at_a_time(B, H, L, S, dtype, seed):
     k = rng.standard_normal((B, H, S, 4)).astype(dtype)
     v = rng.standard_normal((B, H, S, 3)).astype(dtype)
     mask = rng.random((B, 1, L, S)) < 0.7
-    out, w = sdpa(q, k, v, attn_mask=mask, return_weights=True)
+    out, w = sdpa(q, k, v, attn_mask=mask, output_attentions=True)
     tol = 1e-5 if dtype == np.float32 else 1e-13
     for b in range(B):
         for h in range(H):
-            o1, w1 = sdpa(q[b, h], k[b, h], v[b, h], attn_mask=mask[b, 0], return_weights=True)
+            o1, w1 = sdpa(q[b, h], k[b, h], v[b, h], attn_mask=mask[b, 0], output_attentions=True)
             np.testing.assert_allclose(out[b, h], o1, rtol=tol, atol=tol)
             np.testing.assert_allclose(w[b, h], w1, rtol=tol, atol=tol)

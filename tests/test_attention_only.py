@@ -104,7 +104,7 @@ def test_softmax_backward_is_the_jacobian_product():
 def test_weights_are_causal_and_shaped():
     model = px.AttentionOnlyTransformer(5, 8, 3, 4, 6)
     ids = np.zeros((2, 6), dtype=int)
-    logits, weights = model.forward(ids, return_weights=True)
+    logits, weights = model.forward(ids, output_attentions=True)
     assert logits.shape == (2, 6, 5) and len(weights) == 3
     for w in weights:
         assert w.shape == (2, 4, 6, 6)
@@ -215,7 +215,7 @@ def test_scores_over_mixed_block_lengths_are_per_query_means():
 def head_output(model, ids, layer, head):
     """Head ``head`` of ``layer``'s write to the residual stream, from the
     model's own weights (B, T, d_model)."""
-    _, weights = model.forward(ids, return_weights=True)
+    _, weights = model.forward(ids, output_attentions=True)
     x = model.state_dict()["embed_tokens.weight"][ids] \
         + model.state_dict()["embed_positions.weight"][:ids.shape[1]]
     w = {n: model.state_dict()[f"layers.{layer}.self_attn.{n}.weight"]
@@ -232,7 +232,7 @@ def without_head(model, layer, head):
     state[f"layers.{layer}.self_attn.o_proj.weight"][:, cols] = 0
     ablated = px.AttentionOnlyTransformer(
         model.vocab_size, model.hidden_size, model.num_hidden_layers,
-        model.num_attention_heads, model.max_seq_len)
+        model.num_attention_heads, model.max_position_embeddings)
     ablated.load_state_dict(state)
     return ablated
 

@@ -194,7 +194,7 @@ ROWS += [
     (px.rope_frequencies, dict(head_dim=7), ValueError,
      r"head_dim must be even, got 7"),
     (px.rope_frequencies, dict(head_dim=0), ValueError, r"head_dim .*got 0"),
-    (px.rope_frequencies, dict(head_dim=8, theta=1.0), ValueError,
+    (px.rope_frequencies, dict(head_dim=8, rope_theta=1.0), ValueError,
      r"theta .*> 1.*1\.0"),
     (px.rotary_cos_sin, dict(position_ids=np.arange(3), head_dim=7),
      ValueError, r"head_dim must be even, got 7"),
@@ -252,16 +252,10 @@ ROWS += [
      r"side .*'middle'"),
     (px.TinyLM, dict(vocab_size=5, hidden_size=7), ValueError,
      r"hidden_size must be even, got 7"),
-    (px.TinyLM(5), dict(ids=np.array([[0, 5]])), ValueError,
-     r"ids must lie in 0 \.\. 4, got 0 \.\. 5"),
-    (px.TinyLM(5), dict(ids=np.array([0.5])), ValueError,
-     r"ids .*\(\.\.\., T\).*float64"),
-    (px.greedy_generate, dict(model=px.TinyLM(5), prompt=[],
-                              max_new_tokens=1), ValueError,
-     r"prompt .*\(0,\)"),
-    (px.greedy_generate, dict(model=px.TinyLM(5), prompt=[1],
-                              max_new_tokens=0), ValueError,
-     r"max_new_tokens .*got 0"),
+    (px.TinyLM(5), dict(input_ids=np.array([[0, 5]])), ValueError,
+     r"input_ids must lie in 0 \.\. 4, got 0 \.\. 5"),
+    (px.TinyLM(5), dict(input_ids=np.array([0.5])), ValueError,
+     r"input_ids .*\(\.\.\., T\).*float64"),
 ]
 
 # ------------------------------------ multihead, the cache: moved here from
@@ -295,7 +289,7 @@ def call_layer(x, **kw):
 def update(k=z(2, 3, 1, 4), v=z(2, 3, 1, 4), layer_idx=0, **cache):
     """``update`` of an empty cache (2 layers, B 2, H_kv 3, d_head 4)."""
     sizes = dict(num_hidden_layers=2, batch_size=2, num_key_value_heads=3,
-                 head_dim=4, max_seq_len=8)
+                 head_dim=4, max_cache_len=8)
     return px.KVCache(**sizes | cache).update(k, v, layer_idx)
 
 
@@ -307,7 +301,7 @@ ROWS += [
                                num_key_value_heads=2, head_dim=0),
      ValueError, r"head_dim .*got 0"),
     (px.random_attention, dict(hidden_size=5, num_attention_heads=4,
-                               num_key_value_heads=2, head_dim=3, theta=1e4),
+                               num_key_value_heads=2, head_dim=3, rope_theta=1e4),
      ValueError, r"head_dim must be even, got 3"),
     (px.split_heads, dict(x=z(1, 2, 8), head_dim=3), ValueError,
      r"x has shape \(1, 2, 8\).*head_dim = 3"),
@@ -337,7 +331,7 @@ ROWS += [
     (from_mha_sd, dict(state_dict=mha_sd(), prefix="model.layers.0."),
      ValueError, r"missing keys \['model.layers.0.q_proj.weight'"),
     (from_mha_sd, dict(state_dict=mha_sd(**{"k_norm.weight": np.ones(4)}),
-                       theta=None), ValueError,
+                       rope_theta=None), ValueError,
      r"\('q_norm', 'k_norm'\) .*\['k_norm'\]"),
     (from_mha_sd, dict(state_dict=mha_sd(**{"k_norm.weight": np.ones(4),
                                             "q_norm.weight": np.ones(4)})),
@@ -355,8 +349,10 @@ ROWS += [
     (mha, dict(q_norm=np.ones(3, np.int64), k_norm=np.ones(3)), ValueError,
      r"q_norm.weight .*int64"),
     (mha, dict(rms_norm_eps=-1), ValueError, r"rms_norm_eps .*>= 0, got -1"),
-    *[(lambda theta: mha(H=4, head_dim=4, hidden_size=6, theta=theta),
-       dict(theta=bad), ValueError, rf"theta .*> 1.*got {re.escape(repr(bad))}")
+    *[(lambda rope_theta: mha(H=4, head_dim=4, hidden_size=6,
+                              rope_theta=rope_theta),
+       dict(rope_theta=bad), ValueError,
+       rf"rope_theta .*> 1.*got {re.escape(repr(bad))}")
       for bad in (1.0, 0.5, np.inf, "1e6", True)],
     # the layer's input
     (call_layer, dict(x=z(2, 4, 6)), ValueError,
@@ -367,10 +363,10 @@ ROWS += [
     (call_layer, dict(x=z(1, 0, 5)), ValueError,
      r"hidden_states .*0-length .*\(1, 0, 5\)"),
     (call_layer, dict(x=z(2, 3, 5),
-                      past_key_value=px.KVCache(1, 2, 4, 3, max_seq_len=8)),
+                      cache=px.KVCache(1, 2, 4, 3, max_cache_len=8)),
      ValueError, r"key_states has shape \(2, 2, 3, 3\).*\(2, 4, T, 3\)"),
     (call_layer, dict(x=z(2, 3, 5), layer_idx=1,
-                      past_key_value=px.KVCache(1, 2, 2, 3, max_seq_len=8)),
+                      cache=px.KVCache(1, 2, 2, 3, max_cache_len=8)),
      ValueError, r"layer_idx .*0, got 1"),
     # the cache
     (update, dict(k=z(2, 2, 1, 4)), ValueError,
@@ -402,10 +398,10 @@ ROWS += [
     *[(px.KVCache(1, 1, 1, 1, 4).crop, dict(max_length=bad), ValueError,
        rf"max_length .*got {bad}") for bad in (1.5, True, None)],
     (px.KVCache, dict(num_hidden_layers=1, batch_size=1, num_key_value_heads=1,
-                      head_dim=1, max_seq_len=0), ValueError,
-     r"max_seq_len .*got 0"),
+                      head_dim=1, max_cache_len=0), ValueError,
+     r"max_cache_len .*got 0"),
     (px.KVCache, dict(num_hidden_layers=1, batch_size=1, num_key_value_heads=1,
-                      head_dim=1, max_seq_len=4, dtype=np.int32), ValueError,
+                      head_dim=1, max_cache_len=4, dtype=np.int32), ValueError,
      r"dtype .*int32"),
 ]
 
@@ -443,7 +439,7 @@ ROWS += [
 # attention_only: the trainable model's door (moved from test_attention_only)
 def _aot(**kw):
     config = dict(vocab_size=5, hidden_size=8, num_hidden_layers=1,
-                  num_attention_heads=2, max_seq_len=4)
+                  num_attention_heads=2, max_position_embeddings=4)
     return px.AttentionOnlyTransformer(**{**config, **kw})
 
 
@@ -470,7 +466,7 @@ ATTENTION_ONLY_ROWS = [
     (_aot_loss, dict(ids=[[0, -1]], labels=[[1, 1]]), ValueError,
      r"input_ids .*0 \.\. 4, got -1 \.\. 0"),
     (_aot_loss, dict(ids=[[0, 1, 2, 3, 4]], labels=[[1] * 5]), ValueError,
-     r"input_ids has shape \(1, 5\).*max_seq_len = 4"),
+     r"input_ids has shape \(1, 5\).*max_position_embeddings = 4"),
     (_aot_loss, dict(ids=[[0.0, 1.0]], labels=[[1, 1]]), ValueError,
      r"input_ids .*float64"),
     (_aot_loss, dict(ids=[[0, 1]], labels=[[1, 1, 1]]), ValueError,
@@ -574,10 +570,10 @@ SIZES = dict(hidden_size=D_MODEL, num_attention_heads=4, num_key_value_heads=2,
 def layer_setup():
     """A layer, a float64 input, and a cache holding PAST positions."""
     layer = px.random_attention(D_MODEL, 4, 2, 4, seed=0, qk_norm=True,
-                                theta=100.0)
+                                rope_theta=100.0)
     x = np.random.default_rng(1).standard_normal((B, T, D_MODEL))
-    cache = px.KVCache(1, B, 2, 4, max_seq_len=8)
-    layer(x[:, :PAST], past_key_value=cache)
+    cache = px.KVCache(1, B, 2, 4, max_cache_len=8)
+    layer(x[:, :PAST], cache=cache)
     return layer, x, cache
 
 
@@ -602,29 +598,29 @@ def decoder():
 LAYER_ROWS = [
     ("mask too short",
      lambda l, x, c: l(x, attention_mask=mask(PAST + T - 1),
-                       past_key_value=c),
+                       cache=c),
      ValueError, r"attention_mask .*\(2, 4\).*\(2, 5\)"),
     ("mask without the cached part",
-     lambda l, x, c: l(x, attention_mask=mask(T), past_key_value=c),
+     lambda l, x, c: l(x, attention_mask=mask(T), cache=c),
      ValueError, r"attention_mask .*\(2, 3\).*\(2, 5\)"),
     ("mask 4-D of the wrong size",
      lambda l, x, c: l(x, attention_mask=np.ones((B, 1, T, 4), bool),
-                       past_key_value=c),
+                       cache=c),
      ValueError, r"attention_mask .*\(2, 1, 3, 4\).*\(2, 1, 3, 5\)"),
     ("mask of 2s",
      lambda l, x, c: l(x, attention_mask=2 * mask(PAST + T),
-                       past_key_value=c),
+                       cache=c),
      ValueError, r"attention_mask .*\[2\]"),
     ("mask of floats",
      lambda l, x, c: l(x, attention_mask=0.5 * mask(PAST + T),
-                       past_key_value=c),
+                       cache=c),
      ValueError, r"attention_mask .*float64.*\[0.5\]"),
     ("positions of the wrong length",
-     lambda l, x, c: l(x, position_ids=np.arange(T + 1), past_key_value=c),
+     lambda l, x, c: l(x, position_ids=np.arange(T + 1), cache=c),
      ValueError, r"position_ids .*\(4,\).*\(2, 3\)"),
     ("negative positions",
      lambda l, x, c: l(x, position_ids=np.array([-1, 0, 1]),
-                       past_key_value=c),
+                       cache=c),
      ValueError, r"position_ids .*-1 \.\. 1.*>= 0"),
     ("positions past the model's length",
      lambda l, x, c: decoder()(np.ones((B, 3), int),
@@ -632,18 +628,18 @@ LAYER_ROWS = [
      ValueError, r"position_ids .*4094 \.\. 4096.*4096"),
     ("float positions",
      lambda l, x, c: l(x, position_ids=np.arange(2.0, 5.0),
-                       past_key_value=c),
+                       cache=c),
      ValueError, r"position_ids .*\(3,\).*float64"),
     ("is_causal as a string",
-     lambda l, x, c: l(x, is_causal="False", past_key_value=c),
+     lambda l, x, c: l(x, is_causal="False", cache=c),
      TypeError, r"is_causal .*'False'"),
-    ("return_weights as 1",
-     lambda l, x, c: l(x, return_weights=1, past_key_value=c),
-     TypeError, r"return_weights .*int 1"),
+    ("output_attentions as 1",
+     lambda l, x, c: l(x, output_attentions=1, cache=c),
+     TypeError, r"output_attentions .*int 1"),
     ("flag passed positionally", lambda l, x, c: l(x, False),
      TypeError, r"positional argument"),
     ("float32 input, float64 weights",
-     lambda l, x, c: l(x.astype(np.float32), past_key_value=c),
+     lambda l, x, c: l(x.astype(np.float32), cache=c),
      ValueError, r"hidden_states .*float32.*q_proj.weight .*float64"),
     ("float32 rms_norm weight",
      lambda l, x, c: px.rms_norm(x, np.ones(D_MODEL, np.float32)),
@@ -669,8 +665,8 @@ LAYER_ROWS = [
     ("q_norm without theta", lambda l, x, c: from_sd(l.state_dict()),
      ValueError, r"q_norm.*theta"),
     ("cache overflow",
-     lambda l, x, c: l(np.concatenate([x, x, x], 1), past_key_value=c),
-     ValueError, r"\b9\b.*layer 0.*max_seq_len.*2 \+ 9 = 11 > 8"),
+     lambda l, x, c: l(np.concatenate([x, x, x], 1), cache=c),
+     ValueError, r"\b9\b.*layer 0.*max_cache_len.*2 \+ 9 = 11 > 8"),
     ("decoder mask of the wrong length",
      lambda l, x, c: decoder()(np.ones((B, 3), int),
                                attention_mask=np.ones((B, 2), int)),
@@ -828,8 +824,8 @@ MODEL_ROWS = [
      ValueError, r"cached \(0\) \+ input_ids \(33\) = 33 exceeds "
      r"max_position_embeddings = 32"),
     ("a cache past max_position_embeddings",
-     lambda m: m([1], past_key_values=m(np.zeros(32, int),
-                                        use_cache=True).past_key_values),
+     lambda m: m([1], cache=m(np.zeros(32, int),
+                                        use_cache=True).cache),
      ValueError, r"cached \(32\) \+ input_ids \(1\) = 33 exceeds"),
     ("generate past max_position_embeddings",
      lambda m: m.generate(np.zeros(30, int), 3), ValueError,
@@ -843,6 +839,16 @@ MODEL_ROWS = [
      r"input_ids .*\(2,\).*float64"),
     ("no ids", lambda m: m.generate(np.zeros((1, 0), int), 2), ValueError,
      r"input_ids .*\(1, 0\)"),
+    ("a head mask of the wrong shape",
+     lambda m: m([1, 2], head_mask=np.ones((2, 3))), ValueError,
+     r"head_mask has shape \(2, 3\), expected \(L, H\) = \(2, 4\)"),
+    ("a head mask of ints", lambda m: m([1, 2], head_mask=np.ones((2, 4), int)),
+     ValueError, r"head_mask .*int64"),
+    ("interleaved_rope as a string",
+     lambda m: m([1], interleaved_rope="yes"), TypeError,
+     r"interleaved_rope must be True or False"),
+    ("output_attentions as 1", lambda m: m([1], output_attentions=1),
+     TypeError, r"output_attentions must be True or False"),
     ("use_cache as a string", lambda m: m([1], use_cache="yes"), TypeError,
      r"use_cache .*'yes'"),
     ("temperature 0",
@@ -896,19 +902,7 @@ def test_model_refuses(call, error, pattern):
 
 
 # ------------------------------------------ circuits and the model view
-def _circuit_model():
-    from checkpoints import CIRCUIT_SIZES
-    return px.Qwen3ForCausalLM.from_config(px.ModelConfig(**CIRCUIT_SIZES),
-                                           seed=0)
-
-
 CIRCUIT_ROWS = [
-    ("run_with_attention", dict(rope_layout="adjacent"),
-     r"rope_layout .*'adjacent'"),
-    ("run_with_attention", dict(head_mask=np.ones((2, 3))),
-     r"head_mask has shape \(2, 3\), expected \(L, H\) = \(2, 4\)"),
-    ("run_with_attention", dict(input_ids=np.array([[0, 50]])),
-     r"input_ids must lie in 0 \.\. 49, got 0 \.\. 50"),
     ("next_token_loss", dict(logits=z(2, 9, 50),
                              input_ids=np.zeros((2, 8), int)),
      r"input_ids has shape \(2, 8\), expected \(B, T\) = \(2, 9\)"),
@@ -927,8 +921,5 @@ CIRCUIT_ROWS = [
                          ids=[f"{r[0]}-{i}" for i, r in
                               enumerate(CIRCUIT_ROWS)])
 def test_circuits_bad_input_raises(name, kwargs, match):
-    if name == "run_with_attention":
-        kwargs = {"model": _circuit_model(),
-                  "input_ids": np.zeros((1, 3), int), **kwargs}
     with pytest.raises(ValueError, match=match):
         getattr(px, name)(**kwargs)

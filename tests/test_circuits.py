@@ -1,5 +1,5 @@
-"""Tests of pyxis_nb.circuits: the engine that keeps every head's weights,
-head ablation, the RoPE layouts, and the head scores."""
+"""Tests of what analysis asks of the model's forward (every layer's
+weights, head ablation, the RoPE layout bug) and of pyxis_nb.circuits' scores."""
 
 import numpy as np
 import pytest
@@ -23,23 +23,18 @@ def _rebuild(model, edit):
     return px.Qwen3ForCausalLM.from_state_dict(state, CONFIG)
 
 
-def test_logits_are_the_models(model):
-    rec = px.run_with_attention(model, IDS)
-    np.testing.assert_allclose(rec.logits, model(IDS), rtol=0, atol=1e-12)
-    assert rec.scores.shape == rec.weights.shape == (2, 2, 4, 9, 9)
-
-
-def test_weights_are_the_layers_own(model):
+def test_attentions_are_the_layers_own(model):
     """Layer 0's weights equal MultiHeadAttention.forward's on its input."""
-    rec = px.run_with_attention(model, IDS)
+    out = model(IDS, output_attentions=True)
+    np.testing.assert_allclose(out.logits, model(IDS).logits, rtol=0, atol=0)
+    assert out.attentions.shape == (2, 2, 4, 9, 9)  # (L, B, H, T, T)
     layer = model.layers[0]
     x = layer.input_layernorm(model.embed_tokens[IDS])
-    _, w = layer.self_attn(x, return_weights=True)
-    np.testing.assert_allclose(rec.weights[0], w, rtol=0, atol=1e-13)
-    assert np.all(np.triu(rec.weights, k=1) == 0)
-    np.testing.assert_allclose(rec.weights.sum(-1), 1.0, atol=1e-12)
-    # the unmasked softmax of the recorded scores sees later keys too
-    assert np.triu(px.softmax(rec.scores), k=1).max() > 0
+    _, w = layer.self_attn(x, output_attentions=True)
+    np.testing.assert_allclose(out.attentions[0], w, rtol=0, atol=1e-13)
+    assert np.all(np.triu(out.attentions, k=1) == 0)
+    np.testing.assert_allclose(out.attentions.sum(-1), 1.0, atol=1e-12)
+    assert model(IDS).attentions is None  # only when asked for
 
 
 def test_head_mask_is_zeroing_the_heads_o_proj_columns(model):
@@ -49,15 +44,19 @@ def test_head_mask_is_zeroing_the_heads_o_proj_columns(model):
     def edit(state):
         state["model.layers.1.self_attn.o_proj.weight"][:, 8:12] = 0
 
-    got = px.run_with_attention(model, IDS, head_mask=mask).logits
-    np.testing.assert_allclose(got, _rebuild(model, edit)(IDS), atol=1e-12)
-    assert np.abs(got - model(IDS)).max() > 1e-3
+    out = model(IDS, head_mask=mask, output_attentions=True)
+    np.testing.assert_allclose(out.logits, _rebuild(model, edit)(IDS).logits,
+                               atol=1e-12)
+    assert np.abs(out.logits - model(IDS).logits).max() > 1e-3
+    assert np.all(out.attentions[1, :, 2] == 0)  # as HF: weights times mask
+    np.testing.assert_array_equal(model(IDS, head_mask=np.ones((2, 4))).logits,
+                                  model(IDS).logits)
 
 
-def test_interleaved_engine_needs_rows_and_norms_permuted(model):
-    right = model(IDS)
-    wrong = px.run_with_attention(model, IDS, rope_layout="interleaved")
-    assert np.abs(wrong.logits - right).max() > 1e-3
+def test_interleaved_rope_needs_rows_and_norms_permuted(model):
+    right = model(IDS).logits
+    wrong = model(IDS, interleaved_rope=True).logits
+    assert np.abs(wrong - right).max() > 1e-3
 
     def permute(norms):
         def edit(state):
@@ -72,17 +71,24 @@ def test_interleaved_engine_needs_rows_and_norms_permuted(model):
     for key in ("q_norm", "k_norm"):  # give the norms gains that matter
         for layer in model.layers:
             setattr(layer.self_attn, key, np.linspace(0.5, 1.5, 4))
-    right = model(IDS)
-    fixed = px.run_with_attention(_rebuild(model, permute(True)), IDS,
-                                  rope_layout="interleaved").logits
-    half = px.run_with_attention(_rebuild(model, permute(False)), IDS,
-                                 rope_layout="interleaved").logits
+    right = model(IDS).logits
+    fixed = _rebuild(model, permute(True))(IDS, interleaved_rope=True).logits
+    half = _rebuild(model, permute(False))(IDS, interleaved_rope=True).logits
     np.testing.assert_allclose(fixed, right, atol=1e-12)
     assert np.abs(half - right).max() > 1e-6
 
 
+def test_interleaved_rope_with_a_cache_equals_one_pass(model):
+    full = model(IDS, interleaved_rope=True).logits
+    cache = model.new_cache(max_cache_len=9, batch_size=2)
+    first = model(IDS[:, :5], cache=cache, interleaved_rope=True).logits
+    rest = model(IDS[:, 5:], cache=cache, interleaved_rope=True).logits
+    np.testing.assert_allclose(np.concatenate([first, rest], 1), full,
+                               atol=1e-12)
+
+
 def test_next_token_loss_is_mean_cross_entropy(model):
-    logits = model(IDS)
+    logits = model(IDS).logits
     p = px.softmax(logits[:, :-1])
     picked = np.take_along_axis(p, IDS[:, 1:, None], -1)
     assert px.next_token_loss(logits, IDS) == pytest.approx(
@@ -91,7 +97,7 @@ def test_next_token_loss_is_mean_cross_entropy(model):
 
 def test_next_token_loss_against_torch(model):
     torch = pytest.importorskip("torch")
-    logits = model(IDS)
+    logits = model(IDS).logits
     ref = torch.nn.functional.cross_entropy(
         torch.tensor(logits[:, :-1]).flatten(0, 1),
         torch.tensor(IDS[:, 1:]).flatten())
@@ -134,19 +140,6 @@ def test_ov_copying_score_signs(model):
         assert score[0, 0] == pytest.approx(sign, abs=1e-9)
         assert score.shape == (2, 4) and np.all(np.abs(score) <= 1 + 1e-12)
     assert layer.o_proj is model.layers[0].self_attn.o_proj  # unchanged
-
-
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(rope_layout="adjacent"), r"rope_layout .*'adjacent'"),
-    (dict(head_mask=np.ones((2, 3))), r"head_mask has shape \(2, 3\).*"
-                                      r"\(L, H\) = \(2, 4\)"),
-    (dict(head_mask=np.ones((2, 4), int)), r"head_mask .*int64"),
-    (dict(input_ids=np.array([[0, 50]])), r"input_ids .*0 \.\. 49.*0 \.\. 50"),
-])
-def test_run_with_attention_refuses(model, kwargs, match):
-    kwargs = {"input_ids": IDS, **kwargs}
-    with pytest.raises(ValueError, match=match):
-        px.run_with_attention(model, **kwargs)
 
 
 def test_next_token_loss_refuses_mismatched_ids():

@@ -289,12 +289,12 @@ def twice(seen) -> list[str]:
 
 
 def test_a_layer_checks_each_array_once(checked):
-    layer = px.random_attention(16, 4, 2, 8, qk_norm=True, theta=1e4)
+    layer = px.random_attention(16, 4, 2, 8, qk_norm=True, rope_theta=1e4)
     x = np.random.default_rng(0).standard_normal((2, 3, 16))
     mask = np.array([[0, 1, 1], [1, 1, 1]])
     cache = px.KVCache(1, 2, 2, 8, 8)
     checked.clear()  # the weights were checked once, when the layer was built
-    layer(x, attention_mask=mask, past_key_value=cache)
+    layer(x, attention_mask=mask, cache=cache)
     assert not twice(checked)
     inputs = [label for label, a in checked if a is x or a is mask]
     assert inputs == ["hidden_states", "attention_mask"]  # once each
@@ -319,7 +319,7 @@ def test_a_decoder_checks_its_inputs_once_for_every_layer(checked, build):
     mask = np.array([[0, 1, 1], [1, 1, 1]])
     cache = model.new_cache(4, 2)
     checked.clear()
-    model(ids, attention_mask=mask, past_key_values=cache)
+    model(ids, attention_mask=mask, cache=cache)
     assert not twice(checked)
     labels = [label for label, _ in checked]
     assert labels.count("attention_mask") == 1

@@ -61,9 +61,9 @@ def test_weights_and_forward_match_sdpa(rng):
     x = rng.standard_normal((2, 5, 6))
     q, k, v = h.qkv(x)
     for causal in (False, True):
-        out, w = h.forward(x, is_causal=causal, return_weights=True)
+        out, w = h.forward(x, is_causal=causal, output_attentions=True)
         ref_out, ref_w = px.scaled_dot_product_attention(q, k, v, is_causal=causal,
-                                                         return_weights=True)
+                                                         output_attentions=True)
         np.testing.assert_allclose(out, ref_out, rtol=1e-14)
         np.testing.assert_allclose(h.weights(x, is_causal=causal), ref_w, rtol=1e-14)
         np.testing.assert_allclose(h(x, is_causal=causal), out, rtol=1e-14)

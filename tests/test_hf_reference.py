@@ -57,11 +57,11 @@ def hf_forward(layer, rotary, cfg, x, mask, past=0, cache=None):
 @pytest.mark.parametrize("family", ["qwen3", "qwen2"])
 def test_left_padded_batch_matches_hugging_face(family):
     if family == "qwen3":
-        ours = px.random_attention(**SIZES, seed=1, dtype=np.float32, qk_norm=True, theta=THETA)
+        ours = px.random_attention(**SIZES, seed=1, dtype=np.float32, qk_norm=True, rope_theta=THETA)
         cfg = config(Qwen3Config)
         hf, rotary = hf_layer(Qwen3Attention, cfg, ours), Qwen3RotaryEmbedding(cfg)
     else:  # Qwen2: q/k/v biases, no q/k norms
-        ours = px.random_attention(**SIZES, seed=2, dtype=np.float32, bias=True, theta=THETA)
+        ours = px.random_attention(**SIZES, seed=2, dtype=np.float32, bias=True, rope_theta=THETA)
         cfg = config(Qwen2Config)
         hf, rotary = hf_layer(Qwen2Attention, cfg, ours), Qwen2RotaryEmbedding(cfg)
         assert hf.q_proj.bias is not None and hf.o_proj.bias is None
@@ -71,10 +71,10 @@ def test_left_padded_batch_matches_hugging_face(family):
     np.testing.assert_allclose(ours(x, attention_mask=mask)[real], ref[real], rtol=1e-4, atol=2e-5)
 
     # prefill 4, then decode 2 tokens one at a time, both through caches
-    cache, hf_cache = px.KVCache(1, 3, 2, 8, max_seq_len=8, dtype=np.float32), DynamicCache(config=cfg)
+    cache, hf_cache = px.KVCache(1, 3, 2, 8, max_cache_len=8, dtype=np.float32), DynamicCache(config=cfg)
     for a, b in [(0, 4), (4, 5), (5, 6)]:
         ref = hf_forward(hf, rotary, cfg, x[:, a:b], mask[:, :b], past=a, cache=hf_cache)
-        out = ours(x[:, a:b], attention_mask=mask[:, :b], past_key_value=cache)
+        out = ours(x[:, a:b], attention_mask=mask[:, :b], cache=cache)
         np.testing.assert_allclose(out[real[:, a:b]], ref[real[:, a:b]], rtol=1e-4, atol=2e-5)
         assert np.all(np.isfinite(out))
     assert cache.get_seq_length() == hf_cache.get_seq_length() == 6
@@ -86,7 +86,7 @@ def test_from_state_dict_loads_what_hugging_face_saves():
     torch.manual_seed(0)
     hf = Qwen2Attention(cfg, layer_idx=0).eval()
     sd = {f"model.layers.0.self_attn.{k}": v.numpy() for k, v in hf.state_dict().items()}
-    ours = px.MultiHeadAttention.from_state_dict(sd, **SIZES, prefix="model.layers.0.self_attn.", theta=THETA)
+    ours = px.MultiHeadAttention.from_state_dict(sd, **SIZES, prefix="model.layers.0.self_attn.", rope_theta=THETA)
     assert ours.q_proj_bias is not None
     np.testing.assert_array_equal(ours.state_dict("model.layers.0.self_attn.")["model.layers.0.self_attn.k_proj.bias"],
                                   hf.k_proj.bias.detach().numpy())
@@ -96,7 +96,7 @@ def test_from_state_dict_loads_what_hugging_face_saves():
     np.testing.assert_allclose(ours(x, attention_mask=mask)[real], ref[real], rtol=1e-4, atol=2e-5)
     with pytest.raises(ValueError, match="unknown keys"):
         px.MultiHeadAttention.from_state_dict(sd | {"model.layers.0.self_attn.o_proj.bias": np.zeros(32)},
-                                              **SIZES, prefix="model.layers.0.self_attn.", theta=THETA)
+                                              **SIZES, prefix="model.layers.0.self_attn.", rope_theta=THETA)
 
 
 def test_qwen3_attention_names_its_cache_argument_cache():
@@ -118,7 +118,7 @@ def hf_mask_and_out(layer, rotary, cfg, x, mask, pos, cache=None):
 
 
 def qwen3_pair(seed):
-    ours = px.random_attention(**SIZES, seed=seed, dtype=np.float32, qk_norm=True, theta=THETA)
+    ours = px.random_attention(**SIZES, seed=seed, dtype=np.float32, qk_norm=True, rope_theta=THETA)
     cfg = config(Qwen3Config)
     return ours, hf_layer(Qwen3Attention, cfg, ours), Qwen3RotaryEmbedding(cfg), cfg
 
@@ -135,10 +135,10 @@ def test_packed_positions_and_hf_4d_masks(cached):
         assert not full[0, 0, 3, :3].any()  # HF's mask starts a new sequence
         np.testing.assert_allclose(ours(x, attention_mask=full, position_ids=pos), ref, rtol=1e-4, atol=2e-5)
         return
-    cache, hf_cache = px.KVCache(1, 2, 2, 8, max_seq_len=8, dtype=np.float32), DynamicCache(config=cfg)
+    cache, hf_cache = px.KVCache(1, 2, 2, 8, max_cache_len=8, dtype=np.float32), DynamicCache(config=cfg)
     for a, b in [(0, 5), (5, 6), (6, 8)]:
         full, ref = hf_mask_and_out(hf, rotary, cfg, x[:, a:b], None, pos[:, a:b], hf_cache)
-        out = ours(x[:, a:b], attention_mask=full, position_ids=pos[:, a:b], past_key_value=cache)
+        out = ours(x[:, a:b], attention_mask=full, position_ids=pos[:, a:b], cache=cache)
         np.testing.assert_allclose(out, ref, rtol=1e-4, atol=2e-5)
     assert cache.get_seq_length() == hf_cache.get_seq_length() == 8
 
@@ -150,10 +150,10 @@ def test_explicit_positions_while_decoding_a_left_padded_batch(mask_form):
     x, mask = left_padded([6, 3, 1], T=6, seed=7)
     pos = np.where(mask == 1, mask.cumsum(-1) - 1, 0)  # generate's rule, (B, 6)
     real = mask.astype(bool)
-    cache, hf_cache = px.KVCache(1, 3, 2, 8, max_seq_len=6, dtype=np.float32), DynamicCache(config=cfg)
+    cache, hf_cache = px.KVCache(1, 3, 2, 8, max_cache_len=6, dtype=np.float32), DynamicCache(config=cfg)
     for a, b in [(0, 4), (4, 5), (5, 6)]:
         full, ref = hf_mask_and_out(hf, rotary, cfg, x[:, a:b], mask[:, :b], pos[:, a:b], hf_cache)
         given = mask[:, :b] if mask_form == "2-D" else full
-        out = ours(x[:, a:b], attention_mask=given, position_ids=pos[:, a:b], past_key_value=cache)
+        out = ours(x[:, a:b], attention_mask=given, position_ids=pos[:, a:b], cache=cache)
         np.testing.assert_allclose(out[real[:, a:b]], ref[real[:, a:b]], rtol=1e-4, atol=2e-5)
     assert cache.get_seq_length() == hf_cache.get_seq_length() == 6

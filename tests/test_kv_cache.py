@@ -15,7 +15,7 @@ def kv(B=2, Hkv=3, t=1, D=4, dtype=np.float64, seed=0):
 
 @given(chunks=st.lists(st.integers(1, 4), min_size=1, max_size=6), layer=st.integers(0, 2))
 def test_appends_return_everything_so_far(chunks, layer):
-    cache = px.KVCache(3, 2, 3, 4, max_seq_len=sum(chunks))
+    cache = px.KVCache(3, 2, 3, 4, max_cache_len=sum(chunks))
     keys_seen, values_seen = [], []
     for i, t in enumerate(chunks):
         k, v = kv(t=t, seed=i)
@@ -30,7 +30,7 @@ def test_appends_return_everything_so_far(chunks, layer):
 
 
 def test_earlier_views_survive_later_updates():
-    cache = px.KVCache(1, 2, 3, 4, max_seq_len=5)
+    cache = px.KVCache(1, 2, 3, 4, max_cache_len=5)
     k1, v1 = kv(t=2, seed=1)
     keys1, _ = cache.update(k1, v1, 0)
     saved = keys1.copy()
@@ -39,10 +39,10 @@ def test_earlier_views_survive_later_updates():
 
 
 def test_float32_cache_nbytes_reset_and_repr():
-    cache = px.KVCache(2, 1, 2, 8, max_seq_len=10, dtype=np.float32)
+    cache = px.KVCache(2, 1, 2, 8, max_cache_len=10, dtype=np.float32)
     keys, values = cache.update(*kv(B=1, Hkv=2, t=3, D=8, dtype=np.float32), 1)
     assert keys.dtype == np.float32 and values.shape == (1, 2, 3, 8)
-    # allocated bytes = the formula of memory.py at max_seq_len, 4 bytes a value
+    # allocated bytes = the formula of memory.py at max_cache_len, 4 bytes a value
     assert cache.nbytes == px.kv_cache_bytes(2, 2, 8, seq_len=10, dtype_bytes=4) == 2 * 2 * 2 * 8 * 4 * 10
     assert "lengths=[0, 3]" in repr(cache)
     cache.reset()
@@ -51,7 +51,7 @@ def test_float32_cache_nbytes_reset_and_repr():
 
 @given(chunks=st.lists(st.integers(1, 3), min_size=1, max_size=4), keep=st.integers(0, 12))
 def test_crop_keeps_a_prefix_and_appends_after_it(chunks, keep):
-    cache = px.KVCache(2, 2, 3, 4, max_seq_len=sum(chunks) + 2)
+    cache = px.KVCache(2, 2, 3, 4, max_cache_len=sum(chunks) + 2)
     for i, t in enumerate(chunks):
         cache.update(*kv(t=t, seed=i), 0)
     held = sum(chunks)
@@ -74,14 +74,14 @@ def test_cache_bytes_by_hand():
     per_token = px.kv_cache_bytes(28, 8, 128, seq_len=1)
     assert px.kv_cache_bytes(28, 8, 128, seq_len=1000, dtype_bytes=4, batch_size=3) == per_token * 2 * 1000 * 3
     # the numpy cache allocates exactly what the formula says (float32: 4 bytes)
-    cache = px.KVCache(3, 2, 2, 16, max_seq_len=7, dtype=np.float32)
+    cache = px.KVCache(3, 2, 2, 16, max_cache_len=7, dtype=np.float32)
     assert cache.nbytes == px.kv_cache_bytes(3, 2, 16, seq_len=7, dtype_bytes=4, batch_size=2) == 2 * 3 * 2 * 16 * 4 * 7 * 2
 
 
 @given(chunks=st.lists(st.integers(1, 3), min_size=1, max_size=4), drop=st.integers(1, 12))
 def test_negative_crop_drops_from_the_end_as_dynamic_cache(chunks, drop):
     """HF 5.x: DynamicCache.crop(-n) removes the last n tokens."""
-    cache = px.KVCache(2, 2, 3, 4, max_seq_len=sum(chunks))
+    cache = px.KVCache(2, 2, 3, 4, max_cache_len=sum(chunks))
     for i, t in enumerate(chunks):
         cache.update(*kv(t=t, seed=i), 0)
     cache.crop(-drop)
@@ -89,9 +89,9 @@ def test_negative_crop_drops_from_the_end_as_dynamic_cache(chunks, drop):
     assert cache.get_seq_length(1) == 0
 
 
-def test_a_cache_fills_exactly_to_max_seq_len():
+def test_a_cache_fills_exactly_to_max_cache_len():
     # the refusal one position later is a row of test_bad_input.LAYER_ROWS
-    cache = px.KVCache(1, 2, 3, 4, max_seq_len=4)
+    cache = px.KVCache(1, 2, 3, 4, max_cache_len=4)
     cache.update(*kv(t=3), 0)
     keys, _ = cache.update(*kv(t=1, seed=1), 0)
     assert cache.get_seq_length() == 4 and keys.shape == (2, 3, 4, 4)

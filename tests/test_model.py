@@ -12,17 +12,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pyxis_nb as px
+from conftest import generate_with_logits, left_pad
 from checkpoints import (SIZES, config_json, tiny_model, write_checkpoint,
                          write_safetensors)
 
 SMALL = px.ModelConfig(**SIZES)
 
 
-def left_pad(prompts, pad=0):
-    P = max(map(len, prompts))
-    ids = np.array([[pad] * (P - len(p)) + p for p in prompts])
-    mask = np.array([[0] * (P - len(p)) + [1] * len(p) for p in prompts])
-    return ids, mask
 
 
 # ------------------------------------------------------------- the pieces
@@ -38,9 +34,11 @@ def test_decoder_layer_is_pre_norm_attention_then_swiglu():
     want = h + (silu * up) @ layer.mlp.down_proj.T
     mask = px.causal_mask(5)
     cos_sin = px.rotary_cos_sin(np.arange(5), SMALL.head_dim,
-                                theta=SMALL.rope_theta, dtype=np.float64)
-    np.testing.assert_allclose(layer(x, mask, cos_sin), want, atol=1e-12)
-    assert layer.layer_idx == 1 and layer.self_attn.theta == SMALL.rope_theta
+                                rope_theta=SMALL.rope_theta, dtype=np.float64)
+    out, weights = layer(x, mask, cos_sin)
+    np.testing.assert_allclose(out, want, atol=1e-12)
+    assert weights.shape == (2, SMALL.num_attention_heads, 5, 5)
+    assert layer.layer_idx == 1 and layer.self_attn.rope_theta == SMALL.rope_theta
 
 
 def test_silu_has_no_overflow_warning():
@@ -54,15 +52,14 @@ def test_silu_has_no_overflow_warning():
 def test_forward_returns_logits_and_the_cache_on_request():
     model = px.Qwen3ForCausalLM.from_config(SMALL, seed=1)
     ids = np.array([[1, 2, 3, 4]])
-    logits = model(ids)
+    logits = model(ids).logits
     assert logits.shape == (1, 4, SMALL.vocab_size)
     out = model(ids[:, :3], use_cache=True)
-    logits3, cache = out  # a tuple, as HF's ModelOutput unpacks
-    assert out.logits is logits3 and out.past_key_values is cache
+    logits3, cache = out.logits, out.cache
     assert cache.get_seq_length() == 3
-    assert cache.max_seq_len == SMALL.max_position_embeddings
+    assert cache.max_cache_len == SMALL.max_position_embeddings
     np.testing.assert_allclose(logits3, logits[:, :3], atol=1e-12)
-    step = model(ids[:, 3:], past_key_values=cache)
+    step = model(ids[:, 3:], cache=cache).logits
     np.testing.assert_allclose(step, logits[:, 3:], atol=1e-12)
 
 
@@ -71,11 +68,11 @@ def test_forward_returns_logits_and_the_cache_on_request():
 def test_forward_in_chunks_through_the_cache_equals_one_pass(T, cuts, seed):
     model = px.Qwen3ForCausalLM.from_config(SMALL, seed=seed)
     ids = np.random.default_rng(seed).integers(0, SMALL.vocab_size, (2, T))
-    full = model(ids)
-    cache = model.new_cache(max_seq_len=T, batch_size=2)
+    full = model(ids).logits
+    cache = model.new_cache(max_cache_len=T, batch_size=2)
     bounds = [0, *sorted(c for c in cuts if c < T), T]
     for a, b in zip(bounds, bounds[1:]):
-        np.testing.assert_allclose(model(ids[:, a:b], past_key_values=cache),
+        np.testing.assert_allclose(model(ids[:, a:b], cache=cache).logits,
                                    full[:, a:b], atol=1e-12)
 
 
@@ -87,10 +84,10 @@ def test_left_padded_batch_generates_what_each_row_does_alone(
         prompts, n_new, use_cache, seed):
     model = px.Qwen3ForCausalLM.from_config(SMALL, seed=seed)
     ids, mask = left_pad(prompts, pad=7)
-    out, logits = model.generate(ids, n_new, attention_mask=mask,
+    out, logits = generate_with_logits(model, ids, n_new, attention_mask=mask,
                                  use_cache=use_cache)
     for b, p in enumerate(prompts):
-        alone, alone_logits = model.generate(p, n_new, use_cache=not use_cache)
+        alone, alone_logits = generate_with_logits(model, p, n_new, use_cache=not use_cache)
         np.testing.assert_array_equal(out[b, ids.shape[1]:], alone[len(p):])
         np.testing.assert_allclose(logits[b], alone_logits, atol=1e-10)
 
@@ -110,7 +107,7 @@ def test_state_dict_round_trip_and_names():
     assert state["model.layers.0.self_attn.q_norm.weight"].shape == (4,)
     again = px.Qwen3ForCausalLM.from_state_dict(state, model.config)
     ids = np.array([5, 6, 7])
-    np.testing.assert_array_equal(again(ids), model(ids))
+    np.testing.assert_array_equal(again(ids).logits, model(ids).logits)
     assert not again.tie_word_embeddings
 
 
@@ -124,23 +121,23 @@ def test_a_model_without_mlp_is_attention_only():
     for i, layer in enumerate(model.layers):  # residual + attention only
         h = h + layer.self_attn(px.rms_norm(h, layer.input_layernorm.weight))
     want = px.rms_norm(h, model.norm.weight) @ model.lm_head.T
-    np.testing.assert_allclose(model(ids), want, atol=1e-12)
+    np.testing.assert_allclose(model(ids).logits, want, atol=1e-12)
 
 
-def test_attention_weights_are_each_layers_causal_softmax():
+def test_output_attentions_are_each_layers_causal_softmax():
     model = px.Qwen3ForCausalLM.from_config(SMALL, seed=12)
     ids, mask = left_pad([[5, 6, 7, 8], [9, 10]])
-    w = model.attention_weights(ids, attention_mask=mask)
+    w = model(ids, attention_mask=mask, output_attentions=True).attentions
     assert w.shape == (2, 2, 4, 4, 4)  # (L, B, H, T, T)
     np.testing.assert_allclose(w[:, 0].sum(-1), 1.0, atol=1e-12)
     assert np.all(np.triu(w, k=1) == 0)  # causal: no key after the query
     assert np.all(w[:, 1, :, :, :2] == 0)  # row 1's padding keys
     # layer 1 attends over what layer 0 wrote: the same as its own call
     h = model.embed_tokens[ids[:1]]
-    cos_sin = px.rotary_cos_sin(np.arange(4), 4, theta=1e4, dtype=np.float64)
-    h = model.layers[0](h, px.causal_mask(4), cos_sin)
+    cos_sin = px.rotary_cos_sin(np.arange(4), 4, rope_theta=1e4, dtype=np.float64)
+    h, _ = model.layers[0](h, px.causal_mask(4), cos_sin)
     _, w1 = model.layers[1].self_attn(
-        model.layers[1].input_layernorm(h), return_weights=True)
+        model.layers[1].input_layernorm(h), output_attentions=True)
     np.testing.assert_allclose(w[1, 0], w1[0], atol=1e-12)
 
 
@@ -161,7 +158,7 @@ def test_from_pretrained_reads_what_was_written(tmp_path, shards, tied):
     as64 = px.Qwen3ForCausalLM.from_pretrained(tmp_path, dtype=np.float64)
     assert as64.dtype == np.float64
     ids = np.array([[1, 9, 3, 7]])
-    np.testing.assert_allclose(as64(ids), loaded(ids), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(as64(ids).logits, loaded(ids).logits, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("dtype", ["F32", "F64"])
@@ -169,7 +166,7 @@ def test_float_checkpoints_load_as_well(tmp_path, dtype):
     model = tiny_model(seed=6)
     write_checkpoint(tmp_path, model, dtype=dtype)
     loaded = px.Qwen3ForCausalLM.from_pretrained(tmp_path)
-    np.testing.assert_array_equal(loaded([2, 3]), model([2, 3]))
+    np.testing.assert_array_equal(loaded([2, 3]).logits, model([2, 3]).logits)
 
 
 def test_bf16_bits_widen_to_the_float32_they_are():
@@ -193,7 +190,7 @@ def test_qwen3_style_config_with_top_level_rope_theta(tmp_path):
                "layer_types": ["full_attention"] * 2}
     write_checkpoint(tmp_path, model, config=config)
     loaded = px.Qwen3ForCausalLM.from_pretrained(tmp_path)
-    np.testing.assert_array_equal(loaded([4, 5, 6]), model([4, 5, 6]))
+    np.testing.assert_array_equal(loaded([4, 5, 6]).logits, model([4, 5, 6]).logits)
 
 
 def test_nothing_is_read_when_the_header_does_not_fit(tmp_path, monkeypatch):
@@ -214,9 +211,9 @@ def test_nothing_is_read_when_the_header_does_not_fit(tmp_path, monkeypatch):
 def test_generate_with_cache_equals_without_and_chunks():
     model = px.Qwen3ForCausalLM.from_config(SMALL, seed=8)
     prompt = [3, 14, 15, 9, 2, 6]
-    ids, logits = model.generate(prompt, 7, use_cache=False)
-    for kw in ({}, {"prefill_chunk": 4}, {"prefill_chunk": 1}):
-        ids2, logits2 = model.generate(prompt, 7, **kw)
+    ids, logits = generate_with_logits(model, prompt, 7, use_cache=False)
+    for kw in ({}, {"prefill_chunk_size": 4}, {"prefill_chunk_size": 1}):
+        ids2, logits2 = generate_with_logits(model, prompt, 7, **kw)
         np.testing.assert_array_equal(ids2, ids)
         np.testing.assert_allclose(logits2, logits, atol=1e-12)
     assert np.all(ids[6:] == logits.argmax(-1))
@@ -224,11 +221,11 @@ def test_generate_with_cache_equals_without_and_chunks():
 
 def test_eos_default_comes_from_the_generation_config():
     model = px.Qwen3ForCausalLM.from_config(SMALL, seed=9)
-    free = model.generate([5, 9], 6)[0][2:]
+    free = model.generate([5, 9], 6)[2:]
     model.generation_config["eos_token_id"] = [99 % 64, int(free[1])]
-    ids, logits = model.generate([5, 9], 6)
+    ids, logits = generate_with_logits(model, [5, 9], 6)
     assert ids.tolist() == [5, 9, *free[:2]] and len(logits) == 2
-    ids, _ = model.generate([5, 9], 6, eos_token_id=63 if free[1] != 63
+    ids = model.generate([5, 9], 6, eos_token_id=63 if free[1] != 63
                             else 62)
     assert len(ids) == 8 or 63 in ids  # an explicit eos replaces it
 
@@ -240,35 +237,35 @@ def batch(prompt, B):
 def test_sampling_is_seeded_and_follows_softmax():
     model = px.Qwen3ForCausalLM.from_config(SMALL, seed=10)
     prompt, B = [4, 8, 15], 4000
-    p = px.softmax(model(prompt)[0, -1] / 0.7)  # (V,)
-    ids, _ = model.generate(batch(prompt, B), 1, do_sample=True,
+    p = px.softmax(model(prompt).logits[0, -1] / 0.7)  # (V,)
+    ids = model.generate(batch(prompt, B), 1, do_sample=True,
                             temperature=0.7, seed=0)
-    again, _ = model.generate(batch(prompt, B), 1, do_sample=True,
+    again = model.generate(batch(prompt, B), 1, do_sample=True,
                               temperature=0.7, seed=0)
     np.testing.assert_array_equal(ids, again)
     counts = np.bincount(ids[:, -1], minlength=64) / B
     assert np.abs(counts - p).max() < 4 * np.sqrt(p.max() / B)
-    other, _ = model.generate(batch(prompt, B), 1, do_sample=True, seed=1)
+    other = model.generate(batch(prompt, B), 1, do_sample=True, seed=1)
     assert not np.array_equal(other, ids)
 
 
 def test_top_k_and_top_p_keep_only_the_likely_tokens():
     model = px.Qwen3ForCausalLM.from_config(SMALL, seed=11)
     prompt, B = [1, 2, 3], 500
-    logits = model(prompt)[0, -1]
+    logits = model(prompt).logits[0, -1]
     order = np.argsort(-logits)
-    ids, _ = model.generate(batch(prompt, B), 1, do_sample=True, top_k=3,
+    ids = model.generate(batch(prompt, B), 1, do_sample=True, top_k=3,
                             seed=0)
     assert set(ids[:, -1]) <= set(order[:3])
     p = px.softmax(logits)[order]
     n = int(np.searchsorted(np.cumsum(p), 0.5)) + 1  # the nucleus of 0.5
-    ids, _ = model.generate(batch(prompt, B), 1, do_sample=True, top_p=0.5,
+    ids = model.generate(batch(prompt, B), 1, do_sample=True, top_p=0.5,
                             seed=0)
     assert set(ids[:, -1]) == set(order[:n])
-    greedy = model.generate(prompt, 5)[0]
+    greedy = model.generate(prompt, 5)
     for kw in ({"top_k": 1}, {"top_p": 1e-9}, {"temperature": 1e-6}):
         np.testing.assert_array_equal(
-            model.generate(prompt, 5, do_sample=True, seed=3, **kw)[0],
+            model.generate(prompt, 5, do_sample=True, seed=3, **kw),
             greedy)
 
 
@@ -290,11 +287,11 @@ def test_the_shipped_checkpoint_loads_and_speaks():
     text = "KING HENRY:\nOnce more unto the breach"
     ids = tok.encode(text).ids
     assert tok.decode(ids) == text and max(ids) < c.vocab_size
-    out, _ = model.generate(ids, 30)
+    out = model.generate(ids, 30)
     assert tok.decode(out.tolist()).startswith(text)
     held = (px.SHAKESPEARE_CHECKPOINT / "heldout.txt").read_text()
     val = np.array(tok.encode(held[:4000]).ids[:256])
-    loss = px.cross_entropy(model(val[:-1]), val[None, 1:])[0].mean()
+    loss = px.cross_entropy(model(val[:-1]).logits, val[None, 1:])[0].mean()
     report = json.loads((px.SHAKESPEARE_CHECKPOINT
                          / "training.json").read_text())
     assert loss < report["bigram_loss"]  # it learned more than bigrams

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import pyxis_nb as px
+from conftest import generate_with_logits
 
 torch = pytest.importorskip(
     "torch", reason="torch is not installed: HF reference skipped")
@@ -63,7 +64,7 @@ def hf_logits(model, ids, mask=None):
 def test_float32_logits_match_transformers(ours, theirs, tokenizer):
     ids = heldout_ids(tokenizer, 3, 200)
     ref = hf_logits(theirs, ids)
-    got = ours(ids)
+    got = ours(ids).logits
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, ref, rtol=1e-4,
                                atol=1e-4 * np.abs(ref).max())
@@ -93,7 +94,7 @@ def test_float64_logits_match_transformers_to_1e_10(tokenizer, monkeypatch):
         CKPT, dtype=torch.float64).eval()
     ours64 = px.Qwen3ForCausalLM.from_pretrained(CKPT, dtype=np.float64)
     ids = heldout_ids(tokenizer, 2, 300)
-    ref, got = hf_logits(theirs64, ids), ours64(ids)
+    ref, got = hf_logits(theirs64, ids), ours64(ids).logits
     assert got.dtype == np.float64
     assert np.abs(got - ref).max() / np.abs(ref).max() < 1e-10
 
@@ -104,7 +105,7 @@ def test_left_padded_batch_matches_transformers(ours, theirs, tokenizer):
     mask[1, :15], mask[2, :33] = 0, 0  # left padding
     ids = np.where(mask == 1, ids, 0)
     real = mask.astype(bool)
-    ref, got = hf_logits(theirs, ids, mask), ours(ids, attention_mask=mask)
+    ref, got = hf_logits(theirs, ids, mask), ours(ids, attention_mask=mask).logits
     np.testing.assert_allclose(got[real], ref[real], rtol=1e-4,
                                atol=1e-4 * np.abs(ref).max())
 
@@ -127,7 +128,7 @@ def test_greedy_text_is_token_identical_to_hf_generate(
     n = 40 if use_cache else 10  # without a cache every step reruns it all
     for text in PROMPTS if use_cache else PROMPTS[:2]:
         ids = np.array(tokenizer.encode(text).ids)
-        got, _ = ours.generate(ids, n, use_cache=use_cache)
+        got = ours.generate(ids, n, use_cache=use_cache)
         ref = hf_generate(theirs, ids, n, use_cache=use_cache)[0]
         np.testing.assert_array_equal(got, ref, err_msg=text)
 
@@ -138,11 +139,11 @@ def test_left_padded_batch_generates_what_each_prompt_does_alone(
     P = max(map(len, rows))
     ids = np.array([[0] * (P - len(r)) + r for r in rows])
     mask = np.array([[0] * (P - len(r)) + [1] * len(r) for r in rows])
-    got, got_logits = ours.generate(ids, 16, attention_mask=mask)
+    got, got_logits = generate_with_logits(ours, ids, 16, attention_mask=mask)
     ref = hf_generate(theirs, ids, 16, attention_mask=torch.from_numpy(mask))
     np.testing.assert_array_equal(got, ref)
     for b, r in enumerate(rows):
-        alone, alone_logits = ours.generate(r, 16)
+        alone, alone_logits = generate_with_logits(ours, r, 16)
         np.testing.assert_array_equal(got[b, P:P + len(alone) - len(r)],
                                       alone[len(r):])
         np.testing.assert_allclose(got_logits[b, :len(alone_logits)],
@@ -178,19 +179,19 @@ def test_random_qwen3_0_6b_shapes_in_bf16_shards(tmp_path):
     assert ours.tie_word_embeddings
     ids = np.random.default_rng(0).integers(0, 151_936, (2, 12))
     ref = hf_logits(theirs, ids)
-    np.testing.assert_allclose(ours(ids), ref, rtol=1e-4,
+    np.testing.assert_allclose(ours(ids).logits, ref, rtol=1e-4,
                                atol=1e-4 * np.abs(ref).max())
-    got, _ = ours.generate(ids[0], 4)
+    got = ours.generate(ids[0], 4)
     np.testing.assert_array_equal(got, hf_generate(theirs, ids[0], 4)[0])
 
 
-def test_attention_weights_match_output_attentions(ours, tokenizer):
+def test_output_attentions_match_transformers_eager(ours, tokenizer):
     theirs = transformers.Qwen3ForCausalLM.from_pretrained(
         CKPT, dtype=torch.float32, attn_implementation="eager").eval()
     ids = heldout_ids(tokenizer, 2, 30)
     with torch.no_grad():
         ref = theirs(torch.from_numpy(ids), output_attentions=True).attentions
     ref = np.stack([a.numpy() for a in ref])  # (L, B, H, T, T)
-    got = ours.attention_weights(ids)
+    got = ours(ids, output_attentions=True).attentions
     assert got.shape == ref.shape == (4, 2, 8, 30, 30)
     np.testing.assert_allclose(got, ref, atol=2e-6)

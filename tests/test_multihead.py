@@ -131,7 +131,7 @@ def test_four_gqa_computations_agree(heads, T, seed):
 
 def test_weights_shape_rows_and_causality():
     layer, x = layer_and_input(4, 2, T=5)
-    out, w = layer(x, return_weights=True)
+    out, w = layer(x, output_attentions=True)
     assert out.shape == x.shape and w.shape == (2, 4, 5, 5)
     np.testing.assert_allclose(w.sum(-1), 1.0)
     assert np.all(w[..., np.triu_indices(5, 1)[0], np.triu_indices(5, 1)[1]] == 0)
@@ -143,7 +143,7 @@ def test_weights_shape_rows_and_causality():
 
 def test_float32_stays_float32():
     layer, x = layer_and_input(4, 2, dtype=np.float32)
-    out, w = layer(x, return_weights=True)
+    out, w = layer(x, output_attentions=True)
     assert out.dtype == np.float32 and w.dtype == np.float32
     assert layer.dtype == np.float32
 
@@ -161,7 +161,7 @@ def test_state_dict_roundtrip_with_prefix_and_extra_keys():
     sd = layer.state_dict(prefix) | {"model.layers.1.self_attn.q_norm.weight": np.ones(3)}
     again = px.MultiHeadAttention.from_state_dict(
         sd, hidden_size=5, num_attention_heads=4, num_key_value_heads=2, head_dim=3, prefix=prefix)
-    assert again.q_norm is None and again.theta is None
+    assert again.q_norm is None and again.rope_theta is None
     np.testing.assert_array_equal(again(x), layer(x))
 
 
@@ -182,14 +182,14 @@ def test_qwen3_shapes_from_config():
 def test_cached_chunks_then_decode_equal_full_forward(heads, T, data, seed):
     """Prefill in random chunks, then decode one token at a time: every position matches."""
     layer, x = layer_and_input(*heads, T=T, seed=seed)
-    full, full_w = layer(x, return_weights=True)
+    full, full_w = layer(x, output_attentions=True)
     prompt = data.draw(st.integers(1, T), label="prompt length")
     cuts = sorted(data.draw(st.sets(st.integers(1, prompt - 1), max_size=3), label="cuts")) \
         if prompt > 1 else []
     bounds = [0, *cuts, prompt] + list(range(prompt + 1, T + 1))  # chunks, then single tokens
-    cache = px.KVCache(2, x.shape[0], layer.num_key_value_heads, layer.head_dim, max_seq_len=T)
+    cache = px.KVCache(2, x.shape[0], layer.num_key_value_heads, layer.head_dim, max_cache_len=T)
     for a, b in zip(bounds, bounds[1:]):
-        out, w = layer(x[:, a:b], return_weights=True, past_key_value=cache, layer_idx=1)
+        out, w = layer(x[:, a:b], output_attentions=True, cache=cache, layer_idx=1)
         np.testing.assert_allclose(out, full[:, a:b], atol=1e-12)
         np.testing.assert_allclose(w, full_w[:, :, a:b, :b], atol=1e-12)
         assert cache.get_seq_length(1) == b and cache.get_seq_length(0) == 0
@@ -197,22 +197,22 @@ def test_cached_chunks_then_decode_equal_full_forward(heads, T, data, seed):
 
 def test_cached_forward_without_causal_mask_sees_all_cached_keys():
     layer, x = layer_and_input(4, 2, T=4)
-    cache = px.KVCache(1, 2, 2, 3, max_seq_len=4)
-    layer(x[:, :3], past_key_value=cache)
-    _, w = layer(x[:, 3:], is_causal=False, return_weights=True, past_key_value=cache)
+    cache = px.KVCache(1, 2, 2, 3, max_cache_len=4)
+    layer(x[:, :3], cache=cache)
+    _, w = layer(x[:, 3:], is_causal=False, output_attentions=True, cache=cache)
     assert w.shape == (2, 4, 1, 4)
-    _, w_full = layer(x, is_causal=False, return_weights=True)
+    _, w_full = layer(x, is_causal=False, output_attentions=True)
     np.testing.assert_allclose(w, w_full[:, :, 3:], atol=1e-12)
 
 
 def test_position_ids_are_the_callers():
     """Any integer positions, as in HF: each token is rotated by its own."""
-    layer = px.random_attention(5, 2, 1, 4, seed=0, theta=10_000.0)
+    layer = px.random_attention(5, 2, 1, 4, seed=0, rope_theta=10_000.0)
     x = np.random.default_rng(1).standard_normal((2, 3, 5))
-    cache = px.KVCache(1, 2, 1, 4, max_seq_len=6)
-    first = layer(x, past_key_value=cache, position_ids=np.arange(3))
+    cache = px.KVCache(1, 2, 1, 4, max_cache_len=6)
+    first = layer(x, cache=cache, position_ids=np.arange(3))
     np.testing.assert_array_equal(first, layer(x))
-    step = layer(x[:, :1], past_key_value=cache,
+    step = layer(x[:, :1], cache=cache,
                  position_ids=np.array([[3], [3]]))
     whole = layer(np.concatenate([x, x[:, :1]], axis=1))  # no cache
     np.testing.assert_allclose(step[:, 0], whole[:, 3], atol=1e-12)
@@ -257,24 +257,24 @@ def test_repeat_kv_and_layer_match_torch():
 
 # ---------------------------------------------------------------- Qwen3: q_norm / k_norm and RoPE
 
-def qwen3_layer(H, Hkv, D=4, C=6, seed=0, dtype=np.float64, qk_norm=True, theta=100.0):
+def qwen3_layer(H, Hkv, D=4, C=6, seed=0, dtype=np.float64, qk_norm=True, rope_theta=100.0):
     return px.random_attention(C, H, Hkv, D, seed=seed, dtype=dtype, qk_norm=qk_norm,
-                                        theta=theta)
+                                        rope_theta=rope_theta)
 
 
 @given(heads=heads_st, T=st.integers(2, 9), extras=st.sampled_from([(True, 100.0), (True, None), (False, 1e4)]),
        data=st.data(), seed=st.integers(0, 50))
 def test_qwen3_cached_chunks_then_decode_equal_full_forward(heads, T, extras, data, seed):
     """With norms and/or RoPE: chunked prefill + one-token decode == one uncached pass."""
-    layer = qwen3_layer(*heads, seed=seed, qk_norm=extras[0], theta=extras[1])
+    layer = qwen3_layer(*heads, seed=seed, qk_norm=extras[0], rope_theta=extras[1])
     x = np.random.default_rng(seed + 1).standard_normal((2, T, 6))
-    full, full_w = layer(x, return_weights=True)
+    full, full_w = layer(x, output_attentions=True)
     prompt = data.draw(st.integers(1, T), label="prompt length")
     chunk = data.draw(st.integers(1, prompt), label="prefill chunk")
     bounds = list(range(0, prompt, chunk)) + list(range(prompt, T + 1))
-    cache = px.KVCache(1, 2, layer.num_key_value_heads, layer.head_dim, max_seq_len=T)
+    cache = px.KVCache(1, 2, layer.num_key_value_heads, layer.head_dim, max_cache_len=T)
     for a, b in zip(bounds, bounds[1:]):
-        out, w = layer(x[:, a:b], return_weights=True, past_key_value=cache,
+        out, w = layer(x[:, a:b], output_attentions=True, cache=cache,
                        position_ids=np.arange(a, b))
         np.testing.assert_allclose(out, full[:, a:b], atol=1e-12)
         np.testing.assert_allclose(w, full_w[:, :, a:b, :b], atol=1e-12)
@@ -298,12 +298,12 @@ def test_rope_layer_depends_on_relative_positions_only(T, shift, seed):
 
 def test_rope_and_norms_change_the_output_and_keep_defaults():
     plain, x = layer_and_input(4, 2, D=4, C=6)
-    assert plain.q_norm is None and plain.k_norm is None and plain.theta is None
+    assert plain.q_norm is None and plain.k_norm is None and plain.rope_theta is None
     weights = plain.state_dict()
     ones = {"q_norm": np.ones(4), "k_norm": np.ones(4)}
     normed = px.MultiHeadAttention(6, 4, 2, 4, **{k[:-7]: v for k, v in weights.items()}, **ones)
     rotated = px.MultiHeadAttention(6, 4, 2, 4, **{k[:-7]: v for k, v in weights.items()},
-                                    theta=10_000.0)
+                                    rope_theta=10_000.0)
     assert not np.allclose(normed(x), plain(x)) and not np.allclose(rotated(x), plain(x))
     # position 0 is not rotated: a single token gives the same output with or without RoPE
     np.testing.assert_allclose(rotated(x[:, :1]), plain(x[:, :1]), atol=1e-14)
@@ -320,14 +320,14 @@ def test_qwen3_state_dict_roundtrip_and_real_shapes():
                           "p.q_norm.weight", "p.q_proj.weight", "p.v_proj.weight"]
     again = px.MultiHeadAttention.from_state_dict(sd, hidden_size=6, num_attention_heads=4,
                                                   num_key_value_heads=2, head_dim=4, prefix="p.",
-                                                  theta=100.0)
+                                                  rope_theta=100.0)
     x = np.random.default_rng(0).standard_normal((1, 3, 6))
     np.testing.assert_array_equal(again(x), layer(x))
     small = px.ModelConfig(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
                            num_hidden_layers=1, rope_theta=1e6, rms_norm_eps=1e-6,
                            intermediate_size=0, vocab_size=8, max_position_embeddings=64)
     q3 = px.qwen3_attention(small, seed=1, dtype=np.float32)
-    assert q3.dtype == np.float32 and q3.q_norm.shape == (16,) and q3.theta == 1e6
+    assert q3.dtype == np.float32 and q3.q_norm.shape == (16,) and q3.rope_theta == 1e6
     assert q3(np.ones((1, 2, 32), np.float32)).dtype == np.float32
 
 
@@ -336,7 +336,7 @@ def test_qwen3_1_7b_layer_shapes():
     assert {n: w.shape for n, w in layer.state_dict().items()} == {
         "q_proj.weight": (2048, 2048), "k_proj.weight": (1024, 2048), "v_proj.weight": (1024, 2048),
         "o_proj.weight": (2048, 2048), "q_norm.weight": (128,), "k_norm.weight": (128,)}
-    assert layer.theta == 1_000_000.0 and layer.rms_norm_eps == 1e-6
+    assert layer.rope_theta == 1_000_000.0 and layer.rms_norm_eps == 1e-6
     assert layer.num_key_value_groups == 2
 
 
@@ -369,7 +369,7 @@ def test_qwen3_layer_matches_hugging_face_forward_in_torch():
         k = hf_rmsnorm(F.linear(x, w["k_proj.weight"]).view(hidden_shape), w["k_norm.weight"],
                        layer.rms_norm_eps).transpose(1, 2)
         v = F.linear(x, w["v_proj.weight"]).view(hidden_shape).transpose(1, 2)
-        cos, sin = hf_cos_sin(position_ids, layer.head_dim, layer.theta)
+        cos, sin = hf_cos_sin(position_ids, layer.head_dim, layer.rope_theta)
         cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
         q, k = q * cos + hf_rotate_half(q) * sin, k * cos + hf_rotate_half(k) * sin
         o = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=layer.scaling,
@@ -387,9 +387,9 @@ def test_qwen3_layer_matches_hugging_face_forward_in_torch():
         ref = hf_attention(layer, torch.from_numpy(x), torch.from_numpy(np.stack([pos, pos]))).numpy()
         np.testing.assert_allclose(layer(x, position_ids=pos), ref, rtol=1e-4, atol=2e-5)
         if start == 0:  # prefill 4, then decode 3 tokens through the cache: same numbers
-            cache = px.KVCache(1, 2, 2, 16, max_seq_len=7, dtype=np.float32)
-            outs = [layer(x[:, :4], past_key_value=cache)]
-            outs += [layer(x[:, t:t + 1], past_key_value=cache) for t in range(4, 7)]
+            cache = px.KVCache(1, 2, 2, 16, max_cache_len=7, dtype=np.float32)
+            outs = [layer(x[:, :4], cache=cache)]
+            outs += [layer(x[:, t:t + 1], cache=cache) for t in range(4, 7)]
             np.testing.assert_allclose(np.concatenate(outs, axis=1), ref, rtol=1e-4, atol=2e-5)
 
 
@@ -409,9 +409,9 @@ def test_left_padded_rows_equal_each_row_alone(lengths, heads, split, seed):
         np.testing.assert_allclose(out[b, T - n:], layer(x[b:b + 1, T - n:])[0], atol=1e-12)
         assert np.all(out[b, :T - n] == 0)  # a padding query sees no key: zeros, not NaN
     if 0 < split < T:  # the same through a cache: prefill, then the rest
-        cache = px.KVCache(1, len(lengths), layer.num_key_value_heads, 4, max_seq_len=T)
-        first = layer(x[:, :split], attention_mask=mask[:, :split], past_key_value=cache)
-        rest = layer(x[:, split:], attention_mask=mask, past_key_value=cache)
+        cache = px.KVCache(1, len(lengths), layer.num_key_value_heads, 4, max_cache_len=T)
+        first = layer(x[:, :split], attention_mask=mask[:, :split], cache=cache)
+        rest = layer(x[:, split:], attention_mask=mask, cache=cache)
         np.testing.assert_allclose(np.concatenate([first, rest], 1), out, atol=1e-12)
 
 
@@ -447,17 +447,17 @@ def test_explicit_positions_equal_the_derived_ones():
 
 
 def test_biases_roundtrip_and_are_applied():
-    layer = px.random_attention(6, 4, 2, 4, bias=True, qk_norm=True, theta=100.0)
+    layer = px.random_attention(6, 4, 2, 4, bias=True, qk_norm=True, rope_theta=100.0)
     sd = layer.state_dict("p.")
     assert {"p.q_proj.bias", "p.k_proj.bias", "p.v_proj.bias"} <= set(sd)
     again = px.MultiHeadAttention.from_state_dict(sd, hidden_size=6, num_attention_heads=4,
                                                   num_key_value_heads=2, head_dim=4, prefix="p.",
-                                                  theta=100.0)
+                                                  rope_theta=100.0)
     x = np.random.default_rng(0).standard_normal((1, 3, 6))
     np.testing.assert_array_equal(again(x), layer(x))
     np.testing.assert_allclose(px.attention_per_head(layer, x), layer(x), atol=1e-12)
     no_bias = {k: v for k, v in sd.items() if not k.endswith(".bias")}
     plain = px.MultiHeadAttention.from_state_dict(no_bias, hidden_size=6, num_attention_heads=4,
                                                   num_key_value_heads=2, head_dim=4, prefix="p.",
-                                                  theta=100.0)
+                                                  rope_theta=100.0)
     assert not np.allclose(plain(x), layer(x))

@@ -17,7 +17,7 @@ seeds = st.integers(0, 2**16)
 def _head_out(head, x, attn_mask=None, is_causal=False):
     q, k, v = (a[..., None, :, :] for a in head.qkv(x))  # (B, 1, T, d_head): one head
     out, w = px.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal,
-                                             return_weights=True)
+                                             output_attentions=True)
     return out[..., 0, :, :], w[..., 0, :, :]  # (B, T, d_head), (B, T, T)
 
 
@@ -91,7 +91,7 @@ def test_sliding_window_never_attends_beyond_w(T, extra, window, causal, seed):
     mask = px.sliding_window_mask(T, S, window=window)
     if causal:
         mask = mask & px.causal_mask(T, S)
-    _, w = px.scaled_dot_product_attention(q, k, v, attn_mask=mask, return_weights=True)
+    _, w = px.scaled_dot_product_attention(q, k, v, attn_mask=mask, output_attentions=True)
     q_pos = np.arange(T)[:, None] + S - T  # (T, 1) bottom-right alignment
     k_pos = np.arange(S)[None, :]  # (1, S)
     outside = np.abs(q_pos - k_pos) >= window
@@ -109,9 +109,9 @@ def test_engine_equals_matrix_way(batch, T, extra, d_head, d_v, seed, dtype):
     q = rng.standard_normal((*batch, T, d_head)).astype(dtype)
     k = rng.standard_normal((*batch, S, d_head)).astype(dtype)
     v = rng.standard_normal((*batch, S, d_v)).astype(dtype)
-    out_e, w_e = px.engine_causal_attention(q, k, v, return_weights=True)
+    out_e, w_e = px.engine_causal_attention(q, k, v, output_attentions=True)
     out_m, w_m = px.scaled_dot_product_attention(q, k, v, attn_mask=px.causal_mask(T, S),
-                                                 return_weights=True)
+                                                 output_attentions=True)
     tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-13)
     assert out_e.dtype == dtype
     np.testing.assert_allclose(out_e, out_m, **tol)

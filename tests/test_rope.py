@@ -28,14 +28,14 @@ def vectors(draw, n_rows=None):
 
 def score(q, k, m, n, *, layout="half", theta=1_000_000.0):
     """Dot product of q rotated to position m with k rotated to position n."""
-    qm = px.apply_rope(q[None, :], [m], theta=theta, layout=layout)[0]
-    kn = px.apply_rope(k[None, :], [n], theta=theta, layout=layout)[0]
+    qm = px.apply_rope(q[None, :], [m], rope_theta=theta, layout=layout)[0]
+    kn = px.apply_rope(k[None, :], [n], rope_theta=theta, layout=layout)[0]
     return float(qm @ kn)
 
 
 # --------------------------------------------------------------------- hand values
 def test_frequencies_by_hand():
-    inv = px.rope_frequencies(4, theta=100.0)
+    inv = px.rope_frequencies(4, rope_theta=100.0)
     np.testing.assert_allclose(inv, [1.0, 0.1])
     inv = px.rope_frequencies(128)
     assert inv.shape == (64,) and inv[0] == 1.0
@@ -51,10 +51,10 @@ def test_rotation_by_hand():
     # D = 4, theta 100: pair 1 turns 0.1 rad per position
     x = np.array([[1.0, 2.0, 3.0, 4.0]])
     c0, s0, c1, s1 = np.cos(2.0), np.sin(2.0), np.cos(0.2), np.sin(0.2)
-    half = px.apply_rope(x, [2], theta=100.0, layout="half")  # pairs (1, 3), (2, 4)
+    half = px.apply_rope(x, [2], rope_theta=100.0, layout="half")  # pairs (1, 3), (2, 4)
     np.testing.assert_allclose(half, [[1 * c0 - 3 * s0, 2 * c1 - 4 * s1,
                                        1 * s0 + 3 * c0, 2 * s1 + 4 * c1]])
-    inter = px.apply_rope(x, [2], theta=100.0, layout="interleaved")  # pairs (1, 2), (3, 4)
+    inter = px.apply_rope(x, [2], rope_theta=100.0, layout="interleaved")  # pairs (1, 2), (3, 4)
     np.testing.assert_allclose(inter, [[1 * c0 - 2 * s0, 1 * s0 + 2 * c0,
                                         3 * c1 - 4 * s1, 3 * s1 + 4 * c1]])
 
@@ -128,10 +128,10 @@ def test_rotate_half_twice_negates(x):
 def test_hf_form_equals_half_layout(x, start, theta):
     T, D = x.shape
     pos = start + np.arange(T)
-    cos, sin = px.rotary_cos_sin(pos, D, theta=theta, dtype=np.float64)  # (1, T, D)
+    cos, sin = px.rotary_cos_sin(pos, D, rope_theta=theta, dtype=np.float64)  # (1, T, D)
     q_embed, k_embed = px.apply_rotary_pos_emb(x[None, None], x[None, None, :, ::-1], cos, sin)
-    np.testing.assert_allclose(q_embed[0, 0], px.apply_rope(x, pos, theta=theta), atol=1e-12)
-    np.testing.assert_allclose(k_embed[0, 0], px.apply_rope(x[:, ::-1], pos, theta=theta),
+    np.testing.assert_allclose(q_embed[0, 0], px.apply_rope(x, pos, rope_theta=theta), atol=1e-12)
+    np.testing.assert_allclose(k_embed[0, 0], px.apply_rope(x[:, ::-1], pos, rope_theta=theta),
                                atol=1e-12)
 
 
@@ -142,7 +142,7 @@ def test_interleaved_equals_complex_multiplication(x, start, theta):
     z = x[:, 0::2] + 1j * x[:, 1::2]  # (T, D/2) complex: pair i = x[2i] + i x[2i+1]
     z = z * np.exp(1j * pos[:, None] * px.rope_frequencies(D, theta))  # as Meta's freqs_cis
     expected = np.stack([z.real, z.imag], axis=-1).reshape(T, D)
-    np.testing.assert_allclose(px.apply_rope(x, pos, theta=theta, layout="interleaved"),
+    np.testing.assert_allclose(px.apply_rope(x, pos, rope_theta=theta, layout="interleaved"),
                                expected, atol=1e-10)
 
 
@@ -230,7 +230,7 @@ def test_against_hugging_face_formulas_in_torch(rng, theta):
     x = rng.standard_normal((B, H, T, D)).astype(np.float32)
     inv_freq, cos_t, sin_t, q_t = _hf_torch(position_ids, D, theta, x)
     np.testing.assert_allclose(px.rope_frequencies(D, theta), inv_freq, rtol=1e-6)
-    cos, sin = px.rotary_cos_sin(position_ids, D, theta=theta)
+    cos, sin = px.rotary_cos_sin(position_ids, D, rope_theta=theta)
     assert cos.shape == cos_t.shape == (B, T, D) and cos.dtype == cos_t.dtype
     # torch computes the angles in float32: off by up to ~1000 * 6e-8 rad here
     np.testing.assert_allclose(cos, cos_t, atol=2e-4)
