@@ -1,94 +1,92 @@
 """pyxis_nb: the numpy core of the Pyxis Notebooks attention book.
 
-Import it as ``import pyxis_nb as px``; every public name of every module is
-available at the top level. One concept per module:
+Import it as ``import pyxis_nb as px``. The top level holds what a reader
+of every chapter needs (about 40 names: attention and masks, softmax and
+RMSNorm, RoPE, the multi-head layer, the KV cache, the models and their
+loaders, the attention plots and views, ``show_source``). One chapter's
+kit stays in its module: ``px.circuits.induction_score``,
+``px.attention_only.train``, ``px.plotting.plot_rope_layout_bug``.
 
-==================  ==========================================================
-``softmax``         stable softmax, zeros for fully masked rows
-``masks``           boolean masks, True = may attend (causal, window, padding)
-``attention``       ``scaled_dot_product_attention`` with torch's semantics
-``head``            ``Head``: one attention head with Wq, Wk, Wv
-``experiments``     measurements behind the ``1 / sqrt(d_head)`` scale
-``positions``       sinusoidal absolute position encodings (Vaswani et al.)
-``engine``          causal attention one query at a time, as an engine runs it
-``batching``        padding token lists, a tiny language model, greedy decoding
-``memory``          KV-cache, score-matrix and parameter arithmetic; Qwen3-1.7B
-``norms``           ``rms_norm``, Qwen3's q_norm / k_norm
-``rope``            rotary position embeddings, both layouts
-``multihead``       split/merge heads, ``repeat_kv``, the GQA layer
-``qwen3``           Qwen3-1.7B's config; seeded random (Qwen3) attention layers
-``kv_cache``        ``KVCache``: preallocated keys and values for decoding
-``tiled``           online softmax, exact attention in tiles (FlashAttention)
-``model``           ``Qwen3ForCausalLM``: checkpoints, MLP, sampling, tokenizer
-``generation``      ``TinyDecoder``: that model without MLPs, seeded; FLOPs
-``attention_only``  a trainable attention-only transformer, backward by hand
-``circuits``        a trained model's heads: maps, scores, ablation, layouts
-``source``          ``show_source``: the package's own code as a listing
-``plotting``        labelled heatmaps and the chapters' figures (matplotlib)
-``widgets``         interactive views that also work on the static website
-==================  ==========================================================
+The modules come in four layers; a module imports only from its own layer
+(modules listed before it) or from a lower one (``LAYERS``, checked by
+tests/test_conventions.py, drawn in CONTRIBUTING.md)::
+
+    views        plotting  widgets                       matplotlib, ipywidgets
+      |
+    analysis     circuits  attention_only  experiments  memory
+      |
+    chapter kit  positions  head  engine  batching  generation  source
+      |
+    model stack  softmax  masks  attention  norms  rope  multihead  qwen3
+                 kv_cache  tiled  model
 
 Only numpy is imported with the package: ``plotting`` and ``widgets`` (and
 so matplotlib and ipywidgets) load on first use of one of their names,
-e.g. ``px.plot_attention(...)`` (PEP 562).
+e.g. ``px.plot_attention(...)`` or ``px.widgets`` (PEP 562).
 """
 
-import ast as _ast
 import importlib as _importlib
-import pathlib as _pathlib
-import sys as _sys
 
-from .softmax import *  # noqa: F401,F403
-from .masks import *  # noqa: F401,F403
-from .attention import *  # noqa: F401,F403
-from .head import *  # noqa: F401,F403
-from .experiments import *  # noqa: F401,F403
-from .positions import *  # noqa: F401,F403
-from .engine import *  # noqa: F401,F403
-from .batching import *  # noqa: F401,F403
-from .memory import *  # noqa: F401,F403
-from .norms import *  # noqa: F401,F403
-from .rope import *  # noqa: F401,F403
-from .multihead import *  # noqa: F401,F403
-from .qwen3 import *  # noqa: F401,F403
-from .kv_cache import *  # noqa: F401,F403
-from .tiled import *  # noqa: F401,F403
-from .model import *  # noqa: F401,F403
-from .generation import *  # noqa: F401,F403
-from .attention_only import *  # noqa: F401,F403
-from .circuits import *  # noqa: F401,F403
-from .source import *  # noqa: F401,F403
+from . import (softmax, masks, attention, norms, rope, multihead,  # noqa
+               qwen3, kv_cache, tiled, model)
+from . import positions, head, engine, batching, generation, source  # noqa
+from . import circuits, attention_only, experiments, memory  # noqa
+from .attention import scaled_dot_product_attention
+from .generation import TinyDecoder
+from .head import Head
+from .kv_cache import KVCache
+from .masks import causal_mask, padding_mask, sliding_window_mask
+from .model import (SHAKESPEARE_CHECKPOINT, CausalLMOutputWithPast,
+                    GenerateDecoderOnlyOutput, Qwen3DecoderLayer,
+                    Qwen3ForCausalLM, Qwen3MLP, Qwen3RMSNorm, load_tokenizer,
+                    safetensors_header)
+from .multihead import MultiHeadAttention, merge_heads, repeat_kv, split_heads
+from .norms import rms_norm
+from .qwen3 import QWEN3_1_7B, ModelConfig, random_attention
+from .rope import (apply_rope, apply_rotary_pos_emb, permute_qk_proj,
+                   rope_frequencies, rotary_cos_sin, rotate_half)
+from .softmax import softmax
+from .source import show_source
+from .tiled import tiled_attention
 
-# Every module, in layers: a module imports only modules listed before it.
-# Each defines __all__. The _LAZY ones are imported on first use.
-_MODULES = ["softmax", "masks", "attention", "head", "experiments",
-            "positions", "engine", "batching", "memory", "norms", "rope",
-            "multihead", "qwen3", "kv_cache", "tiled", "model", "generation",
-            "attention_only", "circuits", "source",
-            "plotting", "widgets"]
+#: layer -> its modules, lowest first; a module imports only from modules
+#: before it in this order (tests/test_conventions.py).
+LAYERS = {
+    "model stack": ["softmax", "masks", "attention", "norms", "rope",
+                    "multihead", "qwen3", "kv_cache", "tiled", "model"],
+    "chapter kit": ["positions", "head", "engine", "batching", "generation",
+                    "source"],
+    "analysis": ["circuits", "attention_only", "experiments", "memory"],
+    "views": ["plotting", "widgets"],
+}
+_MODULES = [m for modules in LAYERS.values() for m in modules]
 _LAZY = ("plotting", "widgets")
+#: the top-level names of the lazy modules (each in its module's __all__)
+_LAZY_NAMES = {
+    "plot_attention": "plotting", "plot_attention_grid": "plotting",
+    "attention_explorer": "widgets", "describe_attention": "widgets",
+    "model_view": "widgets", "view_grid": "widgets",
+    "view_switcher": "widgets",
+}
 
-
-def _declared_all(module: str) -> list[str]:
-    """A lazy module's ``__all__``, read from its source without importing."""
-    path = _pathlib.Path(__file__).with_name(f"{module}.py")
-    for node in _ast.parse(path.read_text(encoding="utf-8")).body:
-        if (isinstance(node, _ast.Assign)
-                and any(getattr(t, "id", "") == "__all__"
-                        for t in node.targets)):
-            return list(_ast.literal_eval(node.value))
-    # reason: a broken package, not bad input: no argument to name
-    raise ImportError(f"pyxis_nb.{module} defines no literal __all__")
-
-
-_LAZY_NAMES = {name: module for module in _LAZY
-               for name in _declared_all(module)}
-
-__all__ = sorted(
-    [name for module in _MODULES if module not in _LAZY
-     for name in _sys.modules[f"{__name__}.{module}"].__all__]
-    + list(_LAZY_NAMES)
-)
+__all__ = sorted([
+    # attention, masks, softmax, norms
+    "scaled_dot_product_attention", "causal_mask", "sliding_window_mask",
+    "padding_mask", "softmax", "rms_norm",
+    # RoPE
+    "apply_rope", "apply_rotary_pos_emb", "rotate_half", "rotary_cos_sin",
+    "rope_frequencies", "permute_qk_proj",
+    # heads and layers
+    "Head", "split_heads", "merge_heads", "repeat_kv", "MultiHeadAttention",
+    "random_attention", "KVCache", "tiled_attention",
+    # models, configs, loaders
+    "ModelConfig", "QWEN3_1_7B", "Qwen3ForCausalLM", "Qwen3DecoderLayer",
+    "Qwen3MLP", "Qwen3RMSNorm", "CausalLMOutputWithPast",
+    "GenerateDecoderOnlyOutput", "TinyDecoder", "SHAKESPEARE_CHECKPOINT",
+    "load_tokenizer", "safetensors_header",
+    # views and listings
+    *_LAZY_NAMES, "show_source",
+])
 __version__ = "0.2.0"
 
 

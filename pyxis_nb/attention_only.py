@@ -29,6 +29,8 @@ from ._checks import (as_float_array, check_bool, check_choice,
                       check_divisible, check_int, check_keys, check_needs,
                       check_positive_int, check_scale, check_shape,
                       check_token_ids)
+from .circuits import (duplicate_token_score, induction_score,
+                       previous_token_score)
 from .multihead import merge_heads_core, split_heads_core
 from .softmax import softmax_core
 
@@ -44,10 +46,7 @@ __all__ = [
     "gradient_check",
     "train",
     "half_losses",
-    "previous_token_score",
-    "offset_score",
-    "duplicate_token_score",
-    "induction_score",
+    "attention_probs",
     "head_scores",
     "copying_score",
     "path_patch",
@@ -141,6 +140,19 @@ def cross_entropy(logits, labels) -> tuple[np.ndarray, np.ndarray]:
     return np.where(valid, -picked, 0.0), grad * valid[..., None]
 
 
+def attention_probs(q, k, scale, is_causal=True):
+    """``softmax(scale * q k^T)``, causal or not: the layer's weights.
+
+    q, k (B, H, T, d_head) -> (B, H, T, T), rows sum to 1. Unchecked.
+    """
+    # (B, H, T, d_head) @ (B, H, d_head, T) -> (B, H, T, T)
+    scores = scale * (q @ k.swapaxes(-1, -2))
+    if is_causal:
+        T = q.shape[2]
+        scores = np.where(np.tri(T, dtype=bool), scores, -np.inf)
+    return softmax_core(scores)
+
+
 def attention_layer_forward(x, w, num_attention_heads, scale, is_causal):
     """One layer's attention output (B, T, d_model) and its cache.
 
@@ -149,12 +161,7 @@ def attention_layer_forward(x, w, num_attention_heads, scale, is_causal):
     """
     d_head = x.shape[-1] // num_attention_heads  # d_model = H * d_head
     q, k, v = (split_heads_core(x @ w[n].T, d_head) for n in PROJECTIONS[:3])
-    # (B, H, T, d_head) @ (B, H, d_head, T) -> (B, H, T, T)
-    scores = scale * (q @ k.swapaxes(-1, -2))
-    if is_causal:
-        T = x.shape[1]
-        scores = np.where(np.tri(T, dtype=bool), scores, -np.inf)
-    p = softmax_core(scores)  # (B, H, T, T), rows sum to 1
+    p = attention_probs(q, k, scale, is_causal)  # (B, H, T, T)
     # (B, H, T, T) @ (B, H, T, d_head) -> (B, H, T, d_head) -> (B, T, d_model)
     z = merge_heads_core(p @ v)
     return z @ w["o_proj"].T, (x, q, k, v, p, z)
@@ -503,54 +510,6 @@ def train(model, *, steps, batch_size=32, half=(6, 10), lr=1e-2, seed=0,
             **{k: np.array(v) for k, v in recorded.items()}}
 
 
-def offset_score(weights: np.ndarray, offset: int) -> np.ndarray:
-    """Mean weight each head puts on the key ``offset`` places before the
-    query (every query ``t >= offset``), whatever the tokens are.
-
-    weights : (B, H, T, T) -> ndarray, shape (H,)
-    """
-    t = np.arange(offset, weights.shape[-1])
-    return weights[:, :, t, t - offset].mean(axis=(0, 2))
-
-
-def previous_token_score(weights: np.ndarray) -> np.ndarray:
-    """Mean weight each head puts on the key just before the query.
-
-    weights : (B, H, T, T) -> ndarray, shape (H,)
-    """
-    return offset_score(weights, 1)
-
-
-def _second_copy_score(weights, half, key_shift: int) -> np.ndarray:
-    """Mean weight, over every query ``half + j`` of the second copies,
-    on the key ``j + key_shift``; ``half`` an int or one per row (B,)."""
-    halves = np.broadcast_to(half, weights.shape[:1])  # (B,)
-    rows = np.repeat(np.arange(len(halves)), halves - key_shift)  # (N,)
-    j = np.concatenate([np.arange(h - key_shift) for h in halves])  # (N,)
-    return weights[rows, :, halves[rows] + j, j + key_shift].mean(axis=0)
-
-
-def duplicate_token_score(weights: np.ndarray, half) -> np.ndarray:
-    """Mean weight each head puts, from a second-copy query ``half + j``, on
-    the key ``j``: the first copy of the current token itself.
-
-    weights : (B, H, T, T); half : int, or (B,) one block length per row
-    -> ndarray, shape (H,)
-    """
-    return _second_copy_score(weights, half, 0)
-
-
-def induction_score(weights: np.ndarray, half) -> np.ndarray:
-    """Mean weight each head puts, from a second-copy query ``half + j``, on
-    the key ``j + 1``: the token after the first copy of the current token.
-    The last query of a copy has no such key and is not scored.
-
-    weights : (B, H, T, T); half : int, or (B,) one block length per row
-    -> ndarray, shape (H,)
-    """
-    return _second_copy_score(weights, half, 1)
-
-
 def head_scores(model, input_ids, halves) -> dict[str, np.ndarray]:
     """The ``SCORES`` of every head on repeated-token ``input_ids`` with
     block lengths ``halves`` (B,): name -> ndarray, shape (L, H)."""
@@ -590,10 +549,7 @@ def _heads(xq, xk, xv, w, d_head, scale):
     d_head) with queries, keys and values read from separate streams."""
     q, k, v = (split_heads_core(x @ w[n].T, d_head)
                for x, n in zip((xq, xk, xv), PROJECTIONS))
-    # (B, H, T, d_head) @ (B, H, d_head, T) -> (B, H, T, T)
-    scores = scale * (q @ k.swapaxes(-1, -2))
-    T = q.shape[2]
-    p = softmax_core(np.where(np.tri(T, dtype=bool), scores, -np.inf))
+    p = attention_probs(q, k, scale)  # (B, H, T, T), causal
     return p, p @ v  # (B, H, T, T) @ (B, H, T, d_head)
 
 

@@ -21,6 +21,10 @@ import numpy as np
 from ._checks import as_float_array, check_input_ids, check_shape
 
 __all__ = [
+    "offset_score",
+    "previous_token_score",
+    "duplicate_token_score",
+    "induction_score",
     "next_token_loss",
     "sink_score",
     "ov_copying_score",
@@ -103,3 +107,51 @@ def head_pair_distance(weights) -> np.ndarray:
     out = np.zeros((w.shape[1],) * 2)
     out[i, j] = out[j, i] = 0.5 * gap.mean(axis=(0, 2))
     return out
+
+
+def offset_score(weights: np.ndarray, offset: int) -> np.ndarray:
+    """Mean weight each head puts on the key ``offset`` places before the
+    query (every query ``t >= offset``), whatever the tokens are.
+
+    weights : (B, H, T, T) -> ndarray, shape (H,)
+    """
+    t = np.arange(offset, weights.shape[-1])
+    return weights[:, :, t, t - offset].mean(axis=(0, 2))
+
+
+def previous_token_score(weights: np.ndarray) -> np.ndarray:
+    """Mean weight each head puts on the key just before the query.
+
+    weights : (B, H, T, T) -> ndarray, shape (H,)
+    """
+    return offset_score(weights, 1)
+
+
+def _second_copy_score(weights, half, key_shift: int) -> np.ndarray:
+    """Mean weight, over every query ``half + j`` of the second copies,
+    on the key ``j + key_shift``; ``half`` an int or one per row (B,)."""
+    halves = np.broadcast_to(half, weights.shape[:1])  # (B,)
+    rows = np.repeat(np.arange(len(halves)), halves - key_shift)  # (N,)
+    j = np.concatenate([np.arange(h - key_shift) for h in halves])  # (N,)
+    return weights[rows, :, halves[rows] + j, j + key_shift].mean(axis=0)
+
+
+def duplicate_token_score(weights: np.ndarray, half) -> np.ndarray:
+    """Mean weight each head puts, from a second-copy query ``half + j``, on
+    the key ``j``: the first copy of the current token itself.
+
+    weights : (B, H, T, T); half : int, or (B,) one block length per row
+    -> ndarray, shape (H,)
+    """
+    return _second_copy_score(weights, half, 0)
+
+
+def induction_score(weights: np.ndarray, half) -> np.ndarray:
+    """Mean weight each head puts, from a second-copy query ``half + j``, on
+    the key ``j + 1``: the token after the first copy of the current token.
+    The last query of a copy has no such key and is not scored.
+
+    weights : (B, H, T, T); half : int, or (B,) one block length per row
+    -> ndarray, shape (H,)
+    """
+    return _second_copy_score(weights, half, 1)

@@ -18,11 +18,12 @@ and nbval compares it like any other output.
 
 from __future__ import annotations
 
+import ast
 import html
 import inspect
 import textwrap
 
-__all__ = ["SourceListing", "show_source"]
+__all__ = ["SourceListing", "show_source", "door_statements"]
 
 
 class SourceListing:
@@ -59,25 +60,117 @@ class SourceListing:
         return len(self.source.splitlines())
 
 
-def show_source(obj) -> SourceListing:
+def show_source(obj, *, docstring: str = "summary",
+                checks: bool = True) -> SourceListing:
     """The source code of a function, class or method of ``pyxis_nb``.
 
     Parameters
     ----------
     obj : function, class or method
         For example ``px.causal_mask`` or ``px.KVCache.update``.
+    docstring : {"summary", "full", "none"}, default "summary"
+        How much of each docstring the listing keeps: its first line (the
+        full text is what ``help(obj)`` shows), all of it, or nothing.
+    checks : bool, default True
+        False: each statement that checks the input at the door (a call
+        of a ``_checks`` helper, or a ``raise``) becomes one comment line,
+        ``# ... input checks``, so the listing shows the maths alone.
 
     Returns
     -------
     SourceListing
         Displays as a highlighted listing; ``len()`` counts its lines.
+
+    Raises
+    ------
+    ValueError
+        ``obj`` is not a function, class or method, or ``docstring`` is
+        not one of the three choices.
     """
+    if docstring not in DOCSTRING_CHOICES:
+        raise ValueError(f"docstring must be one of {DOCSTRING_CHOICES}, "
+                         f"got {docstring!r}")
     try:
         source = inspect.getsource(obj)
     except TypeError:
-        raise ValueError(  # reason: inspect's TypeError, re-raised naming obj
+        raise ValueError(
             f"obj must be a function, class or method, got "
             f"{type(obj).__name__} {obj!r:.60}"
         ) from None
     name = getattr(obj, "__qualname__", getattr(obj, "__name__", "?"))
-    return SourceListing(textwrap.dedent(source).rstrip(), name)
+    source = textwrap.dedent(source).rstrip()
+    return SourceListing(_shown(source, docstring, checks), name)
+
+
+DOCSTRING_CHOICES = ("summary", "full", "none")
+
+
+def door_statements(tree: ast.AST) -> tuple[list, list]:
+    """The docstring nodes and the door-check statements under ``tree``.
+
+    A door check is a statement of a function body that calls a helper of
+    ``pyxis_nb._checks`` (a ``check_...`` or ``as_float_array``-style name
+    imported from it, or a ``_check...`` method) or raises.
+    """
+    from . import _checks
+    helpers = {n for n in dir(_checks) if not n.startswith("__")}
+    docs, checks = [], []
+
+    def is_check(statement) -> bool:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Raise):
+                return True
+            if isinstance(node, ast.Call):
+                f = node.func
+                called = f.id if isinstance(f, ast.Name) else getattr(
+                    f, "attr", "")
+                if called in helpers or called.startswith("_check"):
+                    return True
+        return False
+
+    def walk(node):
+        body = getattr(node, "body", [])
+        if (body and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            docs.append(body[0])
+        for statement in body:
+            if isinstance(statement, (ast.FunctionDef, ast.ClassDef)):
+                walk(statement)
+            elif statement not in docs and is_check(statement):
+                checks.append(statement)
+
+    for node in getattr(tree, "body", []):
+        walk(node)
+    return docs, checks
+
+
+def _shown(source: str, docstring: str, checks: bool) -> str:
+    """``source`` with its docstrings cut as asked and, if asked, each run
+    of door checks folded into one comment line."""
+    if docstring == "full" and checks:
+        return source
+    lines = source.splitlines()
+    docs, doors = door_statements(ast.parse(source))
+    replace, drop = {}, set()  # line index -> new lines; lines to leave out
+
+    def indent(i: int) -> str:
+        return lines[i][:len(lines[i]) - len(lines[i].lstrip())]
+
+    for node in docs if docstring != "full" else []:
+        first, last = node.lineno - 1, node.end_lineno - 1
+        drop.update(range(first, last + 1))
+        if docstring == "summary":
+            summary = node.value.value.strip().splitlines()[0].strip()
+            replace[first] = [f'{indent(first)}"""{summary}"""']
+    previous_end = None
+    for node in [] if checks else sorted(doors, key=lambda n: n.lineno):
+        first, last = node.lineno - 1, node.end_lineno - 1
+        drop.update(range(first, last + 1))
+        if previous_end != first - 1:  # a new run of checks
+            replace[first] = [f"{indent(first)}# ... input checks"]
+        previous_end = last
+    out = []
+    for i, line in enumerate(lines):
+        out += replace.get(i, [] if i in drop else [line])
+    return "\n".join(out)

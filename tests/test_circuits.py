@@ -91,7 +91,7 @@ def test_next_token_loss_is_mean_cross_entropy(model):
     logits = model(IDS).logits
     p = px.softmax(logits[:, :-1])
     picked = np.take_along_axis(p, IDS[:, 1:, None], -1)
-    assert px.next_token_loss(logits, IDS) == pytest.approx(
+    assert px.circuits.next_token_loss(logits, IDS) == pytest.approx(
         -np.log(picked).mean(), rel=1e-12)
 
 
@@ -101,7 +101,7 @@ def test_next_token_loss_against_torch(model):
     ref = torch.nn.functional.cross_entropy(
         torch.tensor(logits[:, :-1]).flatten(0, 1),
         torch.tensor(IDS[:, 1:]).flatten())
-    assert px.next_token_loss(logits, IDS) == pytest.approx(ref.item(),
+    assert px.circuits.next_token_loss(logits, IDS) == pytest.approx(ref.item(),
                                                             rel=1e-10)
 
 
@@ -109,7 +109,7 @@ def test_sink_score():
     w = np.zeros((1, 2, 4, 4))
     w[0, 0, :, 0] = 1.0          # head 0: everything on token 0
     w[0, 1] = np.tril(np.ones((4, 4))) / np.arange(1, 5)[:, None]  # uniform
-    got = px.sink_score(w)
+    got = px.circuits.sink_score(w)
     np.testing.assert_allclose(got, [1.0, np.mean([1 / 2, 1 / 3, 1 / 4])])
 
 
@@ -120,7 +120,7 @@ def test_head_pair_distance():
     w[:, 2] = np.eye(5)[[4, 0, 1, 2, 3]]     # head 2: one-hot rows
     w[:, 0, 1:] = np.eye(5)[[3, 4, 0, 1]] * 1.0
     w[:, 1, 1:] = w[:, 0, 1:]
-    d = px.head_pair_distance(w)
+    d = px.circuits.head_pair_distance(w)
     assert d.shape == (3, 3) and np.array_equal(d, d.T)
     assert d[0, 1] == 0 and np.all(np.diag(d) == 0)
     assert d[0, 2] == pytest.approx(1.0)     # disjoint one-hot rows
@@ -136,7 +136,7 @@ def test_ov_copying_score_signs(model):
             w_v = state["model.layers.0.self_attn.v_proj.weight"][:4]
             o = state["model.layers.0.self_attn.o_proj.weight"]
             o[:, :4] = sign * (w_v @ inner).T   # head 0 reads KV head 0
-        score = px.ov_copying_score(_rebuild(model, edit))
+        score = px.circuits.ov_copying_score(_rebuild(model, edit))
         assert score[0, 0] == pytest.approx(sign, abs=1e-9)
         assert score.shape == (2, 4) and np.all(np.abs(score) <= 1 + 1e-12)
     assert layer.o_proj is model.layers[0].self_attn.o_proj  # unchanged
@@ -145,4 +145,4 @@ def test_ov_copying_score_signs(model):
 def test_next_token_loss_refuses_mismatched_ids():
     with pytest.raises(ValueError, match=r"input_ids has shape \(2, 8\).*"
                                          r"\(2, 9\)"):
-        px.next_token_loss(np.zeros((2, 9, 50)), IDS[:, :8])
+        px.circuits.next_token_loss(np.zeros((2, 9, 50)), IDS[:, :8])

@@ -43,7 +43,7 @@ def test_float32_cache_nbytes_reset_and_repr():
     keys, values = cache.update(*kv(B=1, Hkv=2, t=3, D=8, dtype=np.float32), 1)
     assert keys.dtype == np.float32 and values.shape == (1, 2, 3, 8)
     # allocated bytes = the formula of memory.py at max_cache_len, 4 bytes a value
-    assert cache.nbytes == px.kv_cache_bytes(2, 2, 8, seq_len=10, dtype_bytes=4) == 2 * 2 * 2 * 8 * 4 * 10
+    assert cache.nbytes == px.memory.kv_cache_bytes(2, 2, 8, seq_len=10, dtype_bytes=4) == 2 * 2 * 2 * 8 * 4 * 10
     assert "lengths=[0, 3]" in repr(cache)
     cache.reset()
     assert cache.get_seq_length(1) == 0
@@ -67,15 +67,15 @@ def test_crop_keeps_a_prefix_and_appends_after_it(chunks, keep):
 
 def test_cache_bytes_by_hand():
     # Qwen3-1.7B in bf16: 2 (K and V) x 28 layers x 8 KV heads x 128 x 2 bytes per token
-    assert px.kv_cache_bytes(28, 8, 128, seq_len=1) == 2 * 28 * 8 * 128 * 2 == 114_688
-    assert px.kv_cache_bytes(28, 16, 128, seq_len=1) == 229_376  # MHA: twice as much
-    assert px.kv_cache_bytes(28, 1, 128, seq_len=1) == 14_336  # MQA: an eighth
-    assert px.kv_cache_bytes(28, 8, 128, seq_len=32_768) == 3_758_096_384  # 3.5 GiB
-    per_token = px.kv_cache_bytes(28, 8, 128, seq_len=1)
-    assert px.kv_cache_bytes(28, 8, 128, seq_len=1000, dtype_bytes=4, batch_size=3) == per_token * 2 * 1000 * 3
+    assert px.memory.kv_cache_bytes(28, 8, 128, seq_len=1) == 2 * 28 * 8 * 128 * 2 == 114_688
+    assert px.memory.kv_cache_bytes(28, 16, 128, seq_len=1) == 229_376  # MHA: twice as much
+    assert px.memory.kv_cache_bytes(28, 1, 128, seq_len=1) == 14_336  # MQA: an eighth
+    assert px.memory.kv_cache_bytes(28, 8, 128, seq_len=32_768) == 3_758_096_384  # 3.5 GiB
+    per_token = px.memory.kv_cache_bytes(28, 8, 128, seq_len=1)
+    assert px.memory.kv_cache_bytes(28, 8, 128, seq_len=1000, dtype_bytes=4, batch_size=3) == per_token * 2 * 1000 * 3
     # the numpy cache allocates exactly what the formula says (float32: 4 bytes)
     cache = px.KVCache(3, 2, 2, 16, max_cache_len=7, dtype=np.float32)
-    assert cache.nbytes == px.kv_cache_bytes(3, 2, 16, seq_len=7, dtype_bytes=4, batch_size=2) == 2 * 3 * 2 * 16 * 4 * 7 * 2
+    assert cache.nbytes == px.memory.kv_cache_bytes(3, 2, 16, seq_len=7, dtype_bytes=4, batch_size=2) == 2 * 3 * 2 * 16 * 4 * 7 * 2
 
 
 @given(chunks=st.lists(st.integers(1, 3), min_size=1, max_size=4), drop=st.integers(1, 12))

@@ -23,21 +23,21 @@ def test_qwen3_1_7b_config():
 
 def test_kv_cache_bytes_hand_computed():
     # Qwen3-1.7B, bf16: 2 x 28 x 8 x 128 x 2 = 114,688 bytes = 112 KiB a token
-    assert px.kv_cache_bytes(28, 8, 128, seq_len=1) == 114_688
-    assert px.format_bytes(114_688) == "112 KiB"
-    assert px.kv_cache_bytes(28, 16, 128, seq_len=1) == 229_376  # as MHA
-    assert px.kv_cache_bytes(28, 1, 128, seq_len=1) == 14_336  # as MQA
-    assert px.kv_cache_bytes(28, 8, 128, seq_len=40_960) == 4_697_620_480  # 4.375 GiB
-    assert px.format_bytes(4_697_620_480) == "4.38 GiB"
+    assert px.memory.kv_cache_bytes(28, 8, 128, seq_len=1) == 114_688
+    assert px.memory.format_bytes(114_688) == "112 KiB"
+    assert px.memory.kv_cache_bytes(28, 16, 128, seq_len=1) == 229_376  # as MHA
+    assert px.memory.kv_cache_bytes(28, 1, 128, seq_len=1) == 14_336  # as MQA
+    assert px.memory.kv_cache_bytes(28, 8, 128, seq_len=40_960) == 4_697_620_480  # 4.375 GiB
+    assert px.memory.format_bytes(4_697_620_480) == "4.38 GiB"
     # the group-size trap: 16 / 8 = 2 "kv heads" gives a quarter of the right figure
-    assert px.kv_cache_bytes(28, 16 // 8, 128, seq_len=1) * 4 == 114_688
+    assert px.memory.kv_cache_bytes(28, 16 // 8, 128, seq_len=1) * 4 == 114_688
     # Llama-3-8B: 32 layers, 8 kv heads, head_dim 128 -> 2 x 32 x 8 x 128 x 2 = 131,072 (128 KiB)
-    assert px.kv_cache_bytes(32, 8, 128, seq_len=1) == 131_072
-    assert px.kv_cache_bytes(32, 8, 128, seq_len=8192) == 1_073_741_824  # exactly 1 GiB at 8k
+    assert px.memory.kv_cache_bytes(32, 8, 128, seq_len=1) == 131_072
+    assert px.memory.kv_cache_bytes(32, 8, 128, seq_len=8192) == 1_073_741_824  # exactly 1 GiB at 8k
     # Mistral-7B (v0.1): 32 layers, 8 kv heads, head_dim 128; fp32 and a batch of 4
-    bf16 = px.kv_cache_bytes(32, 8, 128, seq_len=1000)
-    assert px.kv_cache_bytes(32, 8, 128, seq_len=1000, dtype_bytes=4, batch_size=4) == 2 * 4 * bf16
-    assert px.kv_cache_bytes(32, 8, 128, seq_len=0) == 0
+    bf16 = px.memory.kv_cache_bytes(32, 8, 128, seq_len=1000)
+    assert px.memory.kv_cache_bytes(32, 8, 128, seq_len=1000, dtype_bytes=4, batch_size=4) == 2 * 4 * bf16
+    assert px.memory.kv_cache_bytes(32, 8, 128, seq_len=0) == 0
 
 
 @pytest.mark.parametrize("sizes, qk_norm, bias, model", [
@@ -57,7 +57,7 @@ def test_attention_parameter_count_is_hugging_faces(sizes, qk_norm, bias, model)
     with torch.device("meta"):  # shapes only: no memory for the weights
         attention = getattr(module, f"{names[model]}Attention")(config, layer_idx=0)
     counted = sum(p.numel() for p in attention.parameters())
-    assert px.attention_parameter_count(*sizes, qk_norm=qk_norm, bias=bias) == counted
+    assert px.memory.attention_parameter_count(*sizes, qk_norm=qk_norm, bias=bias) == counted
 
 
 @given(C=st.integers(1, 64), H=st.integers(1, 8), D=st.integers(1, 16), data=st.data(),
@@ -65,26 +65,26 @@ def test_attention_parameter_count_is_hugging_faces(sizes, qk_norm, bias, model)
 def test_parameter_count_equals_the_layer_weights(C, H, D, data, qk_norm, bias):
     Hkv = data.draw(st.sampled_from([h for h in range(1, H + 1) if H % h == 0]))
     layer = px.random_attention(C, H, Hkv, D, qk_norm=qk_norm, bias=bias)
-    assert px.attention_parameter_count(C, H, Hkv, D, qk_norm=qk_norm, bias=bias) == \
+    assert px.memory.attention_parameter_count(C, H, Hkv, D, qk_norm=qk_norm, bias=bias) == \
         sum(w.size for w in layer.state_dict().values())
 
 
 @given(L=st.integers(1, 64), Hkv=st.integers(1, 16), D=st.integers(1, 256), T=st.integers(0, 10_000))
 def test_kv_cache_bytes_is_linear_in_each_size(L, Hkv, D, T):
-    per_token = px.kv_cache_bytes(L, Hkv, D, 1)
-    assert px.kv_cache_bytes(L, Hkv, D, T) == T * per_token
-    assert px.kv_cache_bytes(2 * L, Hkv, D, T) == 2 * px.kv_cache_bytes(L, Hkv, D, T)
+    per_token = px.memory.kv_cache_bytes(L, Hkv, D, 1)
+    assert px.memory.kv_cache_bytes(L, Hkv, D, T) == T * per_token
+    assert px.memory.kv_cache_bytes(2 * L, Hkv, D, T) == 2 * px.memory.kv_cache_bytes(L, Hkv, D, T)
 
 
 def test_score_matrix_bytes():
-    assert px.score_matrix_bytes(1_000) == 2_000_000
-    assert px.score_matrix_bytes(8_000) == 128_000_000
-    assert px.score_matrix_bytes(32_000) == 2_048_000_000
-    assert px.score_matrix_bytes(1_000, dtype_bytes=4, num_attention_heads=16, batch_size=2) == 128_000_000
+    assert px.memory.score_matrix_bytes(1_000) == 2_000_000
+    assert px.memory.score_matrix_bytes(8_000) == 128_000_000
+    assert px.memory.score_matrix_bytes(32_000) == 2_048_000_000
+    assert px.memory.score_matrix_bytes(1_000, dtype_bytes=4, num_attention_heads=16, batch_size=2) == 128_000_000
 
 
 def test_format_bytes():
-    assert [px.format_bytes(n) for n in (0, 1023, 1024, 1536, 2**20 * 224, 2**30 * 4.375)] == \
+    assert [px.memory.format_bytes(n) for n in (0, 1023, 1024, 1536, 2**20 * 224, 2**30 * 4.375)] == \
         ["0 B", "1023 B", "1 KiB", "1.5 KiB", "224 MiB", "4.38 GiB"]
 
 

@@ -38,7 +38,7 @@ def test_repeat_kv_matches_per_head_loop(B, Hkv, n_rep, S, D):
     assert out.shape == (B, Hkv * n_rep, S, D)
     for h in range(Hkv * n_rep):
         np.testing.assert_array_equal(out[:, h], kv[:, h // n_rep])
-        assert px.kv_head_for(h, Hkv * n_rep, Hkv) == h // n_rep
+        assert px.multihead.kv_head_for(h, Hkv * n_rep, Hkv) == h // n_rep
     np.testing.assert_array_equal(out, np.repeat(kv, n_rep, axis=1))
 
 
@@ -50,10 +50,10 @@ def test_repeat_kv_hand_example_and_identity():
 
 
 def test_kv_head_for_qwen3_mapping():
-    mapping = [px.kv_head_for(h, 16, 8) for h in range(16)]
+    mapping = [px.multihead.kv_head_for(h, 16, 8) for h in range(16)]
     assert mapping == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7]
-    assert [px.kv_head_for(h, 16, 1) for h in range(16)] == [0] * 16
-    assert [px.kv_head_for(h, 16, 16) for h in range(16)] == list(range(16))
+    assert [px.multihead.kv_head_for(h, 16, 1) for h in range(16)] == [0] * 16
+    assert [px.multihead.kv_head_for(h, 16, 16) for h in range(16)] == list(range(16))
 
 
 # ---------------------------------------------------------------- the layer
@@ -62,7 +62,7 @@ def test_kv_head_for_qwen3_mapping():
 def test_per_head_loop_equals_vectorised_layer(heads, T, causal, seed):
     layer, x = layer_and_input(*heads, T=T, seed=seed)
     np.testing.assert_allclose(layer.forward(x, is_causal=causal),
-                               px.attention_per_head(layer, x, is_causal=causal), atol=1e-12)
+                               px.multihead.attention_per_head(layer, x, is_causal=causal), atol=1e-12)
 
 
 def independent_loop(layer, x, causal):
@@ -172,7 +172,7 @@ def test_qwen3_shapes_from_config():
     sd = {f"{n}.weight": np.zeros(s, np.float32) for n, s in shapes.items()}
     layer = px.MultiHeadAttention.from_state_dict(sd, **cfg)
     assert {k[:-7]: v.shape for k, v in layer.state_dict().items()} == shapes
-    assert px.weight_shapes(**cfg)["k_proj"] == (1024, 2048) and layer.num_key_value_groups == 2
+    assert px.multihead.weight_shapes(**cfg)["k_proj"] == (1024, 2048) and layer.num_key_value_groups == 2
     assert "GQA" in repr(layer)
 
 
@@ -285,7 +285,7 @@ def test_qwen3_cached_chunks_then_decode_equal_full_forward(heads, T, extras, da
 def test_qwen3_per_head_loop_equals_vectorised_layer(heads, T, causal, seed):
     layer = qwen3_layer(*heads, seed=seed)
     x = np.random.default_rng(seed).standard_normal((2, T, 6))
-    np.testing.assert_allclose(layer(x, is_causal=causal), px.attention_per_head(layer, x, is_causal=causal),
+    np.testing.assert_allclose(layer(x, is_causal=causal), px.multihead.attention_per_head(layer, x, is_causal=causal),
                                atol=1e-12)
 
 
@@ -326,13 +326,13 @@ def test_qwen3_state_dict_roundtrip_and_real_shapes():
     small = px.ModelConfig(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
                            num_hidden_layers=1, rope_theta=1e6, rms_norm_eps=1e-6,
                            intermediate_size=0, vocab_size=8, max_position_embeddings=64)
-    q3 = px.qwen3_attention(small, seed=1, dtype=np.float32)
+    q3 = px.qwen3.qwen3_attention(small, seed=1, dtype=np.float32)
     assert q3.dtype == np.float32 and q3.q_norm.shape == (16,) and q3.rope_theta == 1e6
     assert q3(np.ones((1, 2, 32), np.float32)).dtype == np.float32
 
 
 def test_qwen3_1_7b_layer_shapes():
-    layer = px.qwen3_attention(dtype=np.float32)  # the real configuration
+    layer = px.qwen3.qwen3_attention(dtype=np.float32)  # the real configuration
     assert {n: w.shape for n, w in layer.state_dict().items()} == {
         "q_proj.weight": (2048, 2048), "k_proj.weight": (1024, 2048), "v_proj.weight": (1024, 2048),
         "o_proj.weight": (2048, 2048), "q_norm.weight": (128,), "k_norm.weight": (128,)}
@@ -381,7 +381,7 @@ def test_qwen3_layer_matches_hugging_face_forward_in_torch():
                          intermediate_size=0, vocab_size=8, max_position_embeddings=64)
     rng = np.random.default_rng(3)
     for seed, start in [(0, 0), (1, 37)]:
-        layer = px.qwen3_attention(cfg, seed=seed, dtype=np.float32)  # as the checkpoint
+        layer = px.qwen3.qwen3_attention(cfg, seed=seed, dtype=np.float32)  # as the checkpoint
         x = rng.standard_normal((2, 7, 64)).astype(np.float32)
         pos = np.arange(start, start + 7)
         ref = hf_attention(layer, torch.from_numpy(x), torch.from_numpy(np.stack([pos, pos]))).numpy()
@@ -404,7 +404,7 @@ def test_left_padded_rows_equal_each_row_alone(lengths, heads, split, seed):
     x = np.random.default_rng(seed).standard_normal((len(lengths), T, 6))
     mask = np.array([[0] * (T - n) + [1] * n for n in lengths])
     out = layer(x, attention_mask=mask)
-    np.testing.assert_array_equal(px.position_ids_from_mask(mask)[mask == 0], 0)
+    np.testing.assert_array_equal(px.multihead.position_ids_from_mask(mask)[mask == 0], 0)
     for b, n in enumerate(lengths):
         np.testing.assert_allclose(out[b, T - n:], layer(x[b:b + 1, T - n:])[0], atol=1e-12)
         assert np.all(out[b, :T - n] == 0)  # a padding query sees no key: zeros, not NaN
@@ -417,10 +417,10 @@ def test_left_padded_rows_equal_each_row_alone(lengths, heads, split, seed):
 
 def test_position_ids_from_mask_by_hand():
     mask = np.array([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [0, 0, 0, 0, 1]])
-    assert px.position_ids_from_mask(mask).tolist() == [[0, 0, 0, 1, 2], [0, 1, 2, 3, 4],
+    assert px.multihead.position_ids_from_mask(mask).tolist() == [[0, 0, 0, 1, 2], [0, 1, 2, 3, 4],
                                                         [0, 0, 0, 0, 0]]
-    assert px.position_ids_from_mask(mask.astype(bool)).tolist() == \
-        px.position_ids_from_mask(mask).tolist()
+    assert px.multihead.position_ids_from_mask(mask.astype(bool)).tolist() == \
+        px.multihead.position_ids_from_mask(mask).tolist()
 
 
 def test_4d_boolean_mask_is_used_as_given():
@@ -438,7 +438,7 @@ def test_explicit_positions_equal_the_derived_ones():
     layer = qwen3_layer(4, 2)
     x = np.random.default_rng(0).standard_normal((2, 4, 6))
     mask = np.array([[0, 1, 1, 1], [1, 1, 1, 1]])
-    pos = px.position_ids_from_mask(mask)
+    pos = px.multihead.position_ids_from_mask(mask)
     np.testing.assert_array_equal(layer(x, attention_mask=mask, position_ids=pos),
                                   layer(x, attention_mask=mask))
     pos[0, 0] = 17  # a padding position may be anything
@@ -455,7 +455,7 @@ def test_biases_roundtrip_and_are_applied():
                                                   rope_theta=100.0)
     x = np.random.default_rng(0).standard_normal((1, 3, 6))
     np.testing.assert_array_equal(again(x), layer(x))
-    np.testing.assert_allclose(px.attention_per_head(layer, x), layer(x), atol=1e-12)
+    np.testing.assert_allclose(px.multihead.attention_per_head(layer, x), layer(x), atol=1e-12)
     no_bias = {k: v for k, v in sd.items() if not k.endswith(".bias")}
     plain = px.MultiHeadAttention.from_state_dict(no_bias, hidden_size=6, num_attention_heads=4,
                                                   num_key_value_heads=2, head_dim=4, prefix="p.",

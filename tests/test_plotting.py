@@ -134,14 +134,14 @@ def test_masked_cells_are_hatched_and_unnumbered():
 
 @pytest.mark.parametrize("H, H_kv, variant", [(16, 16, "MHA"), (16, 8, "GQA"), (16, 1, "MQA")])
 def test_gqa_mapping_joins_each_query_head_to_its_kv_head(H, H_kv, variant):
-    ax = px.plot_gqa_mapping(H, H_kv)
+    ax = px.plotting.plot_gqa_mapping(H, H_kv)
     assert ax.get_title().startswith(f"{variant}: {H} query heads, {H_kv} K/V head")
     lines = ax.get_lines()
     assert len(lines) == H  # one line per query head
     n_rep = H // H_kv
     for h, line in enumerate(lines):
         x, y = line.get_data()
-        g = px.kv_head_for(h, H, H_kv)
+        g = px.multihead.kv_head_for(h, H, H_kv)
         # from the query head (h, 1) down to the centre of its group's K/V head
         assert (x[0], y[0]) == (h, 1) and y[1] == 0
         assert x[1] == g * n_rep + (n_rep - 1) / 2
@@ -153,7 +153,7 @@ def test_gqa_mapping_joins_each_query_head_to_its_kv_head(H, H_kv, variant):
 
 
 def test_gqa_mapping_qwen3_hand_values():
-    ax = px.plot_gqa_mapping(16, 8)
+    ax = px.plotting.plot_gqa_mapping(16, 8)
     ends = [line.get_data()[0][1] for line in ax.get_lines()]
     assert ends[:4] == [0.5, 0.5, 2.5, 2.5] and ends[-1] == 14.5
     assert [t.get_text() for t in ax.texts] == [str(g) for g in range(8)]
@@ -161,12 +161,12 @@ def test_gqa_mapping_qwen3_hand_values():
 
 def test_gqa_mapping_draws_into_given_axes():
     fig, axes = plt.subplots(2, 1)
-    assert px.plot_gqa_mapping(4, 2, ax=axes[1]) is axes[1]
+    assert px.plotting.plot_gqa_mapping(4, 2, ax=axes[1]) is axes[1]
     assert not axes[0].get_lines()
 
 
 def test_gqa_mapping_mha_colours_are_all_distinct():
-    ax = px.plot_gqa_mapping(16, 16)
+    ax = px.plotting.plot_gqa_mapping(16, 16)
     colours = {tuple(np.round(line.get_color(), 4)) for line in ax.get_lines()}
     assert len(colours) == 16  # tab10 alone would repeat: heads 0 and 10
 
@@ -177,7 +177,7 @@ def test_decode_step_outlines_the_new_row():
     rows[:4, :4] = np.tril(np.full((4, 4), 0.25))
     per_head = np.full((2, 5), 0.2)
     rows[4, :5] = per_head.mean(axis=0)
-    fig = px.plot_decode_step(rows, per_head, words, 4)
+    fig = px.plotting.plot_decode_step(rows, per_head, words, 4)
     top, bottom = fig.axes[0], fig.axes[1]
     assert top.get_title() == "cache holds 5 of 6 positions"
     outline = [p for p in top.patches if p.get_edgecolor()[:3] == (1, 0, 0)]
@@ -193,7 +193,7 @@ def test_tile_step_shows_tiles_and_state():
     _, stats = px.tiled_attention(q, k, v, is_causal=True, block_q=2,
                                   block_k=2, return_stats=True)
     for i, step in enumerate(stats.steps):
-        fig = px.plot_tile_step(stats, i, tokens)
+        fig = px.plotting.plot_tile_step(stats, i, tokens)
         ax, bx = fig.axes[:2]
         done = "computed" if step.computed else "skipped"
         assert ax.get_title().endswith(done)
@@ -211,7 +211,7 @@ def test_stepper_figures_fit_the_website_column():
     sizes = set()
     for t in (4, 11):
         rows[t, :t + 1] = 1 / (t + 1)
-        fig = px.plot_decode_step(rows, np.full((4, t + 1), 1 / (t + 1)), words, t)
+        fig = px.plotting.plot_decode_step(rows, np.full((4, t + 1), 1 / (t + 1)), words, t)
         sizes.add(tuple(fig.get_size_inches()))
         assert fig.get_size_inches()[0] <= plotting.COLUMN_WIDTH
         assert f"position {t}" in fig.pyxis_alt
@@ -223,7 +223,7 @@ def test_stepper_figures_fit_the_website_column():
     q, k, v = (rng.standard_normal((8, 4)) for _ in range(3))
     _, stats = px.tiled_attention(q, k, v, is_causal=True, block_q=2,
                                   block_k=2, return_stats=True)
-    fig = px.plot_tile_step(stats, 5, list("abcdefgh"))
+    fig = px.plotting.plot_tile_step(stats, 5, list("abcdefgh"))
     assert fig.get_size_inches()[0] <= plotting.COLUMN_WIDTH
     assert fig.pyxis_alt.startswith("Tile step 6 of 16: tile (1, 1) is computed")
     plt.close(fig)
@@ -234,8 +234,8 @@ def test_stepper_figures_fit_the_website_column():
 
 
 def test_rope_rotation_scores_depend_on_m_minus_n():
-    a = px.plot_rope_rotation(5, 3)
-    b = px.plot_rope_rotation(7, 5)
+    a = px.plotting.plot_rope_rotation(5, 3)
+    b = px.plotting.plot_rope_rotation(7, 5)
     titles = [[ax.get_title() for ax in f.axes] for f in (a, b)]
     assert titles[0] == titles[1]
     assert "pair score = " in titles[0][0]
@@ -247,7 +247,7 @@ def test_rope_rotation_scores_depend_on_m_minus_n():
 
 
 def test_decode_times_has_plain_context_ticks():
-    fig = px.plot_decode_times([64, 128, 256], [1e-3, 1.1e-3, 1.2e-3],
+    fig = px.plotting.plot_decode_times([64, 128, 256], [1e-3, 1.1e-3, 1.2e-3],
                                [2e-3, 5e-3, 2e-2])
     ax = fig.axes[0]
     assert ticks(ax.get_xticklabels()) == ["64", "128", "256"]
@@ -258,7 +258,7 @@ def test_decode_times_has_plain_context_ticks():
 
 def test_kv_cache_memory_lines_follow_the_heads():
     kv = {"MHA": 16, "GQA": 8}
-    fig = px.plot_kv_cache_memory(px.QWEN3_1_7B, kv)
+    fig = px.plotting.plot_kv_cache_memory(px.QWEN3_1_7B, kv)
     ax = fig.axes[0]
     mha, gqa, scores = ax.lines
     np.testing.assert_allclose(mha.get_ydata(), 2 * gqa.get_ydata())
@@ -269,7 +269,7 @@ def test_kv_cache_memory_lines_follow_the_heads():
 
 def test_online_softmax_figure_marks_the_final_state():
     scores = np.arange(8.0)
-    fig = px.plot_online_softmax(scores, 4, [3.0, 7.0], [1.5, 1.9])
+    fig = px.plotting.plot_online_softmax(scores, 4, [3.0, 7.0], [1.5, 1.9])
     titles = [ax.get_title() for ax in fig.axes]
     assert titles[0].startswith("one row of scores, blocks of 4")
     assert len(fig.axes[0].patches) == 8
@@ -279,7 +279,7 @@ def test_online_softmax_figure_marks_the_final_state():
 
 def test_tiled_cost_has_plain_ticks_for_T():
     Ts = [512, 1024, 2048]
-    fig = px.plot_tiled_cost(Ts, [3e6, 13e6, 50e6], [1e6, 1.5e6, 2e6],
+    fig = px.plotting.plot_tiled_cost(Ts, [3e6, 13e6, 50e6], [1e6, 1.5e6, 2e6],
                              [1e8, 4e8, 16e8], [5e7, 2e8, 8e8])
     for ax in fig.axes:
         assert ticks(ax.get_xticklabels()) == ["512", "1,024", "2,048"]
@@ -290,7 +290,7 @@ def test_tiled_cost_has_plain_ticks_for_T():
 
 def test_max_weight_one_curve_per_column_and_the_uniform_line():
     ds = [8, 32, 64]
-    ax = px.plot_max_weight(ds, {"a": [0.3, 0.5, 0.9], "b": [0.2, 0.2, 0.3]},
+    ax = px.plotting.plot_max_weight(ds, {"a": [0.3, 0.5, 0.9], "b": [0.2, 0.2, 0.3]},
                             styles={"a": "o"}, title="t")
     labels = [line.get_label() for line in ax.get_lines()]
     assert labels[:3] == ["a", "b", "uniform row, 1/6"]
@@ -299,10 +299,10 @@ def test_max_weight_one_curve_per_column_and_the_uniform_line():
 
 
 def test_std_growth_and_position_encodings_draw():
-    ax = px.plot_std_growth([1, 4, 16], [1.0, 2.0, 4.0], [1.0, 1.0, 1.0])
+    ax = px.plotting.plot_std_growth([1, 4, 16], [1.0, 2.0, 4.0], [1.0, 1.0, 1.0])
     assert ax.get_xscale() == "log" and len(ax.get_lines()) == 3
-    pe = px.sinusoidal_positions(8, 4)
-    ax = px.plot_position_encodings(pe, title="pe")
+    pe = px.positions.sinusoidal_positions(8, 4)
+    ax = px.plotting.plot_position_encodings(pe, title="pe")
     assert ax.images[0].get_array().shape == (4, 8)  # dimensions down
 
 
@@ -312,7 +312,7 @@ def test_std_growth_and_position_encodings_draw():
 def test_rope_decay_draws_the_decade_means():
     y = np.linspace(1.0, 0.0, 1000)
     decades = [(10, 100), (100, 1000)]
-    fig = px.plot_rope_decay({"a": y}, {"a": 2 * y}, decades, context=1000)
+    fig = px.plotting.plot_rope_decay({"a": y}, {"a": 2 * y}, decades, context=1000)
     top, bottom = fig.axes[:2]
     labels = [t.get_text() for t in top.texts]
     assert labels == [f"{y[a - 1:b - 1].mean():.3f}" for a, b in decades]
@@ -324,7 +324,7 @@ def test_rope_decay_draws_the_decade_means():
 def test_rope_layout_bug_difference_is_diverging_and_own_scale():
     rng = np.random.default_rng(0)
     w = px.softmax(rng.standard_normal((3, 4, 4)), axis=-1)
-    fig = px.plot_rope_layout_bug(w[0], w[1], w[2], list("abcd"))
+    fig = px.plotting.plot_rope_layout_bug(w[0], w[1], w[2], list("abcd"))
     im = fig.axes[3].images[0]
     np.testing.assert_allclose(im.get_array(), w[1] - w[0])  # the difference
     lo, hi = im.get_clim()

@@ -36,8 +36,8 @@ def test_causality_future_edits_never_change_the_past(B, T, d_model, d_head, see
     # the engine way has the same property
     q, k, v = head.qkv(x)
     q2, k2, v2 = head.qkv(edited)
-    assert np.array_equal(px.engine_causal_attention(q, k, v)[:, :cut],
-                          px.engine_causal_attention(q2, k2, v2)[:, :cut])
+    assert np.array_equal(px.engine.engine_causal_attention(q, k, v)[:, :cut],
+                          px.engine.engine_causal_attention(q2, k2, v2)[:, :cut])
 
 
 @given(T=st.integers(2, 8), d_model=st.integers(1, 12), d_head=st.integers(1, 8), seed=seeds,
@@ -59,7 +59,7 @@ def test_positions_break_equivariance(T, half, seed):
     head = px.Head(2 * half, 4, seed=seed)
     x = rng.standard_normal((T, 2 * half))
     perm = np.arange(T)[::-1]
-    diff = np.abs(head(px.add_positions(x[perm])) - head(px.add_positions(x))[perm]).max()
+    diff = np.abs(head(px.positions.add_positions(x[perm])) - head(px.positions.add_positions(x))[perm]).max()
     assert diff > 1e-9
 
 
@@ -109,7 +109,7 @@ def test_engine_equals_matrix_way(batch, T, extra, d_head, d_v, seed, dtype):
     q = rng.standard_normal((*batch, T, d_head)).astype(dtype)
     k = rng.standard_normal((*batch, S, d_head)).astype(dtype)
     v = rng.standard_normal((*batch, S, d_v)).astype(dtype)
-    out_e, w_e = px.engine_causal_attention(q, k, v, output_attentions=True)
+    out_e, w_e = px.engine.engine_causal_attention(q, k, v, output_attentions=True)
     out_m, w_m = px.scaled_dot_product_attention(q, k, v, attn_mask=px.causal_mask(T, S),
                                                  output_attentions=True)
     tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-13)

@@ -60,8 +60,8 @@ def test_rotation_by_hand():
 
 
 def test_permutations_by_hand():
-    np.testing.assert_array_equal(px.interleaved_to_half_permutation(8), [0, 2, 4, 6, 1, 3, 5, 7])
-    np.testing.assert_array_equal(px.half_to_interleaved_permutation(8), [0, 4, 1, 5, 2, 6, 3, 7])
+    np.testing.assert_array_equal(px.rope.interleaved_to_half_permutation(8), [0, 2, 4, 6, 1, 3, 5, 7])
+    np.testing.assert_array_equal(px.rope.half_to_interleaved_permutation(8), [0, 4, 1, 5, 2, 6, 3, 7])
 
 
 def test_cos_sin_layout_and_shapes():
@@ -149,11 +149,11 @@ def test_interleaved_equals_complex_multiplication(x, start, theta):
 @given(vectors())
 def test_permutation_maps_interleaved_result_to_half_result(x):
     T, D = x.shape
-    perm = px.interleaved_to_half_permutation(D)
+    perm = px.rope.interleaved_to_half_permutation(D)
     pos = np.arange(T) * 37
     np.testing.assert_allclose(px.apply_rope(x[:, perm], pos, layout="half"),
                                px.apply_rope(x, pos, layout="interleaved")[:, perm], atol=1e-12)
-    np.testing.assert_array_equal(x[:, perm][:, px.half_to_interleaved_permutation(D)], x)
+    np.testing.assert_array_equal(x[:, perm][:, px.rope.half_to_interleaved_permutation(D)], x)
 
 
 @given(st.integers(1, 4), st.sampled_from([2, 8, 16]), st.integers(1, 6), st.integers(0, 10_000),

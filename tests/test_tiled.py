@@ -22,12 +22,12 @@ def test_online_softmax_equals_softmax(rows, n, block, seed, masked):
     rng = np.random.default_rng(seed)
     x = 5 * rng.standard_normal((rows, n))
     x[rng.random((rows, n)) < masked] = -np.inf
-    np.testing.assert_allclose(px.online_softmax(x, block), px.softmax(x), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(px.tiled.online_softmax(x, block), px.softmax(x), rtol=0, atol=1e-14)
 
 
 def test_online_softmax_fully_masked_row_is_zeros_and_large_scores_are_stable():
     x = np.array([[-np.inf, -np.inf, -np.inf], [1e4, 1e4 - 1.0, -np.inf]])
-    y = px.online_softmax(x, 1)
+    y = px.tiled.online_softmax(x, 1)
     assert not np.isnan(y).any()
     np.testing.assert_array_equal(y[0], 0.0)
     e = np.exp(-1.0)
@@ -36,7 +36,7 @@ def test_online_softmax_fully_masked_row_is_zeros_and_large_scores_are_stable():
 
 def test_online_softmax_keeps_float32():
     x = np.random.default_rng(0).standard_normal((3, 17)).astype(np.float32)
-    y = px.online_softmax(x, 4)
+    y = px.tiled.online_softmax(x, 4)
     assert y.dtype == np.float32
     np.testing.assert_allclose(y, px.softmax(x), atol=1e-6)
 
@@ -44,10 +44,10 @@ def test_online_softmax_keeps_float32():
 def test_online_softmax_update_rescales_by_hand():
     # block 1: scores [0, ln 2] -> m = ln 2, l = 1/2 + 1; block 2: [ln 4] -> m = ln 4,
     # old sum shrinks by e^(ln 2 - ln 4) = 1/2: l = 3/4 + 1 = 7/4 (= (1 + 2 + 4) / 4)
-    state = px.OnlineSoftmaxState.empty((1,), np.float64, value_dim=1)
-    px.online_softmax_update(state, np.log([[1.0, 2.0]]), np.array([[2.0], [4.0]]))
+    state = px.tiled.OnlineSoftmaxState.empty((1,), np.float64, value_dim=1)
+    px.tiled.online_softmax_update(state, np.log([[1.0, 2.0]]), np.array([[2.0], [4.0]]))
     np.testing.assert_allclose([state.row_max[0, 0], state.row_sum[0, 0]], [np.log(2), 1.5])
-    px.online_softmax_update(state, np.log([[4.0]]), np.array([[8.0]]))
+    px.tiled.online_softmax_update(state, np.log([[4.0]]), np.array([[8.0]]))
     np.testing.assert_allclose([state.row_max[0, 0], state.row_sum[0, 0]], [np.log(4), 1.75])
     # output = (1*2 + 2*4 + 4*8) / (1 + 2 + 4) = 42 / 7 = 6
     np.testing.assert_allclose(state.acc[0, 0] / state.row_sum[0, 0], 6.0)

@@ -116,11 +116,11 @@ def test_describe_attention_bad_input(row, query, kwargs, match):
 
 def test_figure_png_is_deterministic_and_closes_the_figure():
     fig = small_figure("a")
-    png = px.figure_png(fig)
+    png = px.widgets.figure_png(fig)
     assert png.startswith(PNG_MAGIC)
     assert not plt.fignum_exists(fig.number)
-    assert px.figure_png(small_figure("a")) == png
-    assert px.figure_png(small_figure("b")) != png
+    assert px.widgets.figure_png(small_figure("a")) == png
+    assert px.widgets.figure_png(small_figure("b")) != png
 
 
 def _pixels(png):
@@ -159,14 +159,14 @@ def _best_shift(new, old, reach=2):
     lambda: _heatmap_with_outline(1, "The cat sat on the mat".split()),
     lambda: px.plot_attention_grid(np.stack([W_CAUSAL, W_FULL]), TOKENS,
                                    annotate=True, suptitle="grid"),
-    lambda: px.plot_rope_rotation(3, 1),
+    lambda: px.plotting.plot_rope_rotation(3, 1),
 ], ids=["heatmap", "grid", "rope"])
 def test_figure_png_draws_the_tight_picture_once(make):
     """One draw, cut to the tight box: savefig's picture, with its size and
     place, up to the sub-pixel offset of the cut (lines and images move by
     under half a pixel, a text by at most one)."""
     old, new = _pixels(_savefig_tight(make())), _pixels(
-        px.figure_png(make(), colors=0))
+        px.widgets.figure_png(make(), colors=0))
     assert new.shape == old.shape
     assert _best_shift(new, old) == (0, 0)
     differ = np.abs(new - old).max(axis=-1) > 64
@@ -176,9 +176,9 @@ def test_figure_png_draws_the_tight_picture_once(make):
 def test_figure_png_saves_a_figure_with_something_outside_as_savefig():
     """A legend beyond the figure's edge is not cut off: savefig's box."""
     def make():
-        ax = px.plot_max_weight([2, 4, 8], {"a": [0.5, 0.6, 0.7]})
+        ax = px.plotting.plot_max_weight([2, 4, 8], {"a": [0.5, 0.6, 0.7]})
         return ax.figure
-    assert np.array_equal(_pixels(px.figure_png(make(), colors=0)),
+    assert np.array_equal(_pixels(px.widgets.figure_png(make(), colors=0)),
                           _pixels(_savefig_tight(make())))
 
 
@@ -186,15 +186,15 @@ def test_figure_png_keeps_an_open_figure_as_it_was():
     """close=False draws a frame and leaves the figure open, unchanged."""
     fig = _heatmap_with_outline(0)
     dpi, face = fig.dpi, fig.patch.get_facecolor()
-    png = px.figure_png(fig, close=False, dpi=72)
+    png = px.widgets.figure_png(fig, close=False, dpi=72)
     assert plt.fignum_exists(fig.number)
     assert (fig.dpi, fig.patch.get_facecolor()) == (dpi, face)
-    assert px.figure_png(fig, dpi=72) == png  # drawn again: the same
-    assert px.figure_png(_heatmap_with_outline(0), dpi=72) == png
+    assert px.widgets.figure_png(fig, dpi=72) == png  # drawn again: the same
+    assert px.widgets.figure_png(_heatmap_with_outline(0), dpi=72) == png
 
 
 def test_png_figure_html_carries_view_and_data():
-    text = px.png_figure_html(PNG_MAGIC, alt='a "quoted" <alt>', view="no mask",
+    text = px.widgets.png_figure_html(PNG_MAGIC, alt='a "quoted" <alt>', view="no mask",
                               data={"weights": [[0.5, 0.5]], "note": "x<y"})
     assert text.startswith('<figure class="pyxis-view" data-view="no mask"')
     assert json.loads(attribute(text, "weights")) == [[0.5, 0.5]]
@@ -211,7 +211,7 @@ def test_png_figure_html_carries_view_and_data():
     ("slider", widgets.SelectionSlider),
 ])
 def test_view_switcher_links_control_to_stack(control, cls):
-    views = {"first": small_figure("1"), "second": px.figure_png(small_figure("2")),
+    views = {"first": small_figure("1"), "second": px.widgets.figure_png(small_figure("2")),
              "third": "<p class='mine'>three</p>"}
     box = px.view_switcher(views, control=control, description="pick:")
     ctrl = find(box, cls, "pyxis-view-control")
@@ -267,11 +267,11 @@ def test_view_switcher_alt_text_per_view():
 def test_figure_png_stores_the_figure_description():
     fig = px.plot_attention_grid(np.full((2, 3, 3), 1 / 3), list("abc"),
                                  titles=["p", r"$1/\sqrt{d}$"])
-    text = px.png_description(px.figure_png(fig))
+    text = px.widgets.png_description(px.widgets.figure_png(fig))
     assert text.startswith("2 heatmaps of attention weights, p, 1/sqrt(d):")
     assert text.endswith("the largest weight in each is 0.33, 0.33.")
-    assert px.png_description(px.figure_png(small_figure("1"))) is None
-    assert px.png_description(b"not a png") is None
+    assert px.widgets.png_description(px.widgets.figure_png(small_figure("1"))) is None
+    assert px.widgets.png_description(b"not a png") is None
 
 
 def test_view_grid_alt_text():
@@ -297,7 +297,7 @@ def explorer():
 
 def test_explorer_layout_and_repr(explorer):
     toggle, query, _, _ = explorer_parts(explorer)
-    assert isinstance(explorer, px.AttentionExplorer) and isinstance(explorer, widgets.VBox)
+    assert isinstance(explorer, px.widgets.AttentionExplorer) and isinstance(explorer, widgets.VBox)
     assert list(toggle.options) == ["causal mask", "no mask"]
     assert [label for label, _ in query.options] == ["0: The", "1: cat", "2: sat"]
     assert query.index == 2  # the last token by default
@@ -339,7 +339,7 @@ def test_explorer_frames_on_one_figure_are_fresh_figures_frames(tokens):
                                edgecolor="#e8173a", linewidth=2.5,
                                clip_on=False, zorder=10))
         ax.figure.pyxis_alt = None  # the frame's alt text is in its HTML
-        fresh = base64.b64encode(px.figure_png(ax.figure)).decode()
+        fresh = base64.b64encode(px.widgets.figure_png(ax.figure)).decode()
         assert re.search(r"base64,([^\"]*)", frame.value).group(1) == fresh
 
 
@@ -392,7 +392,7 @@ def test_explorer_bad_input(tokens, views, kwargs, match):
 def test_explorer_masks_hatch_only_their_view():
     ex = px.attention_explorer(TOKENS, {"causal mask": W_CAUSAL, "no mask": W_FULL},
                                masks={"causal mask": px.causal_mask(3)})
-    assert isinstance(ex, px.AttentionExplorer)
+    assert isinstance(ex, px.widgets.AttentionExplorer)
     with pytest.raises(ValueError, match=r"masks has unknown keys \['window'\]"):
         px.attention_explorer(TOKENS, {"no mask": W_FULL}, masks={"window": px.causal_mask(3)})
 
@@ -449,24 +449,24 @@ def test_tile_step_frames_are_fresh_figures_frames():
     tokens = ["The", "cat", "sat", "on", "the", "mat", "and", "slept"]
     _, stats = px.tiled_attention(q, k, v, is_causal=True, block_q=2,
                                   block_k=2, return_stats=True)
-    frames = px.tile_step_frames(stats, tokens)
+    frames = px.widgets.tile_step_frames(stats, tokens)
     assert list(frames) == [f"step {i + 1}" for i in range(len(stats.steps))]
     assert len(set(frames.values())) == len(frames)  # every step differs
     for i in (0, 3, 4, 15):  # first, skipped, computed after a skip, last
         png = frames[f"step {i + 1}"]
-        assert png == px.figure_png(px.plot_tile_step(stats, i, tokens)), i
-    assert px.png_description(frames["step 6"]).startswith(
+        assert png == px.widgets.figure_png(px.plotting.plot_tile_step(stats, i, tokens)), i
+    assert px.widgets.png_description(frames["step 6"]).startswith(
         "Tile step 6 of 16: tile (1, 1) is computed")
 
 
 def test_rope_rotation_frames_are_fresh_figures_frames():
     """rope_rotation_frames draws every (n, m) on one figure; each frame is
     the PNG of plot_rope_rotation(m, n) drawn alone, alt text included."""
-    frames = px.rope_rotation_frames((0, 3), (1, 5))
+    frames = px.widgets.rope_rotation_frames((0, 3), (1, 5))
     assert list(frames) == ["n = 0", "n = 3"]
     for n in (0, 3):
         assert list(frames[f"n = {n}"]) == ["m = 1", "m = 5"]
     for n, m in ((0, 1), (3, 5)):  # the first frame and a later one
-        assert frames[f"n = {n}"][f"m = {m}"] == px.figure_png(
-            px.plot_rope_rotation(m, n)), (n, m)
-    assert "m - n = 2" in px.png_description(frames["n = 3"]["m = 5"])
+        assert frames[f"n = {n}"][f"m = {m}"] == px.widgets.figure_png(
+            px.plotting.plot_rope_rotation(m, n)), (n, m)
+    assert "m - n = 2" in px.widgets.png_description(frames["n = 3"]["m = 5"])

@@ -27,9 +27,9 @@ def main(path=DATA, *names) -> None:
         with np.load(path) as old:
             arrays = {k: old[k] for k in old.files
                       if k.split("/")[0] not in names}
-    for name in names or px.TRAINED_HEADS_RUNS:
+    for name in names or px.attention_only.TRAINED_HEADS_RUNS:
         start = time.perf_counter()
-        model, history = px.train_run(name)
+        model, history = px.attention_only.train_run(name)
         for part, values in history.items():
             if part in SCORES:
                 values = values.astype(np.float32)
