@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_positive_int, check_tokens
+from ._checks import check_positive_int, check_same_dtype, check_tokens
 from .attention import sdpa_core
 
 __all__ = ["Head"]
@@ -71,9 +71,9 @@ class Head:
     def qkv(self, x):
         """Tokens (..., T, d_model) to Q, K, V: each (..., T, d_head)."""
         x = check_tokens("x", x, self.hidden_size)
+        check_same_dtype(Wq=self.Wq, x=x)  # as torch: no silent cast
         # (..., T, d_model) @ (d_model, d_head) -> (..., T, d_head)
-        return tuple(x @ W.astype(x.dtype, copy=False)
-                     for W in (self.Wq, self.Wk, self.Wv))
+        return tuple(x @ W for W in (self.Wq, self.Wk, self.Wv))
 
     def scores(self, x, scaled: bool = True) -> np.ndarray:
         """``Q K^T``, over ``sqrt(d_head)`` if ``scaled``: (..., T, T)."""

@@ -25,9 +25,9 @@ from __future__ import annotations
 import functools
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
 from ._checks import as_float_array, check_attention, check_mask_mod_tile
 from ._checks import check_nonempty
@@ -40,7 +40,9 @@ __all__ = [
     "TileStep",
     "online_softmax",
     "online_softmax_update",
+    "Tiles",
     "tiled_attention",
+    "tiled_attention_loop",
 ]
 
 
@@ -186,24 +188,18 @@ class TileStats:
     flops: int = 0
     steps: list = field(default_factory=list)
 
-    record: bool = True
-
     @classmethod
-    def empty(cls, T: int, S: int, block_q: int, block_k: int,
-              record: bool = True) -> "TileStats":
-        """No tile visited yet; with ``record=False`` :meth:`add` does
-        nothing (large inputs would keep too many steps)."""
+    def empty(cls, T: int, S: int, block_q: int,
+              block_k: int) -> "TileStats":
+        """No tile visited yet, for (T, S) scores cut into these tiles."""
         shape = (-(-T // block_q), -(-S // block_k))  # ceil divisions
-        return cls(block_q, block_k, np.zeros(shape, dtype=bool),
-                   record=record)
+        return cls(block_q, block_k, np.zeros(shape, dtype=bool))
 
     def add(self, i0: int, j0: int, state: OnlineSoftmaxState, macs: int):
         """Record the tile at row ``i0``, column ``j0`` (skipped: 0 macs).
 
         ``macs`` multiply-adds of the two matmuls are ``2 * macs`` FLOPs.
         """
-        if not self.record:
-            return
         qi, ki = i0 // self.block_q, j0 // self.block_k
         self.computed[qi, ki] = macs > 0
         self.flops += 2 * macs
@@ -222,19 +218,105 @@ class TileStats:
         return int(self.computed.size - self.computed.sum())
 
 
+@dataclass
+class Tiles:
+    """How :func:`tiled_attention_loop` cuts the work, and its tile memory.
+
+    Attributes
+    ----------
+    block_q, block_k : int
+        Query rows and key columns of one tile.
+    scale : numpy float
+        Multiplies the queries (``1 / sqrt(d_head)`` by default).
+    is_causal : bool
+        A query tile needs no key after its last query.
+    mask : callable
+        ``mask(i0, i1, j0, j1) -> (skip, bias)`` for the tile of queries
+        ``i0:i1`` and keys ``j0:j1``: skip it (every score hidden), and
+        what its scores get added (``-inf`` where hidden; None: nothing).
+    buffer : callable
+        ``buffer(rows, cols)``: a (..., rows, cols) array for one tile of
+        scores, the same memory for every tile.
+    """
+
+    block_q: int
+    block_k: int
+    scale: np.floating
+    is_causal: bool
+    mask: Callable
+    buffer: Callable
+
+
+def tiled_attention_loop(q, k, v, out, tiles: Tiles, stats=None):
+    """FlashAttention-2's loop: each query tile reads the keys tile by tile.
+
+    Parameters
+    ----------
+    q : ndarray, shape (..., T, d_head)
+    k, v : ndarray, shape (..., S, d_head)
+        Of ``q``'s dtype and leading shape.
+    out : ndarray, shape (..., T, d_head)
+        Written tile by tile, and returned.
+    tiles : Tiles
+    stats : TileStats, optional
+        Records every tile visited.
+
+    Returns
+    -------
+    ndarray, ``out``
+
+    See Also
+    --------
+    tiled_attention : the checked, parallel entry point that runs it.
+    """
+    (T, d_head), (S, d_v) = q.shape[-2:], v.shape[-2:]
+    for i0, i1 in _spans(T, tiles.block_q):  # one tile of queries, Q_i
+        q_i = q[..., i0:i1, :] * tiles.scale  # scaled once, for all its keys
+        state = OnlineSoftmaxState.empty(q_i.shape[:-1], q.dtype, d_v)
+        for j0, j1 in _spans(S, tiles.block_k, i1 if tiles.is_causal else S):
+            skip, bias = tiles.mask(i0, i1, j0, j1)  # -inf: hidden
+            if not skip:  # S_ij = Q_i K_j^T, (.., block_q, block_k)
+                k_j = np.swapaxes(k[..., j0:j1, :], -1, -2)  # a view
+                s = np.matmul(q_i, k_j, out=tiles.buffer(i1 - i0, j1 - j0))
+                s = s if bias is None else np.add(s, bias, out=s)
+                online_softmax_update(state, s, v[..., j0:j1, :])  # m, l, acc
+            if stats is not None:
+                stats.add(i0, j0, state,
+                          0 if skip else s.size * (d_head + d_v))
+        state.output(out=out[..., i0:i1, :])  # O_i = acc / l
+    return out
+
+
 def tiled_attention(query, key, value, *, attn_mask=None, mask_mod=None,
                     is_causal=False, scale=None, enable_gqa=False,
                     block_q=256, block_k=512, return_stats=False):
     """Exact attention tile by tile; the (T, S) scores never exist at once.
 
+    Checks the inputs, lays the heads out for the tiles (GQA by broadcast,
+    no copy), and runs :func:`tiled_attention_loop` on every core, each on
+    its own part of the batch and heads (torch's CPU kernel and
+    FlashAttention split the work the same way).
+
     Parameters
     ----------
-    query, key, value, attn_mask, is_causal, scale, enable_gqa
-        As in :func:`scaled_dot_product_attention`; ``attn_mask`` costs (T, S).
+    query : ndarray, shape (..., T, d_head) (H query heads on axis -3)
+    key, value : ndarray, shape (..., S, d_head) (H_kv heads on axis -3)
+    attn_mask : ndarray, shape broadcastable to (..., T, S), optional
+        As in :func:`scaled_dot_product_attention` (True = may attend, or
+        added); it costs (T, S) memory, which ``mask_mod`` does not.
     mask_mod : callable, optional
         ``mask_mod(b, h, q_idx, kv_idx) -> bool`` (True = may attend) on
         broadcast index arrays, called per tile; hidden tiles are skipped.
-    block_q, block_k, return_stats : default 256, 512 and False
+    is_causal : bool, default False
+        Torch's top-left causal mask; tiles above the diagonal are skipped.
+    scale : float, optional
+        Default ``1 / sqrt(d_head)``.
+    enable_gqa : bool, default False
+        ``H`` query heads share ``H_kv`` key/value heads.
+    block_q, block_k : int, default 256 and 512
+        Query rows and key columns of a tile.
+    return_stats : bool, default False
+        Also return a :class:`TileStats` (then one thread runs every tile).
 
     Returns
     -------
@@ -251,28 +333,19 @@ def tiled_attention(query, key, value, *, attn_mask=None, mask_mod=None,
     mask_tile = _tile_masks(attn_mask, mask_mod, is_causal, lead, n_rep, q)
     (T, d_head), (S, d_v) = q.shape[-2:], v.shape[-2:]
     scale = q.dtype.type(1 / np.sqrt(d_head) if scale is None else scale)
-    stats = TileStats.empty(T, S, block_q, block_k, record=return_stats)
+    stats = TileStats.empty(T, S, block_q, block_k) if return_stats else None
     out = np.empty(q.shape[:-1] + (d_v,), dtype=q.dtype)
 
     def attend(heads):  # every tile of some of the heads: one core's work
-        q_h, k_h, v_h, out_h = q[heads], k[heads], v[heads], out[heads]
-        tile = _tile_buffer(q_h, min(block_q, T), min(block_k, S))
-        for i0, i1 in _spans(T, block_q):  # one tile of queries at a time
-            q_i = q_h[..., i0:i1, :] * scale  # scaled once, for all its keys
-            state = OnlineSoftmaxState.empty(q_i.shape[:-1], q.dtype, d_v)
-            for j0, j1 in _spans(S, block_k, cut=i1 if is_causal else S):
-                skip, bias = mask_tile(i0, i1, j0, j1, heads)  # -inf: hidden
-                if not skip:  # (..., block_q, d_head) @ (..., d_head, block_k)
-                    k_j = np.swapaxes(k_h[..., j0:j1, :], -1, -2)  # a view
-                    s = np.matmul(q_i, k_j, out=tile(i1 - i0, j1 - j0))
-                    s = s if bias is None else np.add(s, bias, out=s)
-                    online_softmax_update(state, s, v_h[..., j0:j1, :])
-                stats.add(i0, j0, state,
-                          0 if skip else s.size * (d_head + d_v))
-            state.output(out=out_h[..., i0:i1, :])
+        tiles = Tiles(block_q, block_k, scale, is_causal,
+                      functools.partial(mask_tile, heads=heads),
+                      _tile_buffer(q[heads], min(block_q, T), min(block_k, S)))
+        tiled_attention_loop(q[heads], k[heads], v[heads], out[heads], tiles,
+                             stats)
+
     # mask_mod is called once per tile for every head: one thread then
     _across_cores(attend, q.shape[:-2],
-                   parallel=not return_stats and mask_mod is None)
+                  parallel=not return_stats and mask_mod is None)
     out = out.reshape(lead + (T, d_v))  # GQA: (H_kv, n_rep) -> H
     return (out, stats) if return_stats else out
 
@@ -297,7 +370,8 @@ def _across_cores(attend, work: tuple, parallel: bool = True) -> None:
     library whose threads can be limited is loaded.
     """
     blas = _blas()
-    cores = max((c.num_threads for c in blas.lib_controllers), default=1)
+    cores = 1 if blas is None else max(
+        (c.num_threads for c in blas.lib_controllers), default=1)
     axis = next((a for a, n in enumerate(work) if n > 1), None)
     if not parallel or axis is None or cores < 2:
         return attend(())
@@ -311,7 +385,12 @@ def _across_cores(attend, work: tuple, parallel: bool = True) -> None:
 
 @functools.cache
 def _blas():
-    """The loaded BLAS libraries (threadpoolctl), found once."""
+    """The loaded BLAS libraries (threadpoolctl), found once; None without
+    threadpoolctl (then every tile runs on one thread)."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return None
     return ThreadpoolController().select(user_api="blas")
 
 

@@ -80,14 +80,21 @@ def test_causal_weights_are_lower_triangular(rng):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_dtype_follows_the_input(rng, dtype):
+def test_a_head_keeps_its_dtype(rng, dtype):
     x = rng.standard_normal((3, 4)).astype(dtype)
-    for h in (px.Head(4, 2), px.Head.identity(4), px.Head(4, 2, dtype=np.float32)):
+    for h in (px.Head(4, 2, dtype=dtype), px.Head.identity(4, dtype=dtype)):
         assert all(a.dtype == dtype for a in h.qkv(x))
         assert h.scores(x).dtype == dtype
         assert h.scores(x, scaled=False).dtype == dtype
         assert h.weights(x).dtype == dtype
         assert h.forward(x, is_causal=True).dtype == dtype
+
+
+def test_a_head_refuses_mixed_dtypes_as_torch_does(rng):
+    x32 = rng.standard_normal((3, 4)).astype(np.float32)
+    with pytest.raises(ValueError, match="x has dtype float32 but Wq has "
+                                         "dtype float64"):
+        px.Head(4, 2).qkv(x32)
 
 
 @given(st.integers(1, 5), st.integers(1, 6), st.integers(0, 1000))

@@ -389,3 +389,43 @@ def test_heads_split_across_cores_give_the_one_thread_result(rng, monkeypatch, m
     if tiled._blas().lib_controllers:  # numpy's BLAS found: 5 -> 1+1+1+2
         assert sorted(parts, key=str) == [(slice(a, b),) for a, b in (
             (0, 1), (1, 2), (2, 3), (3, 5))]
+
+
+def test_the_fast_path_equals_the_loop_it_shows(rng):
+    """tiled_attention (heads across cores, one tile buffer) gives the
+    numbers of tiled_attention_loop run once on everything, bit for bit."""
+    from pyxis_nb.tiled import Tiles, tiled_attention_loop
+
+    q, k, v = _qkv(rng, (3, 4, 70, 8), (3, 4, 70, 8), (3, 4, 70, 8))
+    scale = np.float64(1 / np.sqrt(8))  # as tiled_attention computes it
+    causal = np.tril(np.ones((70, 70), bool))
+
+    def mask(i0, i1, j0, j1):  # the causal tiles, written out
+        if j0 >= j1:  # past the diagonal: no key
+            return True, None
+        if j1 - 1 <= i0:
+            return False, None
+        return False, np.where(causal[i0:i1, j0:j1], 0.0, -np.inf)
+
+    tiles = Tiles(16, 32, scale, True, mask, lambda rows, cols: None)
+    shown = tiled_attention_loop(q, k, v, np.empty_like(q), tiles)
+    fast = px.tiled_attention(q, k, v, is_causal=True, block_q=16, block_k=32)
+    np.testing.assert_array_equal(fast, shown)
+
+
+def test_import_and_tiles_without_threadpoolctl():
+    """threadpoolctl is imported where the tiles run in parallel, and only
+    there: without it the package imports and the tiles run on one thread."""
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['threadpoolctl'] = None\n"
+            "import numpy as np, pyxis_nb as px\n"
+            "q = np.random.default_rng(0).standard_normal((2, 3, 40, 8))\n"
+            "out = px.tiled_attention(q, q, q, is_causal=True, block_q=16)\n"
+            "ref = px.scaled_dot_product_attention(q, q, q, is_causal=True)\n"
+            "assert np.allclose(out, ref, atol=1e-12)\n"
+            "assert 'threadpoolctl' not in [m for m in sys.modules"
+            " if sys.modules[m] is not None]\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
