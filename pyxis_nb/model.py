@@ -94,11 +94,16 @@ class CausalLMOutputWithPast:
     attentions : ndarray, shape (L, B, H, T, S), or None
         With ``output_attentions=True``: every layer's attention weights;
         ``attentions[i]`` is layer ``i``'s (B, H, T, S), as HF's tuple.
+    hidden_states : ndarray, shape (L + 1, B, T, d_model), or None
+        With ``output_hidden_states=True``, as HF's tuple: the input of
+        each layer (``hidden_states[0]``, the embeddings), then the final
+        norm of the last layer's output.
     """
 
     logits: np.ndarray
     cache: KVCache | None = None
     attentions: np.ndarray | None = None
+    hidden_states: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -453,7 +458,8 @@ class Qwen3ForCausalLM:
     def forward(self, input_ids, *, attention_mask=None, position_ids=None,
                 cache: KVCache | None = None, use_cache: bool = False,
                 logits_to_keep: int = 0, output_attentions: bool = False,
-                head_mask=None, interleaved_rope: bool = False):
+                output_hidden_states: bool = False, head_mask=None,
+                interleaved_rope: bool = False):
         """Next-token logits for ``T`` new tokens, after what ``cache`` holds.
 
         Parameters
@@ -473,6 +479,8 @@ class Qwen3ForCausalLM:
             The last this many positions only (0: all).
         output_attentions : bool, default False
             Also return every layer's attention weights.
+        output_hidden_states : bool, default False
+            Also return the residual stream at the input of every layer.
         head_mask : array_like, shape (L, H), optional
             Multiplies head ``h`` of layer ``i``'s weights by
             ``head_mask[i, h]`` (0 switches it off), as older transformers
@@ -485,7 +493,8 @@ class Qwen3ForCausalLM:
         Returns
         -------
         CausalLMOutputWithPast
-            ``logits`` (B, T, V), ``cache``, ``attentions`` (L, B, H, T, S).
+            ``logits`` (B, T, V), ``cache``, ``attentions`` (L, B, H, T, S),
+            ``hidden_states`` (L + 1, B, T, d_model).
 
         See Also
         --------
@@ -493,7 +502,8 @@ class Qwen3ForCausalLM:
         """
         ids, keep, cache, past, heads, rope_layout = self._forward_args(
             input_ids, logits_to_keep, use_cache, cache, output_attentions,
-            head_mask, interleaved_rope)  # ids (B, T), heads (L, H) or None
+            output_hidden_states, head_mask,
+            interleaved_rope)  # ids (B, T), heads (L, H) or None
         B, T = ids.shape
         mask, pos = attention_inputs(
             attention_mask, position_ids, B, T, past,
@@ -501,25 +511,30 @@ class Qwen3ForCausalLM:
         rope = rotary_cos_sin(pos, self.config.head_dim, dtype=self.dtype,
                               rope_theta=self.config.rope_theta)  # (B, T, d)
         h = self.embed_tokens[ids]  # (B, T) -> (B, T, d_model)
-        attentions = []
+        attentions, hidden_states = [], []
         for i, layer in enumerate(self.layers):
+            hidden_states.append(h)  # the layer's input
             h, w = layer(h, mask, rope, cache, None if heads is None
                          else heads[i], rope_layout)  # (B, T, d_model)
             attentions.append(w)  # (B, H, T, S)
-        h = self.norm(h[:, -keep:] if keep else h)
-        logits = h @ self.lm_head.T  # (B, T, d_model) @ (d_model, V)
+        h = self.norm(h)
+        hidden_states.append(h)
+        logits = (h[:, -keep:] if keep else h) @ self.lm_head.T  # (B, T, V)
         return CausalLMOutputWithPast(
-            logits, cache, np.stack(attentions) if output_attentions else None)
+            logits, cache, np.stack(attentions) if output_attentions else None,
+            np.stack(hidden_states) if output_hidden_states else None)
 
     __call__ = forward
 
     def _forward_args(self, input_ids, logits_to_keep, use_cache, cache,
-                      output_attentions, head_mask, interleaved_rope):
+                      output_attentions, output_hidden_states, head_mask,
+                      interleaved_rope):
         """forward's door: ids (B, T), kept logits, the cache, its length,
         the head mask (L, H) in the model's dtype, the RoPE layout."""
         ids = check_input_ids("input_ids", input_ids, self.vocab_size)
         keep = check_int("logits_to_keep", logits_to_keep, low=0)
         check_bool("output_attentions", output_attentions)
+        check_bool("output_hidden_states", output_hidden_states)
         layout = ("interleaved" if check_bool("interleaved_rope",
                                               interleaved_rope) else "half")
         if check_bool("use_cache", use_cache) and cache is None:

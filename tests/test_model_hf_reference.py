@@ -190,8 +190,13 @@ def test_output_attentions_match_transformers_eager(ours, tokenizer):
         CKPT, dtype=torch.float32, attn_implementation="eager").eval()
     ids = heldout_ids(tokenizer, 2, 30)
     with torch.no_grad():
-        ref = theirs(torch.from_numpy(ids), output_attentions=True).attentions
-    ref = np.stack([a.numpy() for a in ref])  # (L, B, H, T, T)
-    got = ours(ids, output_attentions=True).attentions
-    assert got.shape == ref.shape == (4, 2, 8, 30, 30)
-    np.testing.assert_allclose(got, ref, atol=2e-6)
+        ref = theirs(torch.from_numpy(ids), output_attentions=True,
+                     output_hidden_states=True)
+    got = ours(ids, output_attentions=True, output_hidden_states=True)
+    attentions = np.stack([a.numpy() for a in ref.attentions])
+    assert got.attentions.shape == attentions.shape == (4, 2, 8, 30, 30)
+    np.testing.assert_allclose(got.attentions, attentions, atol=2e-6)
+    hidden = np.stack([h.numpy() for h in ref.hidden_states])
+    assert got.hidden_states.shape == hidden.shape == (5, 2, 30, 256)
+    np.testing.assert_allclose(got.hidden_states, hidden, rtol=1e-4,
+                               atol=1e-4 * np.abs(hidden).max())
