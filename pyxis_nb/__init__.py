@@ -17,8 +17,8 @@ tests/test_conventions.py, drawn in CONTRIBUTING.md)::
       |
     chapter kit  positions  head  engine  batching  generation  source
       |
-    model stack  softmax  masks  attention  norms  rope  multihead  qwen3
-                 kv_cache  tiled  model
+    model stack  stable_softmax  masks  attention  norms  rope  multihead
+                 qwen3  kv_cache  tiled  model
 
 Only numpy is imported with the package: ``plotting`` and ``widgets`` (and
 so matplotlib and ipywidgets) load on first use of one of their names,
@@ -27,8 +27,8 @@ e.g. ``px.plot_attention(...)`` or ``px.widgets`` (PEP 562).
 
 import importlib as _importlib
 
-from . import (softmax, masks, attention, norms, rope, multihead,  # noqa
-               qwen3, kv_cache, tiled, model)
+from . import (stable_softmax, masks, attention, norms, rope,  # noqa
+               multihead, qwen3, kv_cache, tiled, model)
 from . import positions, head, engine, batching, generation, source  # noqa
 from . import circuits, attention_only, experiments, memory  # noqa
 from .attention import scaled_dot_product_attention
@@ -45,14 +45,14 @@ from .norms import rms_norm
 from .qwen3 import QWEN3_1_7B, ModelConfig, random_attention
 from .rope import (apply_rope, apply_rotary_pos_emb, permute_qk_proj,
                    rope_frequencies, rotary_cos_sin, rotate_half)
-from .softmax import softmax
+from .stable_softmax import softmax
 from .source import show_source
 from .tiled import tiled_attention
 
 #: layer -> its modules, lowest first; a module imports only from modules
 #: before it in this order (tests/test_conventions.py).
 LAYERS = {
-    "model stack": ["softmax", "masks", "attention", "norms", "rope",
+    "model stack": ["stable_softmax", "masks", "attention", "norms", "rope",
                     "multihead", "qwen3", "kv_cache", "tiled", "model"],
     "chapter kit": ["positions", "head", "engine", "batching", "generation",
                     "source"],

@@ -16,7 +16,7 @@ import numpy as np
 
 from ._checks import check_attention
 from .masks import mask_to_bias
-from .softmax import softmax_core
+from .stable_softmax import softmax_core
 
 __all__ = ["scaled_dot_product_attention", "sdpa_core"]
 

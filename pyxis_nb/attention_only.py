@@ -32,7 +32,7 @@ from ._checks import (as_float_array, check_bool, check_choice,
 from .circuits import (duplicate_token_score, induction_score,
                        previous_token_score)
 from .multihead import merge_heads_core, split_heads_core
-from .softmax import softmax_core
+from .stable_softmax import softmax_core
 
 __all__ = [
     "AttentionOnlyTransformer",
@@ -56,6 +56,7 @@ __all__ = [
     "TRAINED_HEADS_RUNS",
     "train_run",
     "load_trained_heads",
+    "load_training_history",
 ]
 
 IGNORE_INDEX = -100
@@ -662,13 +663,26 @@ def train_run(name: str, *, steps=None):
     return model, history
 
 
+def _stored_run(name: str, path) -> dict:
+    """Every array stored for run ``name``, under its name in the run."""
+    check_choice("name", name, tuple(TRAINED_HEADS_RUNS))
+    prefix = f"{name}/"
+    with np.load(path) as data:
+        stored = {k[len(prefix):]: data[k] for k in data.files
+                  if k.startswith(prefix)}
+    if not stored:
+        raise ValueError(f"name {name!r}: {path} holds nothing of that run; "
+                         "`make trained-heads` writes it")
+    return stored
+
+
 def load_trained_heads(name: str = "main", path=DATA):
     """The stored result of ``train_run(name)``: (model, history).
 
     Parameters
     ----------
     name : str, default "main"
-        A key of ``TRAINED_HEADS_RUNS``.
+        A key of ``TRAINED_HEADS_RUNS`` whose weights the file keeps.
     path : path-like, default the package's ``data/trained_heads.npz``
 
     Returns
@@ -676,25 +690,39 @@ def load_trained_heads(name: str = "main", path=DATA):
     model : AttentionOnlyTransformer
         With the stored weights.
     history : dict of str to ndarray
-        The losses and head scores recorded while training.
+        The losses (and head scores) recorded while training.
 
     Raises
     ------
     ValueError
-        ``name`` is not a run, or the file holds no weights for it
-        (``make trained-heads`` writes them).
+        ``name`` is not a run, or the file keeps no weights of it (the wide
+        runs keep their histories only: :func:`load_training_history`).
     """
-    check_choice("name", name, tuple(TRAINED_HEADS_RUNS))
-    model_kw, _ = TRAINED_HEADS_RUNS[name]
-    prefix = f"{name}/"
-    with np.load(path) as data:
-        stored = {k[len(prefix):]: data[k] for k in data.files
-                  if k.startswith(prefix)}
+    stored = _stored_run(name, path)
     weights = {k: v for k, v in stored.items() if ".weight" in k}
     if not weights:
-        raise ValueError(f"name {name!r}: {path} holds no weights of that "
-                         "run; `make trained-heads` writes them")
-    model = AttentionOnlyTransformer(**model_kw)
+        raise ValueError(f"name {name!r}: {path} keeps the history of that "
+                         "run but not its weights; load_training_history("
+                         f"{name!r}) reads the history")
+    model = AttentionOnlyTransformer(**TRAINED_HEADS_RUNS[name][0])
     model.load_state_dict(weights)
-    history = {k: v for k, v in stored.items() if ".weight" not in k}
-    return model, history
+    return model, {k: v for k, v in stored.items() if ".weight" not in k}
+
+
+def load_training_history(name: str, path=DATA) -> dict:
+    """The losses (and head scores) recorded while ``train_run(name)`` ran.
+
+    Parameters
+    ----------
+    name : str
+        A key of ``TRAINED_HEADS_RUNS``.
+    path : path-like, default the package's ``data/trained_heads.npz``
+
+    Returns
+    -------
+    dict of str to ndarray
+        ``first_half`` and ``second_half`` (one loss per step), and the
+        head scores where they were recorded.
+    """
+    return {k: v for k, v in _stored_run(name, path).items()
+            if ".weight" not in k}

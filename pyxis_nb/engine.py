@@ -39,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import check_causal_qkv
-from .softmax import softmax_core
+from .stable_softmax import softmax_core
 
 __all__ = ["engine_causal_attention"]
 

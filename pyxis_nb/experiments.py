@@ -89,7 +89,7 @@ import numpy as np
 from ._checks import as_float_array, check_nonempty, check_number
 from ._checks import check_int, check_positive_int, check_positive_ints
 from .head import Head
-from .softmax import softmax_core
+from .stable_softmax import softmax_core
 
 __all__ = [
     "random_attention_weights",

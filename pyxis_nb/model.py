@@ -48,7 +48,7 @@ from .multihead import MultiHeadAttention, attention_inputs, weight_shapes
 from .norms import rms_norm_core
 from .qwen3 import ModelConfig, random_attention
 from .rope import rotary_cos_sin
-from .softmax import softmax_core
+from .stable_softmax import softmax_core
 
 __all__ = [
     "SHAKESPEARE_CHECKPOINT",

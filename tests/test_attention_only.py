@@ -340,3 +340,22 @@ def test_bad_patch_arguments_raise(call, match):
     model = px.attention_only.AttentionOnlyTransformer(5, 8, 2, 2, 4)
     with pytest.raises(ValueError, match=match):
         call(model, np.zeros((1, 4), dtype=int))
+
+
+def test_a_run_without_stored_weights_is_refused_not_made_up():
+    with pytest.raises(ValueError, match=r"keeps the history .* not its "
+                                         r"weights"):
+        px.attention_only.load_trained_heads("wide, scale 1 (unscaled)")
+    history = px.attention_only.load_training_history(
+        "wide, scale 1 (unscaled)")
+    assert history["first_half"].shape == history["second_half"].shape
+    with pytest.raises(ValueError, match=r"name .*'nope'"):
+        px.attention_only.load_trained_heads("nope")
+
+
+def test_a_file_without_the_run_is_refused(tmp_path):
+    empty = tmp_path / "heads.npz"
+    np.savez(empty, **{"main/first_half": np.zeros(3)})
+    with pytest.raises(ValueError, match=r"holds nothing of that run"):
+        px.attention_only.load_training_history("wide, scale 1 (unscaled)",
+                                                 path=empty)

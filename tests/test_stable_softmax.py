@@ -1,4 +1,4 @@
-"""Tests of pyxis_nb.softmax: stability, fully masked rows, dtypes, bad input."""
+"""Tests of pyxis_nb.stable_softmax: stability, fully masked rows, dtypes, bad input."""
 
 import warnings
 
