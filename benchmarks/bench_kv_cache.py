@@ -71,8 +71,8 @@ def main() -> bool:
     for T in CONTEXTS:
         cached[T] = cached_step_time(model, ids, T, repeats=50)
         full[T] = uncached_step_time(model, ids, T, repeats=5 if T <= 2048 else 3)
-        flops = (px.generation.decode_step_flops(model.config, T, use_cache=False)
-                 / px.generation.decode_step_flops(model.config, T))
+        flops = (px.memory.decode_step_flops(model.config, T, use_cache=False)
+                 / px.memory.decode_step_flops(model.config, T))
         print(f"{T:>6} {cached[T] * 1e3:>16.3f} {full[T] * 1e3:>19.1f} "
               f"{full[T] / cached[T]:>7.0f}x {flops:>10.0f}x", flush=True)
 

@@ -15,7 +15,7 @@ tests/test_conventions.py, drawn in CONTRIBUTING.md)::
       |
     analysis     circuits  attention_only  experiments  memory
       |
-    chapter kit  positions  head  engine  batching  generation  source
+    chapter kit  positions  head  engine  batching  source
       |
     model stack  stable_softmax  masks  attention  norms  rope  multihead
                  qwen3  kv_cache  tiled  model
@@ -29,17 +29,16 @@ import importlib as _importlib
 
 from . import (stable_softmax, masks, attention, norms, rope,  # noqa
                multihead, qwen3, kv_cache, tiled, model)
-from . import positions, head, engine, batching, generation, source  # noqa
+from . import positions, head, engine, batching, source  # noqa
 from . import circuits, attention_only, experiments, memory  # noqa
 from .attention import scaled_dot_product_attention
-from .generation import TinyDecoder
 from .head import Head
 from .kv_cache import KVCache
 from .masks import causal_mask, padding_mask, sliding_window_mask
 from .model import (SHAKESPEARE_CHECKPOINT, CausalLMOutputWithPast,
                     GenerateDecoderOnlyOutput, Qwen3DecoderLayer,
-                    Qwen3ForCausalLM, Qwen3MLP, Qwen3RMSNorm, load_tokenizer,
-                    safetensors_header)
+                    Qwen3ForCausalLM, Qwen3MLP, Qwen3RMSNorm, TinyDecoder,
+                    load_tokenizer, safetensors_header)
 from .multihead import MultiHeadAttention, merge_heads, repeat_kv, split_heads
 from .norms import rms_norm
 from .qwen3 import QWEN3_1_7B, ModelConfig, random_attention
@@ -54,8 +53,7 @@ from .tiled import tiled_attention
 LAYERS = {
     "model stack": ["stable_softmax", "masks", "attention", "norms", "rope",
                     "multihead", "qwen3", "kv_cache", "tiled", "model"],
-    "chapter kit": ["positions", "head", "engine", "batching", "generation",
-                    "source"],
+    "chapter kit": ["positions", "head", "engine", "batching", "source"],
     "analysis": ["circuits", "attention_only", "experiments", "memory"],
     "views": ["plotting", "widgets"],
 }

@@ -1,4 +1,4 @@
-"""Memory and parameter arithmetic of attention.
+"""Memory, parameter and FLOP arithmetic of attention.
 
 Shape legend (the sizes these formulas multiply; HF's names in brackets):
     L        layers (num_hidden_layers)
@@ -58,6 +58,7 @@ from __future__ import annotations
 from ._checks import check_bool, check_int, check_positive_int
 
 __all__ = [
+    "decode_step_flops",
     "kv_cache_bytes",
     "attention_parameter_count",
     "score_matrix_bytes",
@@ -138,3 +139,33 @@ def format_bytes(n: int | float) -> str:
     if unit == "B" or value >= 100:
         return f"{value:.0f} {unit}"
     return f"{value:.3g} {unit}"
+
+
+def decode_step_flops(config, context_len: int, *,
+                      use_cache: bool = True) -> int:
+    """FLOPs of one decode step, the matrix products only (2 a multiply-add).
+
+    ``config``: a ModelConfig (``QWEN3_1_7B``, ``TinyDecoder().config``;
+    ``intermediate_size`` 0: no MLP). The new token is the last of ``T =
+    context_len`` positions. With the cache: 1 token's projections and 1
+    query against T keys; without: T tokens' projections and the full
+    (T, T) scores. Both: ``lm_head`` of the last position. Linear in T
+    with the cache, quadratic without; norms, RoPE, softmax are left out.
+
+    >>> import pyxis_nb as px
+    >>> cached = decode_step_flops(px.QWEN3_1_7B, 2048)
+    >>> round(decode_step_flops(px.QWEN3_1_7B, 2048, use_cache=False) / cached)
+    1722
+    """
+    T = check_positive_int("context_len", context_len)
+    d_model, H, H_kv, d_head = (config.hidden_size, config.num_attention_heads,
+                                config.num_key_value_heads, config.head_dim)
+    d_ff = config.intermediate_size
+    per_token = (2 * d_model * (H + 2 * H_kv) * d_head  # q, k, v
+                 + 2 * H * d_head * d_model + 6 * d_model * d_ff)  # o, MLP
+    if check_bool("use_cache", use_cache):  # one query row against T keys
+        per_layer = per_token + 4 * H * d_head * T
+    else:  # every token; the full (T, T) scores
+        per_layer = T * per_token + 4 * H * d_head * T * T
+    L = config.num_hidden_layers
+    return L * per_layer + 2 * d_model * config.vocab_size

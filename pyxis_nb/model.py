@@ -58,6 +58,7 @@ __all__ = [
     "Qwen3MLP",
     "Qwen3DecoderLayer",
     "Qwen3ForCausalLM",
+    "TinyDecoder",
     "load_tokenizer",
     "safetensors_header",
 ]
@@ -679,6 +680,53 @@ class Qwen3ForCausalLM:
                 f"head_dim={c.head_dim}, "
                 f"tie_word_embeddings={self.tie_word_embeddings}, "
                 f"dtype={self.dtype})")
+
+
+class TinyDecoder(Qwen3ForCausalLM):
+    """Qwen3's skeleton without the MLPs, with seeded random weights.
+
+    A ``Qwen3ForCausalLM`` (same ``forward``, ``generate``, ``new_cache``)
+    built by ``Qwen3ForCausalLM.from_config(config, seed=seed,
+    dtype=dtype)`` with ``intermediate_size=0`` and an untied ``lm_head``.
+
+    Parameters
+    ----------
+    vocab_size : int, default 64
+    hidden_size : int, default 32
+    num_hidden_layers : int, default 2
+    num_attention_heads : int, default 4
+    num_key_value_heads : int, default 2
+    head_dim : int, default 8
+        Even (RoPE).
+    rope_theta : float, default 10_000.0
+    max_position_embeddings : int, default 4096
+        The longest sequence the model accepts.
+    seed : int, default 0
+    dtype : numpy float dtype, default float64
+
+    See Also
+    --------
+    Qwen3ForCausalLM : the model, with MLPs and checkpoint loading.
+    """
+
+    # A constructor, not a second model: the book's one decoder with
+    # intermediate_size = 0 (the KV-cache and padding chapters' model).
+
+    def __init__(self, vocab_size: int = 64, hidden_size: int = 32,
+                 num_hidden_layers: int = 2, num_attention_heads: int = 4,
+                 num_key_value_heads: int = 2, head_dim: int = 8, *,
+                 rope_theta: float = 10_000.0,
+                 max_position_embeddings: int = 4096,
+                 seed: int = 0, dtype=np.float64):
+        config = ModelConfig(
+            hidden_size=hidden_size, num_attention_heads=num_attention_heads,
+            num_key_value_heads=num_key_value_heads, head_dim=head_dim,
+            num_hidden_layers=num_hidden_layers, rope_theta=rope_theta,
+            rms_norm_eps=1e-6, intermediate_size=0, vocab_size=vocab_size,
+            max_position_embeddings=max_position_embeddings)
+        model = Qwen3ForCausalLM.from_config(config, seed=seed, dtype=dtype)
+        super().__init__(model.config, model.embed_tokens, model.layers,
+                         model.norm, model.lm_head)
 
 
 def _choose(logits, rng, sampling):

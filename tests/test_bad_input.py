@@ -544,6 +544,14 @@ def test_bad_input_raises(call, kwargs, exc, match):
         call(**kwargs)
 
 
+def _named(name):
+    """A function by name: at the top level, or in the module that has it."""
+    for where in (px, px.plotting, px.widgets, px.circuits):
+        if hasattr(where, name):
+            return getattr(where, name)
+    raise AttributeError(name)
+
+
 @pytest.mark.parametrize("name, kwargs, match", PLOT_ROWS,
                          ids=[f"{r[0]}-{i}" for i, r in enumerate(PLOT_ROWS)])
 def test_plotting_bad_input_raises(name, kwargs, match):
@@ -552,7 +560,7 @@ def test_plotting_bad_input_raises(name, kwargs, match):
     import matplotlib.pyplot as plt
     try:
         with pytest.raises(ValueError, match=match):
-            getattr(px, name)(**kwargs)
+            _named(name)(**kwargs)
     finally:
         plt.close("all")
 
@@ -922,4 +930,4 @@ CIRCUIT_ROWS = [
                               enumerate(CIRCUIT_ROWS)])
 def test_circuits_bad_input_raises(name, kwargs, match):
     with pytest.raises(ValueError, match=match):
-        getattr(px, name)(**kwargs)
+        _named(name)(**kwargs)

@@ -1,4 +1,4 @@
-"""Tests of pyxis_nb.batching: padding token lists, TinyLM, greedy generation."""
+"""Tests of pyxis_nb.batching: padding token lists and TinyLM."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,5 @@
-"""Tests of pyxis_nb.generation: TinyDecoder with and without a cache, and the FLOP count."""
+"""Tests of generation: TinyDecoder (the model without MLPs) with and without a
+cache, with left padding, MHA, GQA and MQA; the model's own tests are in test_model.py."""
 
 import numpy as np
 import pytest
@@ -61,29 +62,6 @@ def test_generate_is_deterministic_and_seeded():
     assert not np.array_equal(a, c)
 
 
-def test_decode_step_flops_by_hand():
-    cfg = px.ModelConfig(hidden_size=4, num_attention_heads=2, num_key_value_heads=1, head_dim=2,
-                         num_hidden_layers=1, rope_theta=1e4, rms_norm_eps=1e-6,
-                         intermediate_size=0, vocab_size=10, max_position_embeddings=16)
-    # per token: q, k, v = 2*4*(2*2 + 2*1*2) = 64; o = 2*(2*2)*4 = 32 -> 96; lm_head 2*4*10 = 80
-    assert px.generation.decode_step_flops(cfg, 3) == 96 + 4 * 2 * 2 * 3 + 80 == 224
-    assert px.generation.decode_step_flops(cfg, 3, use_cache=False) == 3 * 96 + 4 * 2 * 2 * 9 + 80 == 512
-    assert px.generation.decode_step_flops(cfg, 1) == px.generation.decode_step_flops(cfg, 1, use_cache=False)
-    # Qwen3-1.7B with its MLP: 28 layers, intermediate 6144, vocab 151,936
-    per_token = 2 * 2048 * (2048 + 2 * 1024) + 2 * 2048 * 2048 + 6 * 2048 * 6144
-    assert px.generation.decode_step_flops(px.QWEN3_1_7B, 1000) == 28 * (per_token + 4 * 2048 * 1000) + 2 * 2048 * 151_936
-
-
-@given(T=st.integers(1, 5000))
-def test_flops_linear_with_cache_quadratic_without(T):
-    cfg = px.TinyDecoder().config
-    f = lambda t, c: px.generation.decode_step_flops(cfg, t, use_cache=c)  # noqa: E731
-    attn = 4 * cfg.num_attention_heads * cfg.head_dim * cfg.num_hidden_layers
-    assert f(T + 1, True) - f(T, True) == attn  # constant first difference: linear
-    assert f(T + 2, False) - 2 * f(T + 1, False) + f(T, False) == 2 * attn  # constant second difference
-    assert f(T, False) >= f(T, True)
-
-
 def test_bad_input():
     model = px.TinyDecoder(max_position_embeddings=10)
     with pytest.raises(ValueError, match=r"input_ids .*got shape \(0,\)"):
@@ -105,7 +83,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="logits_to_keep must be an integer 0 <= logits_to_keep, got -1"):
         model(np.array([1]), logits_to_keep=-1).logits
     with pytest.raises(ValueError, match="context_len must be an integer >= 1, got 0"):
-        px.generation.decode_step_flops(model.config, 0)
+        px.memory.decode_step_flops(model.config, 0)
     cache = model.new_cache(max_cache_len=2)
     with pytest.raises(ValueError, match="cannot append 3 positions to layer 0: it holds 0 and max_cache_len is 2"):
         model(np.array([1, 2, 3]), cache=cache).logits

@@ -2,6 +2,8 @@
 
 import dataclasses
 
+import numpy as np
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -95,3 +97,28 @@ def test_memory_does_not_import_the_model_configs():
     import pyxis_nb.memory as memory
     assert not hasattr(memory, "ModelConfig") and not hasattr(memory, "QWEN3_1_7B")
     assert px.QWEN3_1_7B.__class__.__module__ == "pyxis_nb.qwen3"
+
+
+# ---- decode_step_flops (moved with it from generation.py)
+
+def test_decode_step_flops_by_hand():
+    cfg = px.ModelConfig(hidden_size=4, num_attention_heads=2, num_key_value_heads=1, head_dim=2,
+                         num_hidden_layers=1, rope_theta=1e4, rms_norm_eps=1e-6,
+                         intermediate_size=0, vocab_size=10, max_position_embeddings=16)
+    # per token: q, k, v = 2*4*(2*2 + 2*1*2) = 64; o = 2*(2*2)*4 = 32 -> 96; lm_head 2*4*10 = 80
+    assert px.memory.decode_step_flops(cfg, 3) == 96 + 4 * 2 * 2 * 3 + 80 == 224
+    assert px.memory.decode_step_flops(cfg, 3, use_cache=False) == 3 * 96 + 4 * 2 * 2 * 9 + 80 == 512
+    assert px.memory.decode_step_flops(cfg, 1) == px.memory.decode_step_flops(cfg, 1, use_cache=False)
+    # Qwen3-1.7B with its MLP: 28 layers, intermediate 6144, vocab 151,936
+    per_token = 2 * 2048 * (2048 + 2 * 1024) + 2 * 2048 * 2048 + 6 * 2048 * 6144
+    assert px.memory.decode_step_flops(px.QWEN3_1_7B, 1000) == 28 * (per_token + 4 * 2048 * 1000) + 2 * 2048 * 151_936
+
+
+@given(T=st.integers(1, 5000))
+def test_flops_linear_with_cache_quadratic_without(T):
+    cfg = px.TinyDecoder().config
+    f = lambda t, c: px.memory.decode_step_flops(cfg, t, use_cache=c)  # noqa: E731
+    attn = 4 * cfg.num_attention_heads * cfg.head_dim * cfg.num_hidden_layers
+    assert f(T + 1, True) - f(T, True) == attn  # constant first difference: linear
+    assert f(T + 2, False) - 2 * f(T + 1, False) + f(T, False) == 2 * attn  # constant second difference
+    assert f(T, False) >= f(T, True)

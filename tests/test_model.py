@@ -63,35 +63,6 @@ def test_forward_returns_logits_and_the_cache_on_request():
     np.testing.assert_allclose(step, logits[:, 3:], atol=1e-12)
 
 
-@given(T=st.integers(2, 9), cuts=st.sets(st.integers(1, 8), max_size=3),
-       seed=st.integers(0, 20))
-def test_forward_in_chunks_through_the_cache_equals_one_pass(T, cuts, seed):
-    model = px.Qwen3ForCausalLM.from_config(SMALL, seed=seed)
-    ids = np.random.default_rng(seed).integers(0, SMALL.vocab_size, (2, T))
-    full = model(ids).logits
-    cache = model.new_cache(max_cache_len=T, batch_size=2)
-    bounds = [0, *sorted(c for c in cuts if c < T), T]
-    for a, b in zip(bounds, bounds[1:]):
-        np.testing.assert_allclose(model(ids[:, a:b], cache=cache).logits,
-                                   full[:, a:b], atol=1e-12)
-
-
-@given(prompts=st.lists(st.lists(st.integers(0, 63), min_size=1, max_size=6),
-                        min_size=1, max_size=3),
-       n_new=st.integers(1, 5), use_cache=st.booleans(),
-       seed=st.integers(0, 20))
-def test_left_padded_batch_generates_what_each_row_does_alone(
-        prompts, n_new, use_cache, seed):
-    model = px.Qwen3ForCausalLM.from_config(SMALL, seed=seed)
-    ids, mask = left_pad(prompts, pad=7)
-    out, logits = generate_with_logits(model, ids, n_new, attention_mask=mask,
-                                 use_cache=use_cache)
-    for b, p in enumerate(prompts):
-        alone, alone_logits = generate_with_logits(model, p, n_new, use_cache=not use_cache)
-        np.testing.assert_array_equal(out[b, ids.shape[1]:], alone[len(p):])
-        np.testing.assert_allclose(logits[b], alone_logits, atol=1e-10)
-
-
 def test_tied_model_uses_the_embedding_as_lm_head():
     model = px.Qwen3ForCausalLM.from_config(SMALL, tie_word_embeddings=True)
     assert model.tie_word_embeddings and model.lm_head is model.embed_tokens
@@ -207,17 +178,6 @@ def test_nothing_is_read_when_the_header_does_not_fit(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------ generation
-
-def test_generate_with_cache_equals_without_and_chunks():
-    model = px.Qwen3ForCausalLM.from_config(SMALL, seed=8)
-    prompt = [3, 14, 15, 9, 2, 6]
-    ids, logits = generate_with_logits(model, prompt, 7, use_cache=False)
-    for kw in ({}, {"prefill_chunk_size": 4}, {"prefill_chunk_size": 1}):
-        ids2, logits2 = generate_with_logits(model, prompt, 7, **kw)
-        np.testing.assert_array_equal(ids2, ids)
-        np.testing.assert_allclose(logits2, logits, atol=1e-12)
-    assert np.all(ids[6:] == logits.argmax(-1))
-
 
 def test_eos_default_comes_from_the_generation_config():
     model = px.Qwen3ForCausalLM.from_config(SMALL, seed=9)
