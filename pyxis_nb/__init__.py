@@ -19,7 +19,9 @@ available at the top level. One concept per module:
 ``qwen3``           Qwen3-1.7B's config; seeded random (Qwen3) attention layers
 ``kv_cache``        ``KVCache``: preallocated keys and values for decoding
 ``tiled``           online softmax, exact attention in tiles (FlashAttention)
-``model``           ``Qwen3ForCausalLM``: checkpoints, MLP, sampling, tokenizer
+``gguf_file``       GGUF (llama.cpp's files): SmolLM2 fetched and read
+``model``           ``Qwen3ForCausalLM``, ``LlamaForCausalLM``: checkpoints,
+                    MLP, sampling, tokenizer
 ``generation``      ``TinyDecoder``: that model without MLPs, seeded; FLOPs
 ``attention_only``  a trainable attention-only transformer, backward by hand
 ``circuits``        a trained model's heads: maps, scores, ablation, layouts
@@ -53,6 +55,7 @@ from .multihead import *  # noqa: F401,F403
 from .qwen3 import *  # noqa: F401,F403
 from .kv_cache import *  # noqa: F401,F403
 from .tiled import *  # noqa: F401,F403
+from .gguf_file import *  # noqa: F401,F403
 from .model import *  # noqa: F401,F403
 from .generation import *  # noqa: F401,F403
 from .attention_only import *  # noqa: F401,F403
@@ -63,7 +66,8 @@ from .source import *  # noqa: F401,F403
 # Each defines __all__. The _LAZY ones are imported on first use.
 _MODULES = ["softmax", "masks", "attention", "head", "experiments",
             "positions", "engine", "batching", "memory", "norms", "rope",
-            "multihead", "qwen3", "kv_cache", "tiled", "model", "generation",
+            "multihead", "qwen3", "kv_cache", "tiled", "gguf_file", "model",
+            "generation",
             "attention_only", "circuits", "source",
             "plotting", "widgets"]
 _LAZY = ("plotting", "widgets")
