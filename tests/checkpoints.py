@@ -125,14 +125,18 @@ def llama_cpp_permute(w: np.ndarray, n_head: int) -> np.ndarray:
 
 def write_gguf(file, state: dict, config: px.ModelConfig, *, arch="qwen3",
                tokenizer=None, types=None, metadata=None, eos_token_id=0,
-               skip=(), permute=True) -> pathlib.Path:
+               skip=(), permute=True, extra=None,
+               pre="gpt-2") -> pathlib.Path:
     """``state`` (HF names) as a GGUF file, as llama.cpp's converter would.
 
     ``types``: {HF name: ggml type name} (default F32; 2-D weights may be
     Q8_0, Q4_1, F16, ...). ``tokenizer``: a tokenizer.json (dict) whose BPE
-    vocabulary and merges go into ``tokenizer.ggml.*``. ``metadata``:
+    vocabulary and merges go into ``tokenizer.ggml.*``, ``pre`` naming
+    how it splits text (llama.cpp's names: GPT-2's regex, ``qwen2``, ...).
+    ``metadata``:
     extra ``{key: value}`` (a str, bool, float or int; ``None`` removes a
     key). Llama q/k rows are permuted as llama.cpp does (``permute``).
+    ``extra``: more tensors, {GGUF name: array}, written as they are.
     """
     import gguf
     from gguf import GGMLQuantizationType as Q
@@ -169,7 +173,7 @@ def write_gguf(file, state: dict, config: px.ModelConfig, *, arch="qwen3",
         tokens = sorted(model["vocab"], key=model["vocab"].get)
         special = {t["content"] for t in tokenizer["added_tokens"]}
         w.add_tokenizer_model("gpt2")
-        w.add_tokenizer_pre("qwen2" if arch == "qwen3" else "smollm")
+        w.add_tokenizer_pre(pre)
         w.add_token_list(tokens)
         w.add_token_types([3 if t in special else 1 for t in tokens])
         w.add_token_merges([" ".join(m) if isinstance(m, list) else m
@@ -191,6 +195,8 @@ def write_gguf(file, state: dict, config: px.ModelConfig, *, arch="qwen3",
         else:
             w.add_tensor(gguf_name(name), gguf.quants.quantize(x, kind),
                          raw_shape=x.shape, raw_dtype=kind)
+    for name, x in (extra or {}).items():
+        w.add_tensor(name, x)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
