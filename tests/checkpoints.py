@@ -194,7 +194,7 @@ def write_gguf(file, state: dict, config: px.ModelConfig, *, arch="qwen3",
                  Q.F64: np.float64}[kind]))
         else:
             w.add_tensor(gguf_name(name), gguf.quants.quantize(x, kind),
-                         raw_shape=x.shape, raw_dtype=kind)
+                         raw_dtype=kind)
     for name, x in (extra or {}).items():
         w.add_tensor(name, x)
     w.write_header_to_file()

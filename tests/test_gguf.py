@@ -120,19 +120,28 @@ def smol():
 
 
 @pytest.fixture(scope="module")
-def hf_smol():
+def hf_smol_config():
+    """transformers' config of the file, read once (a GGUF parse is
+    seconds), then given to the model and the tokenizer."""
+    torch_and_transformers()
+    from transformers import AutoConfig
+    return AutoConfig.from_pretrained(SMOL.parent, gguf_file=SMOL.name)
+
+
+@pytest.fixture(scope="module")
+def hf_smol(hf_smol_config):
     torch, transformers = torch_and_transformers()
     model = transformers.AutoModelForCausalLM.from_pretrained(
-        SMOL.parent, gguf_file=SMOL.name, dtype=torch.float32,
-        attn_implementation="eager")
+        SMOL.parent, gguf_file=SMOL.name, config=hf_smol_config,
+        dtype=torch.float32, attn_implementation="eager")
     return model.eval()
 
 
 @pytest.fixture(scope="module")
-def hf_smol_tokenizer():
-    torch_and_transformers()
+def hf_smol_tokenizer(hf_smol_config):
     from transformers import AutoTokenizer
-    return AutoTokenizer.from_pretrained(SMOL.parent, gguf_file=SMOL.name)
+    return AutoTokenizer.from_pretrained(SMOL.parent, gguf_file=SMOL.name,
+                                         config=hf_smol_config)
 
 
 @pytest.fixture(scope="module")
@@ -187,9 +196,9 @@ def test_smollm2_greedy_with_the_cache_is_transformers(smol, hf_smol):
     torch, _ = torch_and_transformers()
     prompt = np.array([504, 3575, 282, 4649, 314])  # The capital of France is
     with torch.no_grad():
-        ref = hf_smol.generate(torch.tensor(prompt[None]), max_new_tokens=12,
+        ref = hf_smol.generate(torch.tensor(prompt[None]), max_new_tokens=8,
                                do_sample=False).numpy()[0]
-    ids, _ = smol.generate(prompt, 12, use_cache=True)
+    ids, _ = smol.generate(prompt, 8, use_cache=True)
     assert ids.tolist() == ref.tolist()
 
 
@@ -260,6 +269,25 @@ def shakespeare_gguf(tmp_path_factory):
     write_gguf(folder / "shakespeare.gguf", model.state_dict(), model.config,
                tokenizer=tok)
     return model, folder
+
+
+def test_the_fast_reader_reads_what_the_library_reads(tmp_path):
+    model = px.Qwen3ForCausalLM.from_pretrained(px.SHAKESPEARE_CHECKPOINT)
+    tok = json.loads((px.SHAKESPEARE_CHECKPOINT / "tokenizer.json")
+                     .read_text())
+    types = {k: "Q4_1" if "mlp" in k else "Q8_0" if "attn" in k else "F16"
+             for k, v in model.state_dict().items() if np.ndim(v) == 2}
+    file = write_gguf(tmp_path / "q.gguf", model.state_dict(), model.config,
+                      tokenizer=tok, types=types)
+    fast, slow = gguf_file._reader_class()(file), gguf.GGUFReader(file)
+    assert ({k: f.contents() for k, f in fast.fields.items()}
+            == {k: f.contents() for k, f in slow.fields.items()})
+    assert [(t.name, t.tensor_type, list(t.shape)) for t in fast.tensors] \
+        == [(t.name, t.tensor_type, list(t.shape)) for t in slow.tensors]
+    for a, b in zip(fast.tensors, slow.tensors):
+        assert np.array_equal(a.data, b.data), a.name
+    assert {t.tensor_type.name for t in fast.tensors} == {
+        "Q4_1", "Q8_0", "F16", "F32"}
 
 
 def test_qwen3_gguf_loads_as_its_safetensors(shakespeare_gguf):
