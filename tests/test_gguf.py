@@ -328,19 +328,29 @@ def test_qwen3_gguf_tokenizer_is_its_tokenizer_json(shakespeare_gguf):
         assert mine.encode(text).ids == ref.encode(text).ids, text
 
 
-@pytest.mark.parametrize("pre", ["gpt-2", "qwen2", "llama-bpe"])
-def test_gguf_tokenizer_splits_as_transformers(tmp_path, pre):
+ENDS = {"no BOS": {}, "BOS": {"tokenizer.ggml.add_bos_token": True},
+        "BOS and EOS": {"tokenizer.ggml.add_bos_token": True,
+                        "tokenizer.ggml.add_eos_token": True}}
+
+
+@pytest.mark.parametrize("pre, ends", [("gpt-2", "no BOS"),
+                                       ("qwen2", "BOS"),
+                                       ("llama-bpe", "BOS and EOS")])
+def test_gguf_tokenizer_splits_as_transformers(tmp_path, pre, ends):
     torch_and_transformers()
     from transformers import AutoTokenizer
     model = px.Qwen3ForCausalLM.from_pretrained(px.SHAKESPEARE_CHECKPOINT)
     tok = json.loads((px.SHAKESPEARE_CHECKPOINT / "tokenizer.json")
                      .read_text())
     write_gguf(tmp_path / "t.gguf", model.state_dict(), model.config,
-               tokenizer=tok, pre=pre)
+               tokenizer=tok, pre=pre, metadata=ENDS[ends] | {
+                   "tokenizer.ggml.bos_token_id": 0})
     mine = px.load_tokenizer(tmp_path, gguf_file="t.gguf")
     ref = AutoTokenizer.from_pretrained(tmp_path, gguf_file="t.gguf")
     for text in [*TEXTS.values(), "In 1599, 12345 men's  spaces\n\n  x"]:
         assert mine.encode(text).ids == ref(text)["input_ids"], text
+    pair = ("To be", "or not")
+    assert mine.encode(*pair).ids == ref(*pair)["input_ids"]
 
 
 # ----------------------------------------------- Llama: safetensors, GGUF
