@@ -149,7 +149,7 @@ def measure(name, ours, theirs, torch, n_new: int, repeats: int,
     t_long = torch.from_numpy(long)
 
     def px_prefill():
-        ours(long, past_key_values=ours.new_cache(prefill), logits_to_keep=1)
+        ours(long, past_key_values=ours.new_cache(PREFILL), logits_to_keep=1)
 
     def hf_prefill():
         with torch.no_grad():
