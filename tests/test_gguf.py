@@ -365,7 +365,9 @@ def llama_state(seed=0) -> dict:
 
 
 def llama_config_json(**changes) -> dict:
-    sizes = {k: v for k, v in SIZES.items()}
+    """As SmolLM2's own config.json: no head_dim (d_model / H), the
+    top-level rope_theta, rope_scaling null."""
+    sizes = {k: v for k, v in SIZES.items() if k != "head_dim"}
     return {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
             **sizes, "hidden_act": "silu", "rope_scaling": None,
             "tie_word_embeddings": True, "mlp_bias": False,
@@ -425,6 +427,20 @@ def test_llama_gguf_rows_as_stored_break_rope(tmp_path):
     good = px.LlamaForCausalLM.from_state_dict(fixed.state_dict, LLAMA)
     bad = px.LlamaForCausalLM.from_state_dict(stored.state_dict, LLAMA)
     assert not np.allclose(good(ids), bad(ids), atol=1e-3)
+
+
+@pytest.mark.parametrize("change, pattern", [
+    (dict(mlp_bias=True), r"mlp_bias is True, expected False"),
+    (dict(rope_scaling={"rope_type": "llama3", "factor": 8.0}),
+     r"rope type is 'llama3', expected 'default'"),
+    (dict(model_type="mistral"), r"model_type is 'mistral', expected "
+     r"'llama'")])
+def test_llama_folder_features_not_implemented_are_refused(tmp_path, change,
+                                                           pattern):
+    write_checkpoint(tmp_path, state=llama_state(),
+                     config=llama_config_json(**change))
+    with pytest.raises(ValueError, match=pattern):
+        px.LlamaForCausalLM.from_pretrained(tmp_path)
 
 
 def test_qwen3_class_refuses_a_llama_folder_and_back(tmp_path):
