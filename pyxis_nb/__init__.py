@@ -18,7 +18,7 @@ tests/test_conventions.py, drawn in CONTRIBUTING.md)::
     chapter kit  positions  head  engine  batching  source
       |
     model stack  stable_softmax  masks  attention  norms  rope  multihead
-                 qwen3  kv_cache  tiled  model
+                 qwen3  kv_cache  tiled  gguf_file  model
 
 Only numpy is imported with the package: ``plotting`` and ``widgets`` (and
 so matplotlib and ipywidgets) load on first use of one of their names,
@@ -28,17 +28,19 @@ e.g. ``px.plot_attention(...)`` or ``px.widgets`` (PEP 562).
 import importlib as _importlib
 
 from . import (stable_softmax, masks, attention, norms, rope,  # noqa
-               multihead, qwen3, kv_cache, tiled, model)
+               multihead, qwen3, kv_cache, tiled, gguf_file, model)
 from . import positions, head, engine, batching, source  # noqa
 from . import circuits, attention_only, experiments, memory  # noqa
 from .attention import scaled_dot_product_attention
 from .head import Head
 from .kv_cache import KVCache
+from .gguf_file import SMOLLM2_GGUF, fetch_smollm2
 from .masks import causal_mask, padding_mask, sliding_window_mask
 from .model import (SHAKESPEARE_CHECKPOINT, CausalLMOutputWithPast,
-                    GenerateDecoderOnlyOutput, Qwen3DecoderLayer,
-                    Qwen3ForCausalLM, Qwen3MLP, Qwen3RMSNorm, TinyDecoder,
-                    load_tokenizer, safetensors_header)
+                    GenerateDecoderOnlyOutput, LlamaForCausalLM,
+                    Qwen3DecoderLayer, Qwen3ForCausalLM, Qwen3MLP,
+                    Qwen3RMSNorm, TinyDecoder, load_tokenizer,
+                    safetensors_header)
 from .multihead import MultiHeadAttention, merge_heads, repeat_kv, split_heads
 from .norms import rms_norm
 from .qwen3 import QWEN3_1_7B, ModelConfig, random_attention
@@ -52,7 +54,8 @@ from .tiled import tiled_attention
 #: before it in this order (tests/test_conventions.py).
 LAYERS = {
     "model stack": ["stable_softmax", "masks", "attention", "norms", "rope",
-                    "multihead", "qwen3", "kv_cache", "tiled", "model"],
+                    "multihead", "qwen3", "kv_cache", "tiled", "gguf_file",
+                    "model"],
     "chapter kit": ["positions", "head", "engine", "batching", "source"],
     "analysis": ["circuits", "attention_only", "experiments", "memory"],
     "views": ["plotting", "widgets"],
@@ -81,7 +84,8 @@ __all__ = sorted([
     "ModelConfig", "QWEN3_1_7B", "Qwen3ForCausalLM", "Qwen3DecoderLayer",
     "Qwen3MLP", "Qwen3RMSNorm", "CausalLMOutputWithPast",
     "GenerateDecoderOnlyOutput", "TinyDecoder", "SHAKESPEARE_CHECKPOINT",
-    "load_tokenizer", "safetensors_header",
+    "LlamaForCausalLM", "SMOLLM2_GGUF", "fetch_smollm2", "load_tokenizer",
+    "safetensors_header",
     # views and listings
     *_LAZY_NAMES, "show_source",
 ])

@@ -651,23 +651,25 @@ def check_config_value(file: str, key: str, value, allowed: tuple,
 
 
 def check_state_shapes(source: str, got: dict, want: dict,
-                       optional: tuple = ()) -> None:
+                       optional: tuple = (), *,
+                       against: str = "config.json") -> None:
     """Every key of ``want`` in ``got`` with its shape, and no other key.
 
     ``got`` and ``want`` map tensor names to shapes; ``optional`` names
-    keys that may be absent (a tied ``lm_head.weight``).
+    keys that may be absent (a tied ``lm_head.weight``); ``against``: where
+    ``want`` comes from.
     """
     missing = sorted(k for k in want if k not in got and k not in optional)
     unexpected = sorted(k for k in got if k not in want)
     if missing or unexpected:
         raise ValueError(
-            f"{source} does not fit config.json: missing keys "
+            f"{source} does not fit {against}: missing keys "
             f"{_few(missing)}, unexpected keys {_few(unexpected)}")
     for key, shape in got.items():
         if tuple(shape) != tuple(want[key]):
             raise ValueError(
                 f"{key} has shape {tuple(shape)} in {source}, expected "
-                f"{tuple(want[key])} from config.json")
+                f"{tuple(want[key])} from {against}")
 
 
 def _few(keys: list, n: int = 6) -> str:
@@ -759,3 +761,24 @@ def check_mask_mod_tile(keep, want: tuple) -> np.ndarray:
             "to it without enlarging it"
         )
     return keep
+
+
+# --- files fetched and read (pyxis_nb.gguf_file)
+def check_fetched(ok: bool, message: str) -> None:
+    """Raise ``OSError(message)`` unless ``ok`` (a download that failed)."""
+    if not ok:
+        raise OSError(message)
+
+
+def check_sha256(name: str, got: str, want: str, fix: str) -> None:
+    """A file's sha256 as published; else ValueError saying what to run."""
+    if got != want:
+        raise ValueError(
+            f"{name} has sha256 {got}, expected {want}: {fix}")
+
+
+def check_file_error(name: str, error, want: str) -> None:
+    """Raise if a library could not read ``name`` (``error``, or None)."""
+    if error is not None:
+        raise ValueError(f"{name} is not a valid {want} (truncated or "
+                         f"corrupt?): {type(error).__name__}: {error}")

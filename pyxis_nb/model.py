@@ -46,7 +46,8 @@ from ._checks import (as_float_array, check_01_mask, check_bool, check_choice,
 from .kv_cache import KVCache
 from .multihead import MultiHeadAttention, attention_inputs, weight_shapes
 from .norms import rms_norm_core
-from .qwen3 import ModelConfig, random_attention
+from .gguf_file import read_gguf, gguf_tokenizer
+from .qwen3 import ModelConfig, random_attention, state_shapes
 from .rope import rotary_cos_sin
 from .stable_softmax import softmax_core
 
@@ -59,6 +60,7 @@ __all__ = [
     "Qwen3DecoderLayer",
     "Qwen3ForCausalLM",
     "TinyDecoder",
+    "LlamaForCausalLM",
     "load_tokenizer",
     "safetensors_header",
 ]
@@ -75,6 +77,17 @@ QWEN3_DEFAULTS = dict(
     head_dim=128, hidden_act="silu", max_position_embeddings=32_768,
     rms_norm_eps=1e-6, tie_word_embeddings=False, rope_theta=10_000.0,
     attention_bias=False, use_sliding_window=False)
+
+#: ``transformers.LlamaConfig``'s defaults (``head_dim`` None: d_model / H).
+LLAMA_DEFAULTS = dict(
+    vocab_size=32_000, hidden_size=4096, intermediate_size=11_008,
+    num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=None,
+    head_dim=None, hidden_act="silu", max_position_embeddings=2048,
+    rms_norm_eps=1e-6, tie_word_embeddings=False, rope_theta=10_000.0,
+    attention_bias=False, mlp_bias=False, use_sliding_window=False)
+
+#: config.json's model_type -> the defaults of its transformers config.
+CONFIG_DEFAULTS = {"qwen3": QWEN3_DEFAULTS, "llama": LLAMA_DEFAULTS}
 
 #: safetensors dtype -> how its bytes are read (BF16: as uint16, shifted)
 SAFETENSORS_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2",
@@ -268,6 +281,9 @@ class Qwen3ForCausalLM:
     transformers.Qwen3ForCausalLM
     """
 
+    #: config.json's model_type (GGUF: general.architecture); q/k RMSNorm
+    model_type, qk_norm = "qwen3", True
+
     def __init__(self, config: ModelConfig, embed_tokens, layers, norm,
                  lm_head=None, *, generation_config: dict | None = None):
         self.config, self.embed_tokens, self.norm = config, embed_tokens, norm
@@ -300,7 +316,7 @@ class Qwen3ForCausalLM:
         for i in range(c.num_hidden_layers):
             attn = random_attention(
                 **c.attention_config(), seed=seed + 1 + i, dtype=dtype,
-                qk_norm=True, rms_norm_eps=c.rms_norm_eps,
+                qk_norm=cls.qk_norm, rms_norm_eps=c.rms_norm_eps,
                 rope_theta=c.rope_theta)
             mlp = None if d_ff == 0 else Qwen3MLP(*[
                 (rng.standard_normal(s) / np.sqrt(s[1])).astype(dtype)
@@ -337,7 +353,8 @@ class Qwen3ForCausalLM:
                 else check_bool("tie_word_embeddings", tie_word_embeddings))
         check_state_shapes(
             "state_dict", {k: np.shape(v) for k, v in state_dict.items()},
-            state_shapes(config, tied), ("lm_head.weight",) if tied else ())
+            state_shapes(config, tied, qk_norm=cls.qk_norm),
+            ("lm_head.weight",) if tied else ())
         w = {k: np.asarray(v) for k, v in state_dict.items()}
         dtype = check_float_dtype("state_dict's dtype", check_same_dtype(**w))
         if tied and "lm_head.weight" in state_dict and not np.array_equal(
@@ -363,29 +380,40 @@ class Qwen3ForCausalLM:
                    generation_config=generation_config)
 
     @classmethod
-    def from_pretrained(cls, path, *, dtype=np.float32):
-        """Load a Qwen3 checkpoint folder (as ``save_pretrained`` wrote it).
+    def from_pretrained(cls, path, *, gguf_file=None, dtype=np.float32):
+        """Load a checkpoint folder (as ``save_pretrained`` wrote it).
 
         Reads ``config.json`` (and ``generation_config.json`` if there),
         then ``model.safetensors`` or the shards that
         ``model.safetensors.index.json`` lists. Every file, key, shape and
         config feature is checked before any weight is read; bf16 / f16 /
-        f32 / f64 weights are converted to ``dtype``.
+        f32 / f64 weights are converted to ``dtype``. ``gguf_file``: the
+        name of a GGUF file in the folder to read instead (``read_gguf``:
+        dequantized, Llama's q/k rows put back in Hugging Face's order).
 
         Raises
         ------
         FileNotFoundError
             No such folder, no config.json, no weights, a missing shard.
         ValueError
-            Not Qwen3, a config feature not implemented here, a corrupt
-            file, missing or unexpected keys, a shape that does not fit.
+            Another architecture, a config feature not implemented here,
+            a corrupt file, missing or unexpected keys, a shape that does
+            not fit.
 
         See Also
         --------
-        transformers.Qwen3ForCausalLM.from_pretrained
+        transformers.AutoModelForCausalLM.from_pretrained :
+            ``(folder, gguf_file=...)`` too.
         """
+        if gguf_file is not None:
+            ckpt = read_gguf(pathlib.Path(path) / gguf_file, dtype=dtype,
+                             architecture=cls.model_type)
+            return cls.from_state_dict(
+                ckpt.state_dict, ckpt.config,
+                tie_word_embeddings=ckpt.tie_word_embeddings,
+                generation_config=ckpt.generation_config)
         folder = _checkpoint_folder(path)
-        config, tied = read_qwen3_config(folder / "config.json")
+        config, tied = read_hf_config(folder / "config.json", cls.model_type)
         dtype = check_float_dtype("dtype", dtype)
         files = _weight_files(folder)  # {file: its keys, or None}
         header = {}
@@ -393,7 +421,7 @@ class Qwen3ForCausalLM:
             header |= _checked_header(file, keys)
         source = ", ".join(f.name for f in files)
         check_state_shapes(source, {k: s for k, (_, s) in header.items()},
-                           state_shapes(config, tied),
+                           state_shapes(config, tied, qk_norm=cls.qk_norm),
                            ("lm_head.weight",) if tied else ())
         arrays = {}
         for file in files:
@@ -755,32 +783,32 @@ def _choose(logits, rng, sampling):
     return z, (cdf < u).sum(axis=-1)  # first token whose cdf reaches u
 
 
+# ------------------------------------------------------------------ Llama
+class LlamaForCausalLM(Qwen3ForCausalLM):
+    """Llama: Qwen3's decoder without ``q_norm`` / ``k_norm``.
+
+    Qwen3 is Llama plus an RMSNorm of every query and key head before RoPE;
+    everything else (the layer, the forward pass, ``generate``) is shared.
+    :meth:`from_pretrained` reads a Llama folder (config.json model_type
+    ``llama``, e.g. SmolLM2's) or, with ``gguf_file``, a llama GGUF, whose
+    q/k rows llama.cpp permuted for its interleaved RoPE: they are put
+    back in Hugging Face's order (``permute_qk_proj``).
+
+    See Also
+    --------
+    transformers.LlamaForCausalLM
+    """
+
+    model_type, qk_norm = "llama", False
+
+
 # ------------------------------------------------------------ checkpoints
-def state_shapes(config: ModelConfig, tied: bool) -> dict:
-    """Every tensor name of a Qwen3 checkpoint and its shape."""
-    c = config
-    d, d_ff = c.hidden_size, c.intermediate_size
-    att = weight_shapes(**c.attention_config())
-    shapes = {"model.embed_tokens.weight": (c.vocab_size, d)}
-    for i in range(c.num_hidden_layers):
-        p = f"model.layers.{i}."
-        shapes |= {f"{p}self_attn.{n}.weight": att[n] for n in (
-            "q_proj", "k_proj", "v_proj", "o_proj", "q_norm", "k_norm")}
-        shapes[p + "input_layernorm.weight"] = (d,)
-        if d_ff:
-            shapes |= {p + "post_attention_layernorm.weight": (d,),
-                       p + "mlp.gate_proj.weight": (d_ff, d),
-                       p + "mlp.up_proj.weight": (d_ff, d),
-                       p + "mlp.down_proj.weight": (d, d_ff)}
-    shapes["model.norm.weight"] = (d,)
-    shapes["lm_head.weight"] = (c.vocab_size, d)  # optional when tied
-    return shapes
+def read_hf_config(file, model_type: str = "qwen3"
+                   ) -> tuple[ModelConfig, bool]:
+    """A Qwen3 / Llama ``config.json``: its sizes, ``tie_word_embeddings``.
 
-
-def read_qwen3_config(file) -> tuple[ModelConfig, bool]:
-    """A Qwen3 ``config.json``: its sizes, and ``tie_word_embeddings``.
-
-    Missing keys take ``transformers.Qwen3Config``'s defaults. RoPE's base
+    ``model_type``: the one wanted. Missing keys take the defaults of
+    ``transformers.Qwen3Config`` / ``LlamaConfig``. RoPE's base
     is read from ``rope_parameters`` (transformers 5) or from the top-level
     ``rope_theta`` with ``rope_scaling`` null (Qwen3's own files). What
     this code does not implement (RoPE scaling, sliding windows, biases,
@@ -789,9 +817,10 @@ def read_qwen3_config(file) -> tuple[ModelConfig, bool]:
     file = pathlib.Path(file)
     raw = check_json_file(file)
     name = file.name
-    check_config_value(name, "model_type", raw.get("model_type"), ("qwen3",),
-                       "this loader runs Qwen3 checkpoints only")
-    cfg = QWEN3_DEFAULTS | raw
+    check_config_value(name, "model_type", raw.get("model_type"),
+                       (model_type,), f"this class runs {model_type} "
+                       "checkpoints only")
+    cfg = CONFIG_DEFAULTS[model_type] | raw
     rope = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
     check_config_value(name, "rope type", rope.get("rope_type",
                        rope.get("type", "default")), ("default",),
@@ -807,13 +836,16 @@ def read_qwen3_config(file) -> tuple[ModelConfig, bool]:
                        "only full attention is implemented")
     check_config_value(name, "attention_bias", cfg["attention_bias"],
                        (False,), "attention biases are not implemented")
+    check_config_value(name, "mlp_bias", cfg.get("mlp_bias", False),
+                       (False,), "MLP biases are not implemented")
     check_config_value(name, "hidden_act", cfg["hidden_act"], ("silu",),
                        "the MLP is SwiGLU")
     H = cfg["num_attention_heads"]
     config = ModelConfig(
         hidden_size=cfg["hidden_size"], num_attention_heads=H,
         num_key_value_heads=cfg["num_key_value_heads"] or H,
-        head_dim=cfg["head_dim"], num_hidden_layers=cfg["num_hidden_layers"],
+        head_dim=cfg["head_dim"] or cfg["hidden_size"] // H,
+        num_hidden_layers=cfg["num_hidden_layers"],
         rope_theta=rope.get("rope_theta", cfg["rope_theta"]),
         rms_norm_eps=cfg["rms_norm_eps"],
         intermediate_size=cfg["intermediate_size"],
@@ -913,13 +945,17 @@ def _read_tensors(file: pathlib.Path, dtype) -> dict:
     return out
 
 
-def load_tokenizer(path):
+def load_tokenizer(path, *, gguf_file=None):
     """A checkpoint's ``tokenizer.json``, loaded with HF ``tokenizers``.
 
-    ``path``: the checkpoint folder or the file. Returns a
-    ``tokenizers.Tokenizer``: ``encode(text).ids`` / ``.tokens``,
-    ``decode(ids)``.
+    ``path``: the checkpoint folder or the file; with ``gguf_file``, the
+    tokenizer that GGUF file's ``tokenizer.ggml.*`` metadata describes
+    (``gguf_tokenizer``), as ``AutoTokenizer.from_pretrained(path,
+    gguf_file=...)`` builds it. Returns a ``tokenizers.Tokenizer``:
+    ``encode(text).ids`` / ``.tokens``, ``decode(ids)``.
     """
+    if gguf_file is not None:
+        return gguf_tokenizer(pathlib.Path(path) / gguf_file)
     from tokenizers import Tokenizer
     file = pathlib.Path(path)
     file = file / "tokenizer.json" if file.is_dir() else file

@@ -56,6 +56,34 @@ class ModelConfig:
         return {k: v for k, v in asdict(self).items() if k in keys}
 
 
+def state_shapes(config: ModelConfig, tied: bool, *,
+                 qk_norm: bool = True) -> dict:
+    """Every tensor name of a checkpoint of ``config`` and its shape.
+
+    Hugging Face's names (``model.layers.{i}.self_attn.q_proj.weight``);
+    ``qk_norm`` False: Llama's, without ``q_norm`` / ``k_norm``;
+    ``lm_head.weight`` is listed even when ``tied`` (it may be absent).
+    """
+    c = config
+    d, d_ff = c.hidden_size, c.intermediate_size
+    att = weight_shapes(**c.attention_config())
+    shapes = {"model.embed_tokens.weight": (c.vocab_size, d)}
+    for i in range(c.num_hidden_layers):
+        p = f"model.layers.{i}."
+        shapes |= {f"{p}self_attn.{n}.weight": att[n] for n in (
+            "q_proj", "k_proj", "v_proj", "o_proj")
+            + (("q_norm", "k_norm") if qk_norm else ())}
+        shapes[p + "input_layernorm.weight"] = (d,)
+        if d_ff:
+            shapes |= {p + "post_attention_layernorm.weight": (d,),
+                       p + "mlp.gate_proj.weight": (d_ff, d),
+                       p + "mlp.up_proj.weight": (d_ff, d),
+                       p + "mlp.down_proj.weight": (d, d_ff)}
+    shapes["model.norm.weight"] = (d,)
+    shapes["lm_head.weight"] = (c.vocab_size, d)  # optional when tied
+    return shapes
+
+
 #: Qwen3-1.7B, from its ``config.json`` on the Hugging Face Hub.
 QWEN3_1_7B = ModelConfig(
     hidden_size=2048,

@@ -92,3 +92,113 @@ def write_checkpoint(folder, model=None, *, shards=1, dtype="BF16",
     (folder / "model.safetensors.index.json").write_text(json.dumps(
         {"metadata": {}, "weight_map": weight_map}, indent=2))
     return folder
+
+
+# ------------------------------------------------------------------ GGUF
+# HF name (without .weight) -> llama.cpp's tensor name, as its converter
+# writes them (gguf's TensorNameMap), for the two architectures px reads.
+GGUF_NAMES = {"model.embed_tokens": "token_embd", "model.norm": "output_norm",
+              "lm_head": "output"}
+GGUF_LAYER_NAMES = {
+    "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
+    "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
+    "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm",
+    "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
+    "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+    "mlp.down_proj": "ffn_down"}
+
+
+def gguf_name(hf_name: str) -> str:
+    """``model.layers.3.mlp.up_proj.weight`` -> ``blk.3.ffn_up.weight``."""
+    stem = hf_name.removesuffix(".weight")
+    if stem in GGUF_NAMES:
+        return GGUF_NAMES[stem] + ".weight"
+    _, _, i, rest = stem.split(".", 3)
+    return f"blk.{i}.{GGUF_LAYER_NAMES[rest]}.weight"
+
+
+def llama_cpp_permute(w: np.ndarray, n_head: int) -> np.ndarray:
+    """llama.cpp's converter's ``permute`` of q/k rows (Llama models)."""
+    return (w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:])
+            .swapaxes(1, 2).reshape(w.shape))
+
+
+def write_gguf(file, state: dict, config: px.ModelConfig, *, arch="qwen3",
+               tokenizer=None, types=None, metadata=None, eos_token_id=0,
+               skip=(), permute=True, extra=None,
+               pre="gpt-2") -> pathlib.Path:
+    """``state`` (HF names) as a GGUF file, as llama.cpp's converter would.
+
+    ``types``: {HF name: ggml type name} (default F32; 2-D weights may be
+    Q8_0, Q4_1, F16, ...). ``tokenizer``: a tokenizer.json (dict) whose BPE
+    vocabulary and merges go into ``tokenizer.ggml.*``, ``pre`` naming
+    how it splits text (llama.cpp's names: GPT-2's regex, ``qwen2``, ...).
+    ``metadata``:
+    extra ``{key: value}`` (a str, bool, float or int; ``None`` removes a
+    key). Llama q/k rows are permuted as llama.cpp does (``permute``).
+    ``extra``: more tensors, {GGUF name: array}, written as they are.
+    """
+    import gguf
+    from gguf import GGMLQuantizationType as Q
+    c, file = config, pathlib.Path(file)
+    w = gguf.GGUFWriter(str(file), arch)
+    fields = {
+        f"{arch}.block_count": c.num_hidden_layers,
+        f"{arch}.context_length": c.max_position_embeddings,
+        f"{arch}.embedding_length": c.hidden_size,
+        f"{arch}.feed_forward_length": c.intermediate_size,
+        f"{arch}.attention.head_count": c.num_attention_heads,
+        f"{arch}.attention.head_count_kv": c.num_key_value_heads,
+        f"{arch}.rope.freq_base": float(c.rope_theta),
+        f"{arch}.attention.layer_norm_rms_epsilon": float(c.rms_norm_eps),
+        f"{arch}.vocab_size": c.vocab_size,
+        "tokenizer.ggml.eos_token_id": eos_token_id,
+    }
+    fields |= ({f"{arch}.rope.dimension_count": c.head_dim} if arch == "llama"
+               else {f"{arch}.attention.key_length": c.head_dim,
+                     f"{arch}.attention.value_length": c.head_dim})
+    for key, value in (fields | dict(metadata or {})).items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            w.add_bool(key, value)
+        elif isinstance(value, str):
+            w.add_string(key, value)
+        elif isinstance(value, float):
+            w.add_float32(key, value)
+        else:
+            w.add_uint32(key, value)
+    if tokenizer is not None:
+        model = tokenizer["model"]
+        tokens = sorted(model["vocab"], key=model["vocab"].get)
+        special = {t["content"] for t in tokenizer["added_tokens"]}
+        w.add_tokenizer_model("gpt2")
+        w.add_tokenizer_pre(pre)
+        w.add_token_list(tokens)
+        w.add_token_types([3 if t in special else 1 for t in tokens])
+        w.add_token_merges([" ".join(m) if isinstance(m, list) else m
+                            for m in model["merges"]])
+    for name, x in state.items():
+        if name in skip:
+            continue
+        x = np.asarray(x, np.float32)
+        if arch == "llama" and permute and (".q_proj." in name
+                                            or ".k_proj." in name):
+            heads = (c.num_attention_heads if ".q_proj." in name
+                     else c.num_key_value_heads)
+            x = llama_cpp_permute(x, heads)
+        kind = Q[(types or {}).get(name, "F32")]
+        if kind in (Q.F32, Q.F16, Q.F64):
+            w.add_tensor(gguf_name(name), x.astype(
+                {Q.F32: np.float32, Q.F16: np.float16,
+                 Q.F64: np.float64}[kind]))
+        else:
+            w.add_tensor(gguf_name(name), gguf.quants.quantize(x, kind),
+                         raw_dtype=kind)
+    for name, x in (extra or {}).items():
+        w.add_tensor(name, x)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return file

@@ -898,6 +898,13 @@ MODEL_ROWS = [
      r"lm_head.weight needs to equal model.embed_tokens.weight"),
     ("no tokenizer.json", lambda m: px.load_tokenizer("/nowhere"),
      FileNotFoundError, r"path '/nowhere' has no tokenizer.json"),
+    ("no such GGUF file", lambda m: px.LlamaForCausalLM.from_pretrained(
+        "/nowhere", gguf_file="m.gguf"), FileNotFoundError,
+     r"path '/nowhere/m.gguf' is not a file: expected a GGUF file"),
+    ("SmolLM2 not fetched", lambda m: px.load_tokenizer(
+        "/nowhere", gguf_file=px.SMOLLM2_GGUF), FileNotFoundError,
+     r"SmolLM2-135M-Instruct.Q4_1.gguf' is not a file.*make smollm2"),
+
 ]
 
 

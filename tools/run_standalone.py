@@ -13,8 +13,8 @@ CONTRIBUTING.md (``make chapter-times``).
 
 Each chapter is copied alone into an empty temporary folder and run top to
 bottom (nbclient) by a kernel whose Python has only numpy, matplotlib,
-ipywidgets, ipykernel, safetensors, tokenizers and threadpoolctl (pyxis-nb's own
-dependencies), pinned with all they depend on by constraints.txt, and no
+ipywidgets, ipykernel, safetensors, tokenizers, threadpoolctl, gguf and
+jinja2 (pyxis-nb's own dependencies), pinned with all they depend on by constraints.txt, and no
 pyxis_nb. Its install cell then runs ``pip install "pyxis-nb>=..."``,
 which pip satisfies from the wheel built from this checkout, with no index
 (PIP_NO_INDEX=1, PIP_FIND_LINKS=<wheel dir>, no pip config file).
@@ -47,7 +47,7 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = ("numpy", "matplotlib", "ipywidgets", "ipykernel", "safetensors",
-           "tokenizers", "threadpoolctl")
+           "tokenizers", "threadpoolctl", "gguf", "jinja2")
 CACHE = ROOT / "_build" / "standalone"
 PY = f"python{sys.version_info.major}.{sys.version_info.minor}"
 

