@@ -18,67 +18,6 @@ Shape legend:
     H_kv     key/value heads
     T        positions
     d_head   size of one head's vectors, even: ``d_head / 2`` pairs
-
-Details
--------
-What ``help()`` tells beyond the short docstrings the chapters list.
-
-``apply_rope``
-    Parameters
-    ----------
-    x : ndarray, shape (..., T, d_head), d_head even
-    positions : array_like of int, shape (T,) or e.g. (B, 1, T)
-    rope_theta : float, default 1_000_000.0
-    layout : {"half", "interleaved"}, default "half"
-
-    Returns
-    -------
-    ndarray, shape and dtype of ``x``
-
-    See Also
-    --------
-    apply_rotary_pos_emb : Hugging Face's form of the half layout.
-
-``rope_frequencies``
-    Parameters
-    ----------
-    head_dim : int
-        ``d_head``, even (Qwen3: 128).
-    rope_theta : float, default 1_000_000.0
-        The base, ``rope_theta`` in the config (Qwen3: 1e6; Llama 2: 1e4).
-
-    Returns
-    -------
-    inv_freq : ndarray, shape (d_head/2,), float64
-
-    See Also
-    --------
-    transformers.modeling_rope_utils._compute_default_rope_parameters
-
-``rotate_half``
-    Parameters
-    ----------
-    x : ndarray, shape (..., d_head), d_head even
-
-    Returns
-    -------
-    ndarray, shape and dtype of ``x``
-
-    See Also
-    --------
-    transformers.models.qwen3.modeling_qwen3.rotate_half
-
-``interleaved_to_half_permutation``
-    Pair ``(2i, 2i + 1)`` moves to ``(i, i + d_head/2)``: even elements
-    first, then odd ones.
-
-    Parameters
-    ----------
-    head_dim : int, even
-
-    Returns
-    -------
-    perm : ndarray of int, shape (d_head,)
 """
 
 from __future__ import annotations
@@ -108,7 +47,21 @@ def rope_frequencies(head_dim: int,
                      rope_theta: float = 1_000_000.0) -> np.ndarray:
     """Radians per position of each pair: ``rope_theta ** (-2i / d_head)``.
 
-    -> inv_freq (d_head/2,). HF: ``_compute_default_rope_parameters``."""
+    Parameters
+    ----------
+    head_dim : int
+        ``d_head``, even (Qwen3: 128).
+    rope_theta : float, default 1_000_000.0
+        The base, ``rope_theta`` in the config (Qwen3: 1e6; Llama 2: 1e4).
+
+    Returns
+    -------
+    inv_freq : ndarray of float64, shape (d_head/2,)
+
+    See Also
+    --------
+    transformers.modeling_rope_utils._compute_default_rope_parameters
+    """
     d_head, rope_theta = check_frequencies("head_dim", head_dim, rope_theta)
     return rope_theta ** (-np.arange(0, d_head, 2) / d_head)  # (d_head/2,)
 
@@ -125,13 +78,18 @@ def rotary_cos_sin(position_ids, head_dim: int, *,
     Parameters
     ----------
     position_ids : array_like of int, shape (B, T) or (T,)
+        The position of each token (real positions are allowed too).
     head_dim : int
+        ``d_head``, even.
     rope_theta : float, default 1_000_000.0
+        The base of the frequencies, as in :func:`rope_frequencies`.
     dtype : numpy float dtype, default float32
+        The dtype of the returned tables.
 
     Returns
     -------
     cos, sin : ndarray, shape (B, T, d_head)
+        (1, T, d_head) for (T,) positions.
 
     See Also
     --------
@@ -149,7 +107,18 @@ def rotary_cos_sin(position_ids, head_dim: int, *,
 def rotate_half(x):
     """Map the halves ``[x1, x2]`` of the last axis to ``[-x2, x1]``.
 
-    (..., d_head) -> (..., d_head). HF: ``rotate_half``."""
+    Parameters
+    ----------
+    x : ndarray of float, shape (..., d_head), d_head even
+
+    Returns
+    -------
+    ndarray, shape and dtype of ``x``
+
+    See Also
+    --------
+    transformers.models.qwen3.modeling_qwen3.rotate_half
+    """
     x1, x2 = np.split(check_even_last("x", x), 2, axis=-1)  # (..., d_head/2)
     return np.concatenate([-x2, x1], axis=-1)  # (..., d_head)
 
@@ -209,7 +178,27 @@ def apply_rope(x, positions, *, rope_theta: float = 1_000_000.0,
                layout: str = "half"):
     """Rotate pair ``i`` of the row at position ``p`` by ``p * inv_freq[i]``.
 
-    x (..., T, d_head), positions (T,) -> (..., T, d_head)."""
+    Parameters
+    ----------
+    x : ndarray of float, shape (..., T, d_head), d_head even
+        Queries or keys, T >= 1.
+    positions : array_like of int, shape (T,) or e.g. (B, 1, T)
+        The position of each row; any shape that broadcasts to
+        ``x.shape[:-1]`` with a last axis of T.
+    rope_theta : float, default 1_000_000.0
+        The base of the frequencies (Qwen3: 1e6), > 1.
+    layout : {"half", "interleaved"}, default "half"
+        Which coordinates pair up: ``(i, i + d_head/2)`` (Hugging Face,
+        Qwen3) or ``(2i, 2i + 1)`` (RoFormer, Meta's Llama code).
+
+    Returns
+    -------
+    ndarray, shape and dtype of ``x``
+
+    See Also
+    --------
+    apply_rotary_pos_emb : Hugging Face's form of the half layout.
+    """
     x, pos = check_rope_args(x, positions, layout, ROPE_LAYOUTS)
     # (..., T, 1) * (d_head/2,) -> (..., T, d_head/2), both halves alike
     angles = pos[..., None] * rope_frequencies(x.shape[-1], rope_theta)
@@ -220,7 +209,18 @@ def apply_rope(x, positions, *, rope_theta: float = 1_000_000.0,
 def interleaved_to_half_permutation(head_dim: int) -> np.ndarray:
     """``perm`` with ``x[..., perm]`` = an interleaved ``x`` in half layout.
 
-    -> perm (d_head,): the even elements first, then the odd ones."""
+    Pair ``(2i, 2i + 1)`` moves to ``(i, i + d_head/2)``: the even
+    elements first, then the odd ones.
+
+    Parameters
+    ----------
+    head_dim : int
+        ``d_head``, even.
+
+    Returns
+    -------
+    perm : ndarray of int, shape (d_head,)
+    """
     d_head = check_even("head_dim", head_dim)
     return np.concatenate([np.arange(0, d_head, 2), np.arange(1, d_head, 2)])
 
@@ -230,7 +230,8 @@ def half_to_interleaved_permutation(head_dim: int) -> np.ndarray:
 
     Parameters
     ----------
-    head_dim : int, even
+    head_dim : int
+        ``d_head``, even.
 
     Returns
     -------
