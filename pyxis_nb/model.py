@@ -84,16 +84,20 @@ SAFETENSORS_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2",
 class CausalLMOutputWithPast:
     """What ``forward`` returns, as Hugging Face's class of the name.
 
-    Attributes
+    Parameters
     ----------
     logits : ndarray, shape (B, T, V)
         Next-token scores before the softmax (``T``: the kept positions).
     cache : KVCache or None
         The cache the call appended to (``use_cache=True`` or a cache
-        given), else None.
+        given), else None. HF: ``past_key_values``.
     attentions : ndarray, shape (L, B, H, T, S), or None
         With ``output_attentions=True``: every layer's attention weights;
         ``attentions[i]`` is layer ``i``'s (B, H, T, S), as HF's tuple.
+
+    See Also
+    --------
+    transformers.modeling_outputs.CausalLMOutputWithPast
     """
 
     logits: np.ndarray
@@ -105,7 +109,7 @@ class CausalLMOutputWithPast:
 class GenerateDecoderOnlyOutput:
     """``generate``'s result with ``return_dict_in_generate=True`` (HF's).
 
-    Attributes
+    Parameters
     ----------
     sequences : ndarray of int, shape (B, P + N)
         The prompt and the new tokens.
@@ -115,6 +119,10 @@ class GenerateDecoderOnlyOutput:
         logits.
     logits : tuple of ndarray (B, V), or None
         With ``output_logits``: each step's raw logits.
+
+    See Also
+    --------
+    transformers.generation.GenerateDecoderOnlyOutput
     """
 
     sequences: np.ndarray
@@ -124,6 +132,13 @@ class GenerateDecoderOnlyOutput:
 
 class Qwen3RMSNorm:
     """RMSNorm with a learned gain, as a layer: ``weight`` (d_model,).
+
+    Parameters
+    ----------
+    weight : ndarray, shape (d_model,)
+        The gain, used as given (not checked, not copied).
+    eps : float, default 1e-6
+        Added to the mean square (HF: ``variance_epsilon``).
 
     See Also
     --------
@@ -135,7 +150,17 @@ class Qwen3RMSNorm:
         self.weight, self.variance_epsilon = weight, eps
 
     def forward(self, hidden_states: np.ndarray) -> np.ndarray:
-        """Unchecked: (..., d_model) -> (..., d_model), ``rms_norm_core``."""
+        """Unchecked: (..., d_model) -> (..., d_model), ``rms_norm_core``.
+
+        Parameters
+        ----------
+        hidden_states : ndarray, shape (..., d_model)
+            Of the dtype of ``weight``.
+
+        Returns
+        -------
+        ndarray, shape (..., d_model)
+        """
         return rms_norm_core(hidden_states, self.weight,
                              self.variance_epsilon)
 
@@ -145,8 +170,13 @@ class Qwen3RMSNorm:
 class Qwen3MLP:
     """SwiGLU: ``down_proj(silu(gate_proj(x)) * up_proj(x))``.
 
-    ``gate_proj``, ``up_proj`` (d_ff, d_model) and ``down_proj``
-    (d_model, d_ff), torch's ``Linear`` layout (out, in), no biases.
+    The weights are torch's ``Linear`` layout (out, in), no biases, used as
+    given (not checked).
+
+    Parameters
+    ----------
+    gate_proj, up_proj : ndarray, shape (d_ff, d_model)
+    down_proj : ndarray, shape (d_model, d_ff)
 
     See Also
     --------
@@ -158,7 +188,17 @@ class Qwen3MLP:
         self.down_proj = down_proj
 
     def forward(self, x: np.ndarray) -> np.ndarray:
-        """Unchecked: x (B, T, d_model) -> (B, T, d_model)."""
+        """Unchecked: x (B, T, d_model) -> (B, T, d_model).
+
+        Parameters
+        ----------
+        x : ndarray, shape (B, T, d_model)
+            Of the weights' dtype.
+
+        Returns
+        -------
+        ndarray, shape (B, T, d_model)
+        """
         gate = x @ self.gate_proj.T  # (B, T, d_model) @ (d_model, d_ff)
         up = x @ self.up_proj.T  # (B, T, d_model) @ (d_model, d_ff)
         with np.errstate(over="ignore"):  # exp(-x) = inf: silu(x) = -0.0
@@ -243,19 +283,22 @@ class Qwen3ForCausalLM:
 
     Build one with :meth:`from_pretrained` (a checkpoint folder),
     :meth:`from_state_dict` (arrays under the checkpoint's names) or
-    :meth:`from_config` (seeded random weights).
+    :meth:`from_config` (seeded random weights); the constructor takes the
+    parts as built, unchecked.
 
-    Attributes
+    Parameters
     ----------
     config : ModelConfig
         ``intermediate_size`` 0: layers without MLP.
     embed_tokens : ndarray, shape (V, d_model)
-    layers : list of Qwen3DecoderLayer
+    layers : sequence of Qwen3DecoderLayer
+        ``L`` of them, layer ``i`` with ``layer_idx = i``.
     norm : Qwen3RMSNorm
-    lm_head : ndarray, shape (V, d_model)
-        ``embed_tokens`` itself when ``tie_word_embeddings``.
-    generation_config : dict
-        ``generation_config.json`` (``eos_token_id``, ...), or {}.
+        The final norm.
+    lm_head : ndarray, shape (V, d_model), optional
+        None: ``embed_tokens`` itself (``tie_word_embeddings``).
+    generation_config : dict, optional
+        ``generation_config.json`` (``eos_token_id``, ...); default {}.
 
     See Also
     --------
@@ -279,7 +322,26 @@ class Qwen3ForCausalLM:
         (standard normal), ``lm_head`` (std ``1/sqrt(d_model)``, unless
         tied), then each layer's MLP (std ``1/sqrt(in_features)``); layer
         ``i``'s attention is ``random_attention(..., seed=seed + 1 + i,
-        qk_norm=True)``. ``intermediate_size`` 0: no MLP.
+        qk_norm=True)``.
+
+        Parameters
+        ----------
+        config : ModelConfig
+            The sizes; ``intermediate_size`` 0: no MLP.
+        seed : int, default 0
+            >= 0.
+        dtype : numpy float dtype, default float64
+        tie_word_embeddings : bool, default False
+            Use ``embed_tokens`` as ``lm_head``.
+
+        Returns
+        -------
+        Qwen3ForCausalLM
+
+        See Also
+        --------
+        transformers.Qwen3ForCausalLM : ``Qwen3ForCausalLM(config)`` draws
+            random weights too.
         """
         check_model_config(config)
         c, dtype = config, check_float_dtype("dtype", dtype)
@@ -319,11 +381,26 @@ class Qwen3ForCausalLM:
                         generation_config: dict | None = None):
         """A model from arrays under Hugging Face's names, used as given.
 
-        ``state_dict`` maps ``model.embed_tokens.weight``,
-        ``model.layers.{i}.self_attn.q_proj.weight``, ... to arrays of one
-        float dtype (torch's ``load_state_dict(strict=True)``: every key,
-        no other, each of its shape). ``tie_word_embeddings`` None: tied
-        if there is no ``lm_head.weight``.
+        torch's ``load_state_dict(strict=True)``: every key, no other, each of
+        its shape.
+
+        Parameters
+        ----------
+        state_dict : mapping of str to ndarray
+            ``model.embed_tokens.weight``,
+            ``model.layers.{i}.self_attn.q_proj.weight``, ... to arrays of one
+            float dtype.
+        config : ModelConfig
+            The sizes the arrays must have.
+        tie_word_embeddings : bool, optional
+            None: tied if there is no ``lm_head.weight``. If tied and there is
+            one, it must equal ``model.embed_tokens.weight``.
+        generation_config : dict, optional
+            Kept as :attr:`generation_config` (``eos_token_id``, ...).
+
+        Returns
+        -------
+        Qwen3ForCausalLM
         """
         check_model_config(config)
         tied = ("lm_head.weight" not in state_dict
@@ -363,8 +440,18 @@ class Qwen3ForCausalLM:
         Reads ``config.json`` (and ``generation_config.json`` if there),
         then ``model.safetensors`` or the shards that
         ``model.safetensors.index.json`` lists. Every file, key, shape and
-        config feature is checked before any weight is read; bf16 / f16 /
-        f32 / f64 weights are converted to ``dtype``.
+        config feature is checked before any weight is read.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The checkpoint folder, e.g. :data:`SHAKESPEARE_CHECKPOINT`.
+        dtype : numpy float dtype, default float32
+            bf16 / f16 / f32 / f64 weights are converted to it.
+
+        Returns
+        -------
+        Qwen3ForCausalLM
 
         Raises
         ------
@@ -444,6 +531,11 @@ class Qwen3ForCausalLM:
         max_cache_len : int
             Positions it can hold (prompt and new tokens).
         batch_size : int, default 1
+
+        Returns
+        -------
+        KVCache
+            ``L`` layers of (B, H_kv, max_cache_len, d_head).
         """
         c = self.config
         return KVCache(c.num_hidden_layers, batch_size, c.num_key_value_heads,
@@ -796,6 +888,24 @@ def safetensors_header(file) -> dict:
 
     Reads only the header (8 bytes of length, then JSON), with the
     ``safetensors`` library; dtypes as it names them (``"BF16"``, ...).
+
+    Parameters
+    ----------
+    file : str or os.PathLike
+        A ``.safetensors`` file.
+
+    Returns
+    -------
+    dict of str to (str, tuple of int)
+
+    Raises
+    ------
+    ValueError
+        If the file is not a valid safetensors file.
+
+    See Also
+    --------
+    safetensors.safe_open
     """
     from safetensors import SafetensorError, safe_open
     file = pathlib.Path(file)
@@ -853,9 +963,24 @@ def _read_tensors(file: pathlib.Path, dtype) -> dict:
 def load_tokenizer(path):
     """A checkpoint's ``tokenizer.json``, loaded with HF ``tokenizers``.
 
-    ``path``: the checkpoint folder or the file. Returns a
-    ``tokenizers.Tokenizer``: ``encode(text).ids`` / ``.tokens``,
-    ``decode(ids)``.
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The checkpoint folder or the ``tokenizer.json`` file itself.
+
+    Returns
+    -------
+    tokenizers.Tokenizer
+        ``encode(text).ids`` / ``.tokens``, ``decode(ids)``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If there is no such file.
+
+    See Also
+    --------
+    transformers.AutoTokenizer.from_pretrained
     """
     from tokenizers import Tokenizer
     file = pathlib.Path(path)
