@@ -25,10 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ._checks import (as_float_array, check_bool, check_choice,
-                      check_divisible, check_int, check_keys, check_needs,
-                      check_positive_int, check_scale, check_shape,
-                      check_token_ids)
+from ._checks import (as_float_array, check_bool, check_choice, check_int,
+                      check_keys, check_needs, check_positive_int,
+                      check_shape, check_token_ids)
 from .circuits import (duplicate_token_score, induction_score,
                        previous_token_score)
 from .multihead import merge_heads_core, split_heads_core
@@ -202,6 +201,14 @@ def _check_ids(name: str, ids, V: int, shape=None, allow_ignore=False):
                        f"{shape} (the shape of input_ids)")
 
 
+def _check_divisible(name: str, value: int, by_name: str, by: int) -> int:
+    """``value`` if ``by`` divides it (hidden_size by num_attention_heads)."""
+    if value % by:
+        raise ValueError(f"{name} = {value} must be divisible by "
+                         f"{by_name} = {by}, got remainder {value % by}")
+    return value
+
+
 class AttentionOnlyTransformer:
     """Embeddings, ``L`` layers of causal multi-head attention, unembedding.
 
@@ -238,8 +245,8 @@ class AttentionOnlyTransformer:
                                                       num_attention_heads)
         self.max_position_embeddings = check_positive_int(
             "max_position_embeddings", max_position_embeddings)
-        check_divisible("hidden_size", hidden_size, "num_attention_heads",
-                        num_attention_heads)
+        _check_divisible("hidden_size", hidden_size, "num_attention_heads",
+                         num_attention_heads)
         self.head_dim = hidden_size // num_attention_heads
         self.scale = self._check_scale(scale, self.head_dim)
         self.dtype = np.dtype(dtype)
@@ -249,8 +256,15 @@ class AttentionOnlyTransformer:
 
     @staticmethod
     def _check_scale(scale, d_head: int) -> float:
-        scale = check_scale("scale", scale)
-        return float(1.0 / np.sqrt(d_head)) if scale is None else scale
+        """None (``1 / sqrt(d_head)``) or a finite number > 0, as torch's."""
+        if scale is None:
+            return float(1.0 / np.sqrt(d_head))
+        real = (isinstance(scale, (int, float, np.integer, np.floating))
+                and not isinstance(scale, bool))
+        if not real or not np.isfinite(scale) or scale <= 0:
+            raise ValueError(
+                f"scale must be a finite number > 0 or None, got {scale!r}")
+        return float(scale)
 
     def _shapes(self) -> dict[str, tuple[int, int]]:
         V, d = self.vocab_size, self.hidden_size

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array, check_input_ids, check_shape
+from ._checks import as_float_array, check_shape, check_token_ids
 
 __all__ = [
     "offset_score",
@@ -47,7 +47,7 @@ def next_token_loss(logits, input_ids) -> float:
         input_ids[:, 1:].flatten())``, what HF's ``labels=input_ids`` gives.
     """
     z = as_float_array("logits", logits, ndim=3)
-    ids = check_input_ids("input_ids", input_ids, z.shape[-1])
+    ids = check_token_ids("input_ids", input_ids, z.shape[-1], batch=True)
     check_shape("input_ids", ids, ids.shape == z.shape[:2],
                 f"(B, T) = {z.shape[:2]}, as logits")
     z = z[:, :-1].astype(np.float64)

@@ -18,10 +18,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_causal_qkv
+from ._checks import _lead_shape, check_qkv
 from .softmax import softmax_core
 
 __all__ = ["engine_causal_attention"]
+
+
+def _check_causal_qkv(query, key, value):
+    """:func:`check_qkv` and ``T <= S``; also returns the leading shape."""
+    q, k, v, _ = check_qkv(query, key, value)
+    T, S = q.shape[-2], k.shape[-2]
+    if T > S:
+        raise ValueError(
+            f"query has T = {T} positions (shape {q.shape}) but key only "
+            f"S = {S} (shape {k.shape}): expected T <= S, the queries being "
+            "the last T positions"
+        )
+    return q, k, v, _lead_shape(q, k, v, 1)
 
 
 def engine_causal_attention(query, key, value, *, scale: float | None = None,
@@ -49,7 +62,7 @@ def engine_causal_attention(query, key, value, *, scale: float | None = None,
     --------
     transformers.cache_utils.DynamicCache : the past keys an engine keeps.
     """
-    q, k, v, lead = check_causal_qkv(query, key, value)  # lead: the "..."
+    q, k, v, lead = _check_causal_qkv(query, key, value)  # lead: the "..."
     T, S = q.shape[-2], k.shape[-2]
     scale = q.dtype.type(q.shape[-1] ** -0.5 if scale is None else scale)
     out, weights = (np.zeros(lead + (T, n), q.dtype) for n in (v.shape[-1], S))

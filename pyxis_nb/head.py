@@ -15,10 +15,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_positive_int, check_tokens
+from ._checks import (as_float_array, check_last_axis, check_nonempty,
+                      check_positive_int)
 from .attention import sdpa_core
 
 __all__ = ["Head"]
+
+
+def check_tokens(name: str, x, d_model: int) -> np.ndarray:
+    """Token vectors: a float array (..., T, d_model) with T >= 1."""
+    x = as_float_array(name, x, min_ndim=2)
+    check_nonempty(name, x, {-2: "token"})
+    check_last_axis(name, x, d_model, "(..., T, d_model)", "d_model")
+    return x
 
 
 class Head:

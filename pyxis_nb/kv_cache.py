@@ -20,10 +20,22 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import (as_float_array, check_float_dtype, check_int,
-                      check_positive_int, check_room, check_same_dtype,
-                      check_shape)
+                      check_positive_int, check_same_dtype, check_shape)
 
 __all__ = ["KVCache"]
+
+
+def _check_room(name: str, held: int, new: int, limit_name: str,
+                limit: int, where: str) -> None:
+    """Raise if ``held + new`` positions exceed ``limit`` (a cache layer's).
+
+    ``where``: what holds the ``held`` ones (``layer 0``).
+    """
+    if held + new > limit:
+        raise ValueError(
+            f"{name}: cannot append {new} positions to {where}: it holds "
+            f"{held} and {limit_name} is {limit} ({held} + {new} = "
+            f"{held + new} > {limit})")
 
 
 class KVCache:
@@ -140,8 +152,8 @@ class KVCache:
                         f"{want[3]}) with T >= 1")
         check_same_dtype(key_cache=self.key_cache[i], key_states=k,
                          value_states=v)
-        check_room("key_states", start, T, "max_cache_len", self.max_cache_len,
-                   f"layer {i}")
+        _check_room("key_states", start, T, "max_cache_len",
+                    self.max_cache_len, f"layer {i}")
         self.key_cache[i][:, :, start:start + T] = k  # positions start..S-1
         self.value_cache[i][:, :, start:start + T] = v
         self._lengths[i] = S = start + T

@@ -17,11 +17,16 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import check_choice, check_int_array, check_positive_int
-from ._checks import check_sizes
 
 __all__ = ["causal_mask", "sliding_window_mask", "padding_mask"]
 
 ALIGNMENTS = ("bottom_right", "top_left")
+
+
+def _check_sizes(T, S=None) -> tuple[int, int]:
+    """Query and key position counts ``(T, S)``, ``S`` defaulting to ``T``."""
+    T = check_positive_int("T", T)
+    return T, check_positive_int("S", T if S is None else S)
 
 
 def causal_mask(T: int, S: int | None = None, *,
@@ -48,7 +53,7 @@ def causal_mask(T: int, S: int | None = None, *,
     --------
     torch.nn.attention.bias.causal_lower_right : the bottom-right mask.
     """
-    T, S = check_sizes(T, S)
+    T, S = _check_sizes(T, S)
     check_choice("align", align, ALIGNMENTS)
     offset = S - T if align == "bottom_right" else 0  # query i at i + offset
     return np.tril(np.ones((T, S), dtype=bool), k=offset)  # (T, S)
@@ -77,7 +82,7 @@ def sliding_window_mask(T: int, S: int | None = None, *, window: int,
     ndarray of bool, shape (T, S)
         True = may attend.
     """
-    T, S = check_sizes(T, S)
+    T, S = _check_sizes(T, S)
     window = check_positive_int("window", window)
     check_choice("align", align, ALIGNMENTS)
     offset = S - T if align == "bottom_right" else 0

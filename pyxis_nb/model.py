@@ -37,12 +37,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._checks import (as_float_array, check_01_mask, check_bool, check_choice,
-                      check_config_value, check_context, check_float_dtype,
-                      check_found, check_input_ids, check_int,
-                      check_json_file, check_keys, check_model_config,
-                      check_needs, check_positive_int, check_same_dtype,
-                      check_sampling, check_shape, check_state_shapes,
-                      check_token_list)
+                      check_float_dtype, check_heads, check_int, check_keys,
+                      check_needs, check_number, check_positive_int,
+                      check_same_dtype, check_shape, check_theta,
+                      check_token_ids)
 from .kv_cache import KVCache
 from .multihead import MultiHeadAttention, attention_inputs, weight_shapes
 from .norms import rms_norm_core
@@ -278,6 +276,75 @@ class Qwen3DecoderLayer:
     __call__ = forward
 
 
+def _check_context(name_a: str, a: int, name_b: str, b: int,
+                   max_position_embeddings: int) -> None:
+    """Raise if ``a + b`` positions pass ``max_position_embeddings``."""
+    if a + b > max_position_embeddings:
+        raise ValueError(
+            f"{name_a} ({a}) + {name_b} ({b}) = {a + b} exceeds "
+            f"max_position_embeddings = {max_position_embeddings}")
+
+
+def _check_token_list(name: str, value, vocab_size: int) -> tuple[int, ...]:
+    """None, an id or a list of ids in 0 .. vocab_size - 1, as a tuple."""
+    values = [] if value is None else (
+        list(value) if isinstance(value, (list, tuple)) else [value])
+    return tuple(check_int(name, v, low=0, high=vocab_size - 1)
+                 for v in values)
+
+
+def _check_sampling(do_sample, temperature, top_k, top_p, seed) -> dict:
+    """``generate``'s sampling arguments, checked (HF's names and ranges)."""
+    check_bool("do_sample", do_sample)
+    check_number("temperature", temperature, above=0)
+    if top_k is not None:
+        check_positive_int("top_k", top_k)
+    if top_p is not None and not 0 < check_number("top_p", top_p,
+                                                  above=0) <= 1:
+        raise ValueError(f"top_p must be a number in (0, 1], got {top_p!r}")
+    if seed is not None:
+        check_int("seed", seed, low=0)
+    return dict(temperature=float(temperature), top_k=top_k, top_p=top_p,
+                seed=seed)
+
+
+def _few(keys: list, n: int = 6) -> str:
+    """A list of names, cut after ``n`` with the count of the rest."""
+    more = f" and {len(keys) - n} more" if len(keys) > n else ""
+    return f"{keys[:n]}{more}"
+
+
+def _check_state_shapes(source: str, got: dict, want: dict,
+                        optional: tuple = ()) -> None:
+    """Every key of ``want`` in ``got`` with its shape, and no other key.
+
+    ``got`` and ``want`` map tensor names to shapes; ``optional`` names
+    keys that may be absent (a tied ``lm_head.weight``).
+    """
+    missing = sorted(k for k in want if k not in got and k not in optional)
+    unexpected = sorted(k for k in got if k not in want)
+    if missing or unexpected:
+        raise ValueError(
+            f"{source} does not fit config.json: missing keys "
+            f"{_few(missing)}, unexpected keys {_few(unexpected)}")
+    for key, shape in got.items():
+        if tuple(shape) != tuple(want[key]):
+            raise ValueError(
+                f"{key} has shape {tuple(shape)} in {source}, expected "
+                f"{tuple(want[key])} from config.json")
+
+
+def _check_model_config(config) -> None:
+    """A ModelConfig's values (``intermediate_size`` 0: no MLP)."""
+    for name in ("vocab_size", "hidden_size", "num_hidden_layers", "head_dim",
+                 "max_position_embeddings"):
+        check_positive_int(name, getattr(config, name))
+    check_heads(config.num_attention_heads, config.num_key_value_heads)
+    check_int("intermediate_size", config.intermediate_size, low=0)
+    check_theta("rope_theta", config.rope_theta)
+    check_number("rms_norm_eps", config.rms_norm_eps, at_least=0)
+
+
 class Qwen3ForCausalLM:
     """Qwen3: embedding, ``L`` decoder layers, final norm, ``lm_head``.
 
@@ -343,7 +410,7 @@ class Qwen3ForCausalLM:
         transformers.Qwen3ForCausalLM : ``Qwen3ForCausalLM(config)`` draws
             random weights too.
         """
-        check_model_config(config)
+        _check_model_config(config)
         c, dtype = config, check_float_dtype("dtype", dtype)
         tied = check_bool("tie_word_embeddings", tie_word_embeddings)
         seed = check_int("seed", seed, low=0)
@@ -402,11 +469,11 @@ class Qwen3ForCausalLM:
         -------
         Qwen3ForCausalLM
         """
-        check_model_config(config)
+        _check_model_config(config)
         tied = ("lm_head.weight" not in state_dict
                 if tie_word_embeddings is None
                 else check_bool("tie_word_embeddings", tie_word_embeddings))
-        check_state_shapes(
+        _check_state_shapes(
             "state_dict", {k: np.shape(v) for k, v in state_dict.items()},
             state_shapes(config, tied), ("lm_head.weight",) if tied else ())
         w = {k: np.asarray(v) for k, v in state_dict.items()}
@@ -473,9 +540,9 @@ class Qwen3ForCausalLM:
         for file, keys in files.items():
             header |= _checked_header(file, keys)
         source = ", ".join(f.name for f in files)
-        check_state_shapes(source, {k: s for k, (_, s) in header.items()},
-                           state_shapes(config, tied),
-                           ("lm_head.weight",) if tied else ())
+        _check_state_shapes(source, {k: s for k, (_, s) in header.items()},
+                            state_shapes(config, tied),
+                            ("lm_head.weight",) if tied else ())
         arrays = {}
         for file in files:
             arrays |= _read_tensors(file, dtype)
@@ -609,7 +676,8 @@ class Qwen3ForCausalLM:
                       output_attentions, head_mask, interleaved_rope):
         """forward's door: ids (B, T), kept logits, the cache, its length,
         the head mask (L, H) in the model's dtype, the RoPE layout."""
-        ids = check_input_ids("input_ids", input_ids, self.vocab_size)
+        ids = check_token_ids("input_ids", input_ids, self.vocab_size,
+                              batch=True)
         keep = check_int("logits_to_keep", logits_to_keep, low=0)
         check_bool("output_attentions", output_attentions)
         layout = ("interleaved" if check_bool("interleaved_rope",
@@ -617,8 +685,8 @@ class Qwen3ForCausalLM:
         if check_bool("use_cache", use_cache) and cache is None:
             cache = self.new_cache(self.max_position_embeddings, len(ids))
         past = 0 if cache is None else cache.get_seq_length(0)
-        check_context("cached", past, "input_ids", ids.shape[1],
-                      self.max_position_embeddings)
+        _check_context("cached", past, "input_ids", ids.shape[1],
+                       self.max_position_embeddings)
         heads = None
         if head_mask is not None:
             c = self.config
@@ -714,7 +782,8 @@ class Qwen3ForCausalLM:
         step's logits (B, V) to its scores (B, V) and the next ids (B,).
         """
         one = np.ndim(input_ids) == 1
-        ids = check_input_ids("input_ids", input_ids, self.vocab_size)
+        ids = check_token_ids("input_ids", input_ids, self.vocab_size,
+                              batch=True)
         (B, P), n_new = ids.shape, check_positive_int("max_new_tokens",
                                                       max_new_tokens)
         use_cache = check_bool("use_cache", use_cache)
@@ -723,8 +792,8 @@ class Qwen3ForCausalLM:
                            ("return_dict_in_generate",
                             return_dict_in_generate)]:
             check_bool(name, flag)
-        check_context("prompt", P, "max_new_tokens", n_new,
-                      self.max_position_embeddings)
+        _check_context("prompt", P, "max_new_tokens", n_new,
+                       self.max_position_embeddings)
         mask = np.ones((B, P), bool) if attention_mask is None else \
             check_01_mask("attention_mask", attention_mask)
         check_shape("attention_mask", mask, mask.shape == (B, P)
@@ -732,9 +801,9 @@ class Qwen3ForCausalLM:
                     "with a real token (1) in every row")
         if eos_token_id is None:
             eos_token_id = self.generation_config.get("eos_token_id")
-        eos = np.array(check_token_list("eos_token_id", eos_token_id,
-                                        self.vocab_size) or (-1,))
-        sampling = check_sampling(do_sample, temperature, top_k, top_p, seed)
+        eos = np.array(_check_token_list("eos_token_id", eos_token_id,
+                                         self.vocab_size) or (-1,))
+        sampling = _check_sampling(do_sample, temperature, top_k, top_p, seed)
         rng = np.random.default_rng(sampling.pop("seed"))
         choose = functools.partial(_choose, rng=rng,
                                    sampling=sampling if do_sample else None)
@@ -806,6 +875,24 @@ def state_shapes(config: ModelConfig, tied: bool) -> dict:
     return shapes
 
 
+def _check_json_file(file):
+    """The parsed JSON of ``file`` (a config or an index), or a ValueError."""
+    try:
+        return json.loads(pathlib.Path(file).read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{pathlib.Path(file).name} is not a readable JSON "
+                         f"file: {err}") from None
+
+
+def _check_config_value(file: str, key: str, value, allowed: tuple,
+                        why: str) -> None:
+    """A config key this code implements only with ``allowed`` values."""
+    if value not in allowed:
+        raise ValueError(
+            f"{file}: {key} is {value!r}, expected "
+            f"{' or '.join(map(repr, allowed))} ({why})")
+
+
 def read_qwen3_config(file) -> tuple[ModelConfig, bool]:
     """A Qwen3 ``config.json``: its sizes, and ``tie_word_embeddings``.
 
@@ -816,28 +903,28 @@ def read_qwen3_config(file) -> tuple[ModelConfig, bool]:
     another activation) raises instead of being ignored.
     """
     file = pathlib.Path(file)
-    raw = check_json_file(file)
+    raw = _check_json_file(file)
     name = file.name
-    check_config_value(name, "model_type", raw.get("model_type"), ("qwen3",),
-                       "this loader runs Qwen3 checkpoints only")
+    _check_config_value(name, "model_type", raw.get("model_type"), ("qwen3",),
+                        "this loader runs Qwen3 checkpoints only")
     cfg = QWEN3_DEFAULTS | raw
     rope = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
-    check_config_value(name, "rope type", rope.get("rope_type",
-                       rope.get("type", "default")), ("default",),
-                       "RoPE scaling is not implemented")
+    _check_config_value(name, "rope type", rope.get("rope_type",
+                        rope.get("type", "default")), ("default",),
+                        "RoPE scaling is not implemented")
     extra = sorted(set(rope) - {"rope_type", "type", "rope_theta"})
-    check_config_value(name, "RoPE keys beyond rope_theta", extra, ([],),
-                       "RoPE scaling is not implemented")
-    check_config_value(name, "use_sliding_window", cfg["use_sliding_window"],
-                       (False,), "sliding-window attention is not "
-                       "implemented")
+    _check_config_value(name, "RoPE keys beyond rope_theta", extra, ([],),
+                        "RoPE scaling is not implemented")
+    _check_config_value(name, "use_sliding_window", cfg["use_sliding_window"],
+                        (False,), "sliding-window attention is not "
+                        "implemented")
     kinds = sorted(set(cfg.get("layer_types") or ["full_attention"]))
-    check_config_value(name, "layer_types", kinds, (["full_attention"],),
-                       "only full attention is implemented")
-    check_config_value(name, "attention_bias", cfg["attention_bias"],
-                       (False,), "attention biases are not implemented")
-    check_config_value(name, "hidden_act", cfg["hidden_act"], ("silu",),
-                       "the MLP is SwiGLU")
+    _check_config_value(name, "layer_types", kinds, (["full_attention"],),
+                        "only full attention is implemented")
+    _check_config_value(name, "attention_bias", cfg["attention_bias"],
+                        (False,), "attention biases are not implemented")
+    _check_config_value(name, "hidden_act", cfg["hidden_act"], ("silu",),
+                        "the MLP is SwiGLU")
     H = cfg["num_attention_heads"]
     config = ModelConfig(
         hidden_size=cfg["hidden_size"], num_attention_heads=H,
@@ -848,16 +935,22 @@ def read_qwen3_config(file) -> tuple[ModelConfig, bool]:
         intermediate_size=cfg["intermediate_size"],
         vocab_size=cfg["vocab_size"],
         max_position_embeddings=cfg["max_position_embeddings"])
-    check_model_config(config)
+    _check_model_config(config)
     return config, check_bool("tie_word_embeddings",
                               cfg["tie_word_embeddings"])
 
 
+def _check_found(ok: bool, message: str) -> None:
+    """Raise ``FileNotFoundError(message)`` unless ``ok`` (a file found)."""
+    if not ok:
+        raise FileNotFoundError(message)
+
+
 def _checkpoint_folder(path) -> pathlib.Path:
     folder = pathlib.Path(path)
-    check_found((folder / "config.json").is_file(),
-                f"path {str(path)!r} is not a checkpoint folder: expected a "
-                "folder with config.json and model.safetensors")
+    _check_found((folder / "config.json").is_file(),
+                 f"path {str(path)!r} is not a checkpoint folder: expected a "
+                 "folder with config.json and model.safetensors")
     return folder
 
 
@@ -867,10 +960,10 @@ def _weight_files(folder: pathlib.Path) -> dict:
                      folder / "model.safetensors.index.json")
     if single.is_file():
         return {single: None}
-    check_found(index.is_file(), f"no weights in {folder}: expected "
-                "model.safetensors or model.safetensors.index.json, found "
-                f"{sorted(p.name for p in folder.iterdir())}")
-    raw = check_json_file(index)
+    _check_found(index.is_file(), f"no weights in {folder}: expected "
+                 "model.safetensors or model.safetensors.index.json, found "
+                 f"{sorted(p.name for p in folder.iterdir())}")
+    raw = _check_json_file(index)
     weight_map = raw.get("weight_map") if isinstance(raw, dict) else None
     check_needs(isinstance(weight_map, dict), index.name, "a weight_map",
                 "a mapping of tensor names to shard files")
@@ -878,8 +971,8 @@ def _weight_files(folder: pathlib.Path) -> dict:
     for key, name in weight_map.items():
         files.setdefault(folder / name, set()).add(key)
     for file in files:
-        check_found(file.is_file(), f"{index.name} lists {file.name}, "
-                    f"which is not in {folder}")
+        _check_found(file.is_file(), f"{index.name} lists {file.name}, "
+                     f"which is not in {folder}")
     return files
 
 
@@ -985,5 +1078,5 @@ def load_tokenizer(path):
     from tokenizers import Tokenizer
     file = pathlib.Path(path)
     file = file / "tokenizer.json" if file.is_dir() else file
-    check_found(file.is_file(), f"path {str(path)!r} has no tokenizer.json")
+    _check_found(file.is_file(), f"path {str(path)!r} has no tokenizer.json")
     return Tokenizer.from_file(str(file))

@@ -23,12 +23,10 @@ from typing import Mapping
 
 import numpy as np
 
-from ._checks import (as_float_array, check_01_mask, check_all_or_none,
-                      check_bool, check_even, check_heads, check_int,
-                      check_keys, check_needs, check_nonempty, check_number,
-                      check_position_ids, check_positive_int,
-                      check_same_dtype, check_shape, check_split_heads,
-                      check_theta)
+from ._checks import (as_float_array, check_01_mask, check_bool, check_even,
+                      check_heads, check_int, check_keys, check_needs,
+                      check_nonempty, check_number, check_positive_int,
+                      check_same_dtype, check_shape, check_theta)
 from .attention import sdpa_core
 from .masks import causal_mask
 from .norms import rms_norm_core
@@ -61,6 +59,17 @@ OPTIONAL_GROUPS = (("q_proj_bias", "k_proj_bias", "v_proj_bias"),
 _NOT_GIVEN = object()  # from_state_dict: rope_theta not passed at all
 
 
+def _check_split_heads(x, head_dim) -> tuple[np.ndarray, int]:
+    """x (B, T, H*d_head) whose last axis splits into heads of head_dim."""
+    x = as_float_array("x", x)
+    d_head = check_positive_int("head_dim", head_dim)
+    if x.ndim != 3 or x.shape[-1] % d_head:
+        raise ValueError(
+            f"x has shape {x.shape}, expected (B, T, H*d_head) with a last "
+            f"axis divisible by head_dim = {d_head}")
+    return x, d_head
+
+
 def split_heads(x, *, head_dim: int) -> np.ndarray:
     """Cut the last axis into heads: (B, T, H*d_head) -> (B, H, T, d_head).
 
@@ -82,7 +91,7 @@ def split_heads(x, *, head_dim: int) -> np.ndarray:
     --------
     merge_heads : the inverse.
     """
-    x, d_head = check_split_heads(x, head_dim)
+    x, d_head = _check_split_heads(x, head_dim)
     return split_heads_core(x, d_head)
 
 
@@ -277,6 +286,31 @@ def _layer_mask(attention_mask, B, T, past, is_causal):
     return (keys & causal_mask(T, S) if is_causal else keys), m
 
 
+def _check_position_ids(name: str, position_ids, B: int, T: int,
+                        max_position_embeddings: int | None = None
+                        ) -> np.ndarray:
+    """Integer positions >= 0 of shape (T,), (1, T) or (B, T), as (B, T).
+
+    Only what is a property of the input: HF accepts any such positions
+    (packed sequences, tree decoding), so their values are the caller's.
+    """
+    pos = np.asarray(position_ids)
+    high = np.inf if max_position_embeddings is None else \
+        max_position_embeddings
+    if (not np.issubdtype(pos.dtype, np.integer)
+            or pos.shape not in ((T,), (1, T), (B, T))
+            or np.any(pos < 0) or np.any(pos >= high)):
+        limit = "" if max_position_embeddings is None else \
+            f" and < max_position_embeddings = {max_position_embeddings}"
+        seen = (f", values {pos.min()} .. {pos.max()}"
+                if pos.size and np.issubdtype(pos.dtype, np.number) else "")
+        raise ValueError(
+            f"{name} has shape {pos.shape} and dtype {pos.dtype}{seen}, "
+            f"expected integers >= 0{limit} of shape (T,) or (B, T) = "
+            f"({B}, {T})")
+    return np.broadcast_to(pos, (B, T))
+
+
 def attention_inputs(attention_mask, position_ids, B, T, past,
                      is_causal=True, max_position_embeddings=None):
     """Check a layer's mask and positions; the SDPA mask and (B, T) ids.
@@ -292,8 +326,8 @@ def attention_inputs(attention_mask, position_ids, B, T, past,
     if position_ids is None:  # (B, S) -> (B, T): HF's derivation
         want = np.cumsum(real, axis=-1)[:, past:] - 1
         return mask, np.where(real[:, past:], want, 0)
-    return mask, check_position_ids("position_ids", position_ids, B, T,
-                                    max_position_embeddings)
+    return mask, _check_position_ids("position_ids", position_ids, B, T,
+                                     max_position_embeddings)
 
 
 def _linear(x, weight, bias):
@@ -312,10 +346,18 @@ def _check_hidden(layer, hidden_states) -> np.ndarray:
     return x
 
 
+def _check_all_or_none(**given) -> None:
+    """Arrays that come together (q_norm and k_norm): all of them or none."""
+    have = [n for n, v in given.items() if v is not None]
+    if 0 < len(have) < len(given):
+        raise ValueError(
+            f"give all of {tuple(given)} or none, got only {have}")
+
+
 def _check_arrays(given: dict, shapes: dict) -> dict:
     """The arrays that are not None, checked: shapes, groups, one dtype."""
     for group in OPTIONAL_GROUPS:  # a checkpoint has all of them or none
-        check_all_or_none(**{n: given[n] for n in group})
+        _check_all_or_none(**{n: given[n] for n in group})
     arrays = {}
     for name, w in given.items():
         if w is not None:

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_even, check_even_last, check_float_dtype
-from ._checks import check_positions, check_proj_rows, check_rope_args
-from ._checks import check_frequencies, check_rotary
+from ._checks import (as_float_array, check_choice, check_even, check_fits,
+                      check_float_dtype, check_frequencies, check_pairs,
+                      check_positions)
 
 __all__ = [
     "ROPE_LAYOUTS",
@@ -104,6 +104,17 @@ def rotary_cos_sin(position_ids, head_dim: int, *,
     return np.cos(emb).astype(dtype), np.sin(emb).astype(dtype)
 
 
+def _check_even_last(name: str, x) -> np.ndarray:
+    """A float array (..., d_head) with an even last axis."""
+    x = as_float_array(name, x)
+    if x.shape[-1] % 2:
+        raise ValueError(
+            f"{name} has shape {x.shape}, expected (..., d_head) with d_head "
+            "even"
+        )
+    return x
+
+
 def rotate_half(x):
     """Map the halves ``[x1, x2]`` of the last axis to ``[-x2, x1]``.
 
@@ -119,8 +130,31 @@ def rotate_half(x):
     --------
     transformers.models.qwen3.modeling_qwen3.rotate_half
     """
-    x1, x2 = np.split(check_even_last("x", x), 2, axis=-1)  # (..., d_head/2)
+    x1, x2 = np.split(_check_even_last("x", x), 2, axis=-1)  # (..., d_head/2)
     return np.concatenate([-x2, x1], axis=-1)  # (..., d_head)
+
+
+def _check_rotary(q, k, cos, sin, unsqueeze_dim: int):
+    """q, k float; cos, sin of one shape, unsqueezed, fitting q and k."""
+    q, k = as_float_array("q", q), as_float_array("k", k)
+    tables = []
+    for name, t in (("cos", cos), ("sin", sin)):
+        t = as_float_array(name, t)
+        if not -t.ndim - 1 <= unsqueeze_dim <= t.ndim:
+            raise ValueError(
+                f"unsqueeze_dim = {unsqueeze_dim} is out of range for {name} "
+                f"of shape {t.shape}"
+            )
+        tables.append(np.expand_dims(t, unsqueeze_dim))
+    cos, sin = tables
+    if cos.shape != sin.shape:
+        raise ValueError(
+            f"cos and sin must have one shape, got cos {cos.shape}, "
+            f"sin {sin.shape}"
+        )
+    for name, x in (("q", q), ("k", k)):
+        check_fits(name, x.shape, "cos (after unsqueeze)", cos.shape)
+    return q, k, cos, sin
 
 
 def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim: int = 1):
@@ -144,7 +178,7 @@ def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim: int = 1):
     --------
     transformers.models.qwen3.modeling_qwen3.apply_rotary_pos_emb
     """
-    q, k, cos, sin = check_rotary(q, k, cos, sin, unsqueeze_dim)
+    q, k, cos, sin = _check_rotary(q, k, cos, sin, unsqueeze_dim)
     return apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
 
 
@@ -174,6 +208,14 @@ def rotate_pairs(x1, x2, cos, sin):
     return x1 * cos - x2 * sin, x1 * sin + x2 * cos
 
 
+def _check_rope_args(x, positions, layout, layouts: tuple):
+    """:func:`check_pairs` for ``x``, its positions and the layout name."""
+    x = check_pairs("x", x)
+    pos = check_positions("positions", positions, x)
+    check_choice("layout", layout, layouts)
+    return x, pos
+
+
 def apply_rope(x, positions, *, rope_theta: float = 1_000_000.0,
                layout: str = "half"):
     """Rotate pair ``i`` of the row at position ``p`` by ``p * inv_freq[i]``.
@@ -199,7 +241,7 @@ def apply_rope(x, positions, *, rope_theta: float = 1_000_000.0,
     --------
     apply_rotary_pos_emb : Hugging Face's form of the half layout.
     """
-    x, pos = check_rope_args(x, positions, layout, ROPE_LAYOUTS)
+    x, pos = _check_rope_args(x, positions, layout, ROPE_LAYOUTS)
     # (..., T, 1) * (d_head/2,) -> (..., T, d_head/2), both halves alike
     angles = pos[..., None] * rope_frequencies(x.shape[-1], rope_theta)
     angles = np.concatenate([angles, angles], axis=-1)  # (..., T, d_head)
@@ -240,6 +282,17 @@ def half_to_interleaved_permutation(head_dim: int) -> np.ndarray:
     return np.argsort(interleaved_to_half_permutation(head_dim))
 
 
+def _check_proj_rows(weight, head_dim) -> tuple[np.ndarray, int]:
+    """A q/k projection (heads * d_head, d_model) or bias; its d_head."""
+    w = as_float_array("weight", weight)
+    d_head = check_even("head_dim", head_dim)
+    if w.ndim not in (1, 2) or w.shape[0] % d_head:
+        raise ValueError(
+            f"weight has shape {w.shape}, expected (heads * head_dim, "
+            f"d_model) or (heads * head_dim,) with head_dim = {d_head}")
+    return w, d_head
+
+
 def permute_qk_proj(weight, *, head_dim: int,
                     inverse: bool = False) -> np.ndarray:
     """Reorder a q/k projection's rows per head, interleaved -> half layout.
@@ -268,7 +321,7 @@ def permute_qk_proj(weight, *, head_dim: int,
     --------
     transformers/models/llama/convert_llama_weights_to_hf.py : ``permute``.
     """
-    w, d_head = check_proj_rows(weight, head_dim)
+    w, d_head = _check_proj_rows(weight, head_dim)
     perm = (half_to_interleaved_permutation if inverse
             else interleaved_to_half_permutation)(d_head)
     per_head = w.reshape(-1, d_head, *w.shape[1:])  # (H, d_head, ...)

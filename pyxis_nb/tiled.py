@@ -29,9 +29,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from ._checks import as_float_array, check_attention, check_mask_mod_tile
-from ._checks import check_nonempty
-from ._checks import check_positive_int, check_positive_ints
+from ._checks import (_broadcasts_to, as_float_array, check_attention,
+                      check_nonempty, check_positive_int, check_positive_ints)
 from .masks import mask_to_bias
 
 __all__ = [
@@ -425,6 +424,24 @@ def _fit(x: np.ndarray, lead: tuple, n_rep: int, ndim: int) -> np.ndarray:
         x = _group(x, n_rep)
     x = x.reshape((1,) * (ndim - x.ndim) + x.shape)
     return x.reshape(x.shape[x.ndim - ndim:])
+
+
+def check_mask_mod_tile(keep, want: tuple) -> np.ndarray:
+    """What ``mask_mod`` returned for one tile: bool, broadcasting to
+    ``want`` = (B, H, block_q, block_k) without enlarging it."""
+    keep = np.asarray(keep)
+    if keep.dtype != bool:
+        raise ValueError(
+            "mask_mod must return a boolean array (True = may attend), got "
+            f"dtype {keep.dtype} with shape {keep.shape}"
+        )
+    if not _broadcasts_to(keep.shape, want):
+        raise ValueError(
+            f"mask_mod returned shape {keep.shape} for a tile of (B, H, "
+            f"block_q, block_k) = {want}, expected a shape that broadcasts "
+            "to it without enlarging it"
+        )
+    return keep
 
 
 def _tile_masks(attn_mask, mask_mod, is_causal: bool, lead: tuple,
