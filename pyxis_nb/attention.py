@@ -78,7 +78,7 @@ def sdpa_core(query, key, value, attn_mask=None, is_causal=False,
     attn_mask : ndarray, broadcastable to (..., T, S), optional
         Boolean (True = may attend) or floating (added to the scores).
     is_causal : bool, default False
-        Torch's top-left triangle; not together with ``attn_mask``.
+        Torch's top-left triangle, used instead of ``attn_mask``.
     scale : float, optional
         Defaults to ``1 / sqrt(d_head)``.
     enable_gqa : bool, default False

@@ -78,13 +78,28 @@ def decode_step_flops(config, context_len: int, *,
                       use_cache: bool = True) -> int:
     """FLOPs of one decode step, the matrix products only (2 a multiply-add).
 
-    ``config``: a ModelConfig (``QWEN3_1_7B``, ``TinyDecoder().config``;
-    ``intermediate_size`` 0: no MLP). The new token is the last of ``T =
-    context_len`` positions. With the cache: 1 token's projections and 1
-    query against T keys; without: T tokens' projections and the full
-    (T, T) scores. Both: ``lm_head`` of the last position. Linear in T
-    with the cache, quadratic without; norms, RoPE, softmax are left out.
+    The new token is the last of ``T = context_len`` positions. With the
+    cache: 1 token's projections and 1 query against T keys; without: T
+    tokens' projections and the full (T, T) scores. Both: ``lm_head`` of
+    the last position. Linear in T with the cache, quadratic without;
+    norms, RoPE, softmax are left out.
 
+    Parameters
+    ----------
+    config : ModelConfig
+        ``QWEN3_1_7B``, ``TinyDecoder().config``, ...;
+        ``intermediate_size`` 0: no MLP.
+    context_len : int
+        ``T``, >= 1: the positions including the new token.
+    use_cache : bool, default True
+        Whether the keys and values of the past are cached.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
     >>> import pyxis_nb as px
     >>> cached = decode_step_flops(px.QWEN3_1_7B, 2048)
     >>> round(decode_step_flops(px.QWEN3_1_7B, 2048, use_cache=False) / cached)
