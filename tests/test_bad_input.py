@@ -548,8 +548,10 @@ def test_plotting_bad_input_raises(name, kwargs, match):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     try:
+        plot = (getattr(px.plotting, name, None)  # px.<module>.<name>
+                or getattr(px.widgets, name))
         with pytest.raises(ValueError, match=match):
-            getattr(px, name)(**kwargs)
+            plot(**kwargs)
     finally:
         plt.close("all")
 
@@ -918,5 +920,6 @@ CIRCUIT_ROWS = [
                          ids=[f"{r[0]}-{i}" for i, r in
                               enumerate(CIRCUIT_ROWS)])
 def test_circuits_bad_input_raises(name, kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        getattr(px, name)(**kwargs)
+    call = getattr(px.circuits, name, None) or getattr(px, name)
+    with pytest.raises(ValueError, match=match):  # px.model_view: top level
+        call(**kwargs)
