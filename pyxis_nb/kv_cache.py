@@ -25,19 +25,6 @@ from ._checks import (as_float_array, check_float_dtype, check_int,
 __all__ = ["KVCache"]
 
 
-def _check_room(name: str, held: int, new: int, limit_name: str,
-                limit: int, where: str) -> None:
-    """Raise if ``held + new`` positions exceed ``limit`` (a cache layer's).
-
-    ``where``: what holds the ``held`` ones (``layer 0``).
-    """
-    if held + new > limit:
-        raise ValueError(
-            f"{name}: cannot append {new} positions to {where}: it holds "
-            f"{held} and {limit_name} is {limit} ({held} + {new} = "
-            f"{held + new} > {limit})")
-
-
 class KVCache:
     """Keys and values of every layer, so decoding never recomputes the past.
 
@@ -141,6 +128,15 @@ class KVCache:
         --------
         transformers.DynamicCache.update
         """
+        i, k, v = self._check_update(key_states, value_states, layer_idx)
+        start, T = self._lengths[i], k.shape[2]
+        self.key_cache[i][:, :, start:start + T] = k  # positions start..S-1
+        self.value_cache[i][:, :, start:start + T] = v
+        self._lengths[i] = S = start + T
+        return self.key_cache[i][:, :, :S], self.value_cache[i][:, :, :S]
+
+    def _check_update(self, key_states, value_states, layer_idx):
+        """update's door: the layer, and new keys and values that fit it."""
         i = self._check_layer(layer_idx)
         k = as_float_array("key_states", key_states, ndim=4)
         v = as_float_array("value_states", value_states, ndim=4)
@@ -152,12 +148,12 @@ class KVCache:
                         f"{want[3]}) with T >= 1")
         check_same_dtype(key_cache=self.key_cache[i], key_states=k,
                          value_states=v)
-        _check_room("key_states", start, T, "max_cache_len",
-                    self.max_cache_len, f"layer {i}")
-        self.key_cache[i][:, :, start:start + T] = k  # positions start..S-1
-        self.value_cache[i][:, :, start:start + T] = v
-        self._lengths[i] = S = start + T
-        return self.key_cache[i][:, :, :S], self.value_cache[i][:, :, :S]
+        if start + T > self.max_cache_len:  # nothing is written then
+            raise ValueError(
+                f"key_states: cannot append {T} positions to layer {i}: it "
+                f"holds {start} and max_cache_len is {self.max_cache_len} "
+                f"({start} + {T} = {start + T} > {self.max_cache_len})")
+        return i, k, v
 
     def reset(self) -> None:
         """Forget every position (the storage stays allocated)."""
