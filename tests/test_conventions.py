@@ -116,17 +116,33 @@ def test_the_counter_counts_docstrings_and_checks():
 
 # ---------------------------------------- (a') help() shows the parameters
 
+# widgets.py is being reworked elsewhere; its module-level names join the
+# test when that lands (its top-level names are in it already).
+HELP_NOT_YET = {"widgets"}
+
+
 def public_callables():
-    """(name, object) of every public function, class and method."""
-    for name in px.__all__:
-        obj = getattr(px, name)
+    """(name, object) of every public function, class and method: the
+    top-level names, then the other names of each module's ``__all__``
+    (``px.<module>.<name>``); class and static methods included."""
+    seen = set()
+    names = [(name, px, name) for name in px.__all__] + [
+        (f"{m}.{name}", importlib.import_module(f"pyxis_nb.{m}"), name)
+        for m in PUBLIC if m not in HELP_NOT_YET
+        for name in importlib.import_module(f"pyxis_nb.{m}").__all__]
+    for label, where, name in names:
+        obj = getattr(where, name)
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
         if inspect.isfunction(obj):
-            yield name, obj
+            yield label, obj
         elif inspect.isclass(obj) and obj.__module__.startswith("pyxis_nb"):
-            yield name, obj
+            yield label, obj
             for attr, member in vars(obj).items():
+                member = getattr(member, "__func__", member)  # class/static
                 if inspect.isfunction(member) and not attr.startswith("_"):
-                    yield f"{name}.{attr}", member
+                    yield f"{label}.{attr}", member
 
 
 def undocumented(obj) -> list[str]:
