@@ -276,6 +276,7 @@ class Qwen3DecoderLayer:
     __call__ = forward
 
 
+# ---------------------------------------- the model's own door checks
 def _check_context(name_a: str, a: int, name_b: str, b: int,
                    max_position_embeddings: int) -> None:
     """Raise if ``a + b`` positions pass ``max_position_embeddings``."""
