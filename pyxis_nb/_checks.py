@@ -1,4 +1,4 @@
-"""Input checks shared by every public function: check at the door, once.
+"""The generic input checks that several modules share: check at the door.
 
 Shape legend:
     ...      leading batch/head dimensions
@@ -11,13 +11,11 @@ Shape legend:
 Each helper raises ``ValueError`` (``TypeError`` for a flag that is not a
 bool) whose message names the argument, what it got and what it wanted.
 Public functions call one or two of these at the top; internal calls between
-modules use the unchecked cores, so no array is checked twice.
+modules use the unchecked cores, so no array is checked twice. A check that
+one module needs lives in that module, beside its caller.
 """
 
 from __future__ import annotations
-
-import json
-import pathlib
 
 import numpy as np
 
@@ -46,14 +44,28 @@ def as_float_array(name: str, x, *, min_ndim: int = 1,
     return arr
 
 
-def check_nonempty(name: str, arr: np.ndarray, axes: dict[int, str]) -> None:
-    """Raise if any of the named axes of ``arr`` has length 0."""
-    for axis, label in axes.items():
-        if arr.shape[axis] == 0:
+def check_nonempty(name: str, x, what: dict[int, str] | str):
+    """``x`` unless it is empty: an array's named axes, or a collection.
+
+    ``what``: ``{axis: label}`` for an array (each named axis needs length
+    >= 1), or a str saying what one item of the collection ``x`` is.
+    """
+    if isinstance(what, str):
+        if len(x) == 0:
+            raise ValueError(f"{name} is empty: expected at least one {what}")
+        return x
+    for axis, label in what.items():
+        if x.shape[axis] == 0:
             raise ValueError(
-                f"{name} has a 0-length {label} axis: got shape {arr.shape}, "
+                f"{name} has a 0-length {label} axis: got shape {x.shape}, "
                 f"expected {label} >= 1"
             )
+    return x
+
+
+#: The old name, until pyxis_nb/widgets.py (owned elsewhere for now)
+#: imports ``check_nonempty``; then this line goes.
+check_not_empty = check_nonempty
 
 
 def check_int(name: str, value, *, low: int | None = None,
@@ -131,7 +143,7 @@ def check_same_dtype(**arrays: np.ndarray) -> np.dtype:
     return a.dtype
 
 
-def broadcast_shapes(names_and_shapes: dict[str, tuple]) -> tuple:
+def _broadcast_shapes(names_and_shapes: dict[str, tuple]) -> tuple:
     """``np.broadcast_shapes`` with an error message naming every argument."""
     try:
         return np.broadcast_shapes(*names_and_shapes.values())
@@ -246,8 +258,8 @@ def _lead_shape(q, k, v, n_rep: int) -> tuple:
         if n_rep == 1:
             return x.shape[:-2]
         return x.shape[:-3] + (x.shape[-3] * n_rep,)
-    return broadcast_shapes({"query": q.shape[:-2], "key": lead(k),
-                             "value": lead(v)})
+    return _broadcast_shapes({"query": q.shape[:-2], "key": lead(k),
+                              "value": lead(v)})
 
 
 def _check_gqa(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> int:
@@ -356,78 +368,6 @@ def check_positions(name: str, positions, x: np.ndarray | None = None
     return pos.astype(np.float64)
 
 
-def check_even_last(name: str, x) -> np.ndarray:
-    """A float array (..., d_head) with an even last axis."""
-    x = as_float_array(name, x)
-    if x.shape[-1] % 2:
-        raise ValueError(
-            f"{name} has shape {x.shape}, expected (..., d_head) with d_head "
-            "even"
-        )
-    return x
-
-
-def check_rotary(q, k, cos, sin, unsqueeze_dim: int):
-    """q, k float; cos, sin of one shape, unsqueezed, fitting q and k."""
-    q, k = as_float_array("q", q), as_float_array("k", k)
-    tables = []
-    for name, t in (("cos", cos), ("sin", sin)):
-        t = as_float_array(name, t)
-        if not -t.ndim - 1 <= unsqueeze_dim <= t.ndim:
-            raise ValueError(
-                f"unsqueeze_dim = {unsqueeze_dim} is out of range for {name} "
-                f"of shape {t.shape}"
-            )
-        tables.append(np.expand_dims(t, unsqueeze_dim))
-    cos, sin = tables
-    if cos.shape != sin.shape:
-        raise ValueError(
-            f"cos and sin must have one shape, got cos {cos.shape}, "
-            f"sin {sin.shape}"
-        )
-    for name, x in (("q", q), ("k", k)):
-        check_fits(name, x.shape, "cos (after unsqueeze)", cos.shape)
-    return q, k, cos, sin
-
-
-def check_proj_rows(weight, head_dim) -> tuple[np.ndarray, int]:
-    """A q/k projection (heads * d_head, d_model) or bias; its d_head."""
-    w = as_float_array("weight", weight)
-    d_head = check_even("head_dim", head_dim)
-    if w.ndim not in (1, 2) or w.shape[0] % d_head:
-        raise ValueError(
-            f"weight has shape {w.shape}, expected (heads * head_dim, "
-            f"d_model) or (heads * head_dim,) with head_dim = {d_head}")
-    return w, d_head
-
-
-def check_sizes(T, S=None) -> tuple[int, int]:
-    """Query and key position counts ``(T, S)``, ``S`` defaulting to ``T``."""
-    T = check_positive_int("T", T)
-    return T, check_positive_int("S", T if S is None else S)
-
-
-def check_causal_qkv(query, key, value):
-    """:func:`check_qkv` and ``T <= S``; also returns the leading shape."""
-    q, k, v, _ = check_qkv(query, key, value)
-    T, S = q.shape[-2], k.shape[-2]
-    if T > S:
-        raise ValueError(
-            f"query has T = {T} positions (shape {q.shape}) but key only "
-            f"S = {S} (shape {k.shape}): expected T <= S, the queries being "
-            "the last T positions"
-        )
-    return q, k, v, _lead_shape(q, k, v, 1)
-
-
-def check_tokens(name: str, x, d_model: int) -> np.ndarray:
-    """Token vectors: a float array (..., T, d_model) with T >= 1."""
-    x = as_float_array(name, x, min_ndim=2)
-    check_nonempty(name, x, {-2: "token"})
-    check_last_axis(name, x, d_model, "(..., T, d_model)", "d_model")
-    return x
-
-
 def check_attention(query, key, value, attn_mask=None, is_causal=False,
                     enable_gqa=False, mask_mod=None):
     """:func:`check_qkv`, :func:`check_attn_mask` (and
@@ -446,31 +386,12 @@ def check_positive_ints(**values) -> tuple[int, ...]:
     return tuple(check_positive_int(n, v) for n, v in values.items())
 
 
-def check_sequences(name: str, sequences) -> list[np.ndarray]:
-    """A non-empty list of non-empty 1-D integer token-id lists."""
-    seqs = [np.asarray(s) for s in sequences]
-    if not seqs:
-        raise ValueError(f"{name} is empty: expected at least one token list")
-    for b, s in enumerate(seqs):
-        check_int_array(f"{name}[{b}]", s, ndim=1, want="(T,)")
-    return seqs
-
-
-def check_rope_args(x, positions, layout, layouts: tuple):
-    """:func:`check_pairs` for ``x``, its positions and the layout name."""
-    x = check_pairs("x", x)
-    pos = check_positions("positions", positions, x)
-    check_choice("layout", layout, layouts)
-    return x, pos
-
-
 def check_frequencies(name: str, size, base, base_name: str = "rope_theta",
                       why: str = "RoPE rotates pairs of coordinates"):
     """An even size and a base > 1: a sin/cos frequency table."""
     return check_even(name, size, why), check_theta(base_name, base)
 
 
-# --- layer checks
 # ------------------------------------------ shapes, keys, lengths, needs
 # The general doors: one message per kind of mistake, for the conditions
 # the helpers above do not cover. Each names the argument, what it got and
@@ -483,13 +404,6 @@ def check_shape(name: str, x, ok: bool, want: str):
     return x
 
 
-def check_not_empty(name: str, items, want: str):
-    """``items`` unless it is empty (``want``: what one item is)."""
-    if len(items) == 0:
-        raise ValueError(f"{name} is empty: expected at least one {want}")
-    return items
-
-
 def check_keys(name: str, keys, known, required=()) -> None:
     """Raise if ``keys`` has one not in ``known`` or lacks a ``required``."""
     keys = list(keys)
@@ -500,63 +414,30 @@ def check_keys(name: str, keys, known, required=()) -> None:
             f"{name} has unknown keys {unknown}, missing keys {missing}")
 
 
-def check_all_or_none(**given) -> None:
-    """Arrays that come together (q_norm and k_norm): all of them or none."""
-    have = [n for n, v in given.items() if v is not None]
-    if 0 < len(have) < len(given):
-        raise ValueError(
-            f"give all of {tuple(given)} or none, got only {have}")
-
-
-def check_divisible(name: str, value: int, by_name: str, by: int) -> int:
-    """``value`` if ``by`` divides it (hidden_size by num_attention_heads)."""
-    if value % by:
-        raise ValueError(f"{name} = {value} must be divisible by "
-                         f"{by_name} = {by}, got remainder {value % by}")
-    return value
-
-
-def check_room(name: str, held: int, new: int, limit_name: str,
-               limit: int, where: str) -> None:
-    """Raise if ``held + new`` positions exceed ``limit`` (a cache, a model).
-
-    The one overflow check: a cache's ``max_cache_len``, a model's
-    ``max_position_embeddings``; ``where``: what holds the ``held`` ones.
-    """
-    if held + new > limit:
-        raise ValueError(
-            f"{name}: cannot append {new} positions to {where}: it holds "
-            f"{held} and {limit_name} is {limit} ({held} + {new} = "
-            f"{held + new} > {limit})")
-
-
 def check_needs(ok: bool, name: str, needs: str, why: str) -> None:
     """Raise unless ``ok``: argument ``name`` needs ``needs`` (``why``)."""
     if not ok:
         raise ValueError(f"{name} needs {needs}: {why}")
 
 
-def check_scale(name: str, value) -> float | None:
-    """None, or a finite number > 0 (an attention scale, as torch's)."""
-    if value is None:
-        return None
-    real = (isinstance(value, (int, float, np.integer, np.floating))
-            and not isinstance(value, bool))
-    if not real or not np.isfinite(value) or value <= 0:
-        raise ValueError(
-            f"{name} must be a finite number > 0 or None, got {value!r}")
-    return float(value)
-
-
 def check_token_ids(name: str, ids, vocab_size: int, *,
                     ndim: int | None = None, want: str = "(B, T)",
-                    ignore_index: int | None = None) -> np.ndarray:
+                    ignore_index: int | None = None,
+                    batch: bool = False) -> np.ndarray:
     """Token ids: a non-empty integer array with values in 0 .. V-1.
 
-    The one convention for token ids (``input_ids``, ``labels``, prompts);
-    ``ignore_index`` (torch's -100 for labels) is allowed besides.
+    The one check for token ids (``input_ids``, ``labels``, prompts);
+    ``ignore_index`` (torch's -100 for labels) is allowed besides. With
+    ``batch``: a model's input, (B, T) or (T,), returned as (B, T).
     """
-    arr = check_int_array(name, ids, ndim=ndim, want=want)
+    if batch:
+        want = "(B, T) or (T,)"
+        arr = check_int_array(name, ids, want=want)  # ints, T >= 1
+        arr = arr[None] if arr.ndim == 1 else arr  # (T,) -> (1, T)
+        check_shape(name, ids, arr.ndim == 2 and arr.shape[0] > 0,
+                    "(B, T) or (T,) with B, T >= 1")
+    else:
+        arr = check_int_array(name, ids, ndim=ndim, want=want)
     real = arr if ignore_index is None else arr[arr != ignore_index]
     if real.size and (real.min() < 0 or real.max() >= vocab_size):
         extra = "" if ignore_index is None else f" (or {ignore_index})"
@@ -582,63 +463,11 @@ def check_01_mask(name: str, mask) -> np.ndarray:
     return m.astype(bool)
 
 
-# --- model and checkpoint checks (pyxis_nb.model)
-def check_input_ids(name: str, ids, vocab_size: int) -> np.ndarray:
-    """A model's input ids (B, T) or (T,), as (B, T): ``check_token_ids``."""
-    check_int_array(name, ids, want="(B, T) or (T,)")  # ints, T >= 1
-    arr = np.asarray(ids)
-    arr = arr[None] if arr.ndim == 1 else arr  # (T,) -> (1, T)
-    check_shape(name, ids, arr.ndim == 2 and arr.shape[0] > 0,
-                "(B, T) or (T,) with B, T >= 1")
-    return check_token_ids(name, arr, vocab_size, ndim=2,
-                           want="(B, T) or (T,)")
-
-
+# --- model and checkpoint checks (pyxis_nb.model, pyxis_nb.gguf_file)
 def check_found(ok: bool, message: str) -> None:
     """Raise ``FileNotFoundError(message)`` unless ``ok`` (a file found)."""
     if not ok:
         raise FileNotFoundError(message)
-
-
-def check_json_file(file):
-    """The parsed JSON of ``file`` (a config or an index), or a ValueError."""
-    try:
-        return json.loads(pathlib.Path(file).read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{pathlib.Path(file).name} is not a readable JSON "
-                         f"file: {err}") from None
-
-
-def check_context(name_a: str, a: int, name_b: str, b: int,
-                  max_position_embeddings: int) -> None:
-    """Raise if ``a + b`` positions pass ``max_position_embeddings``."""
-    if a + b > max_position_embeddings:
-        raise ValueError(
-            f"{name_a} ({a}) + {name_b} ({b}) = {a + b} exceeds "
-            f"max_position_embeddings = {max_position_embeddings}")
-
-
-def check_token_list(name: str, value, vocab_size: int) -> tuple[int, ...]:
-    """None, an id or a list of ids in 0 .. vocab_size - 1, as a tuple."""
-    values = [] if value is None else (
-        list(value) if isinstance(value, (list, tuple)) else [value])
-    return tuple(check_int(name, v, low=0, high=vocab_size - 1)
-                 for v in values)
-
-
-def check_sampling(do_sample, temperature, top_k, top_p, seed) -> dict:
-    """``generate``'s sampling arguments, checked (HF's names and ranges)."""
-    check_bool("do_sample", do_sample)
-    check_number("temperature", temperature, above=0)
-    if top_k is not None:
-        check_positive_int("top_k", top_k)
-    if top_p is not None and not 0 < check_number("top_p", top_p,
-                                                  above=0) <= 1:
-        raise ValueError(f"top_p must be a number in (0, 1], got {top_p!r}")
-    if seed is not None:
-        check_int("seed", seed, low=0)
-    return dict(temperature=float(temperature), top_k=top_k, top_p=top_p,
-                seed=seed)
 
 
 def check_config_value(file: str, key: str, value, allowed: tuple,
@@ -678,42 +507,6 @@ def _few(keys: list, n: int = 6) -> str:
     return f"{keys[:n]}{more}"
 
 
-def check_position_ids(name: str, position_ids, B: int, T: int,
-                       max_position_embeddings: int | None = None
-                       ) -> np.ndarray:
-    """Integer positions >= 0 of shape (T,), (1, T) or (B, T), as (B, T).
-
-    Only what is a property of the input: HF accepts any such positions
-    (packed sequences, tree decoding), so their values are the caller's.
-    """
-    pos = np.asarray(position_ids)
-    high = np.inf if max_position_embeddings is None else \
-        max_position_embeddings
-    if (not np.issubdtype(pos.dtype, np.integer)
-            or pos.shape not in ((T,), (1, T), (B, T))
-            or np.any(pos < 0) or np.any(pos >= high)):
-        limit = "" if max_position_embeddings is None else \
-            f" and < max_position_embeddings = {max_position_embeddings}"
-        seen = (f", values {pos.min()} .. {pos.max()}"
-                if pos.size and np.issubdtype(pos.dtype, np.number) else "")
-        raise ValueError(
-            f"{name} has shape {pos.shape} and dtype {pos.dtype}{seen}, "
-            f"expected integers >= 0{limit} of shape (T,) or (B, T) = "
-            f"({B}, {T})")
-    return np.broadcast_to(pos, (B, T))
-
-
-def check_split_heads(x, head_dim) -> tuple[np.ndarray, int]:
-    """x (B, T, H*d_head) whose last axis splits into heads of head_dim."""
-    x = as_float_array("x", x)
-    d_head = check_positive_int("head_dim", head_dim)
-    if x.ndim != 3 or x.shape[-1] % d_head:
-        raise ValueError(
-            f"x has shape {x.shape}, expected (B, T, H*d_head) with a last "
-            f"axis divisible by head_dim = {d_head}")
-    return x, d_head
-
-
 def check_model_config(config) -> None:
     """A ModelConfig's values (``intermediate_size`` 0: no MLP)."""
     for name in ("vocab_size", "hidden_size", "num_hidden_layers", "head_dim",
@@ -725,7 +518,7 @@ def check_model_config(config) -> None:
     check_number("rms_norm_eps", config.rms_norm_eps, at_least=0)
 
 
-# --- tiled attention's mask_mod (FlexAttention)
+# --- FlexAttention's mask_mod (check_attention, for tiled attention)
 def check_mask_mod(mask_mod, attn_mask=None, is_causal=False):
     """``mask_mod(b, h, q_idx, kv_idx)``: a callable, alone as the mask."""
     if mask_mod is None:
@@ -743,26 +536,6 @@ def check_mask_mod(mask_mod, attn_mask=None, is_causal=False):
             "into mask_mod (causal: q_idx >= kv_idx)"
         )
     return mask_mod
-
-
-def check_mask_mod_tile(keep, want: tuple) -> np.ndarray:
-    """What ``mask_mod`` returned for one tile: bool, broadcasting to
-    ``want`` = (B, H, block_q, block_k) without enlarging it."""
-    keep = np.asarray(keep)
-    if keep.dtype != bool:
-        raise ValueError(
-            "mask_mod must return a boolean array (True = may attend), got "
-            f"dtype {keep.dtype} with shape {keep.shape}"
-        )
-    if not _broadcasts_to(keep.shape, want):
-        raise ValueError(
-            f"mask_mod returned shape {keep.shape} for a tile of (B, H, "
-            f"block_q, block_k) = {want}, expected a shape that broadcasts "
-            "to it without enlarging it"
-        )
-    return keep
-
-
 # --- files fetched and read (pyxis_nb.gguf_file)
 def check_fetched(ok: bool, message: str) -> None:
     """Raise ``OSError(message)`` unless ``ok`` (a download that failed)."""

@@ -67,9 +67,31 @@ def sdpa_core(query, key, value, attn_mask=None, is_causal=False,
               scale=None, enable_gqa=False, head_mask=None):
     """Unchecked core of :func:`scaled_dot_product_attention`: out, weights.
 
-    ``head_mask`` (H,), if given, multiplies each head's weights before they
-    mix the values (0 switches a head off), as the ``head_mask`` of older
-    transformers models did; the weights returned are the multiplied ones.
+    For callers that checked their inputs already (a layer, a model).
+
+    Parameters
+    ----------
+    query : ndarray, shape (..., T, d_head)
+    key, value : ndarray, shape (..., S, d_head)
+        Of the dtype of ``query``; with ``enable_gqa``, (..., H_kv, S,
+        d_head).
+    attn_mask : ndarray, broadcastable to (..., T, S), optional
+        Boolean (True = may attend) or floating (added to the scores).
+    is_causal : bool, default False
+        Torch's top-left triangle, used instead of ``attn_mask``.
+    scale : float, optional
+        Defaults to ``1 / sqrt(d_head)``.
+    enable_gqa : bool, default False
+        Query head ``h`` (axis -3) reads key/value head ``h // n_rep``.
+    head_mask : ndarray, shape (H,), optional
+        Multiplies each head's weights before they mix the values (0
+        switches a head off), as the ``head_mask`` of older transformers
+        models did; the weights returned are the multiplied ones.
+
+    Returns
+    -------
+    output : ndarray, shape (..., T, d_head)
+    weights : ndarray, shape (..., T, S)
     """
     T, S, d_head = query.shape[-2], key.shape[-2], query.shape[-1]
     if enable_gqa:  # query head h reads key/value head h // n_rep

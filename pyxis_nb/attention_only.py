@@ -25,10 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ._checks import (as_float_array, check_bool, check_choice,
-                      check_divisible, check_int, check_keys, check_needs,
-                      check_positive_int, check_scale, check_shape,
-                      check_token_ids)
+from ._checks import (as_float_array, check_bool, check_choice, check_int,
+                      check_keys, check_needs, check_positive_int,
+                      check_shape, check_token_ids)
 from .circuits import (duplicate_token_score, induction_score,
                        previous_token_score)
 from .multihead import merge_heads_core, split_heads_core
@@ -144,7 +143,21 @@ def cross_entropy(logits, labels) -> tuple[np.ndarray, np.ndarray]:
 def attention_probs(q, k, scale, is_causal=True):
     """``softmax(scale * q k^T)``, causal or not: the layer's weights.
 
-    q, k (B, H, T, d_head) -> (B, H, T, T), rows sum to 1. Unchecked.
+    Unchecked; shared by :func:`attention_layer_forward` and the patched
+    forward of :func:`path_patch`.
+
+    Parameters
+    ----------
+    q, k : ndarray, shape (B, H, T, d_head)
+    scale : float
+        Multiplies ``q . k``.
+    is_causal : bool, default True
+        Key ``s`` hidden from query ``t`` when ``s > t``.
+
+    Returns
+    -------
+    ndarray, shape (B, H, T, T)
+        Rows sum to 1.
     """
     # (B, H, T, d_head) @ (B, H, d_head, T) -> (B, H, T, T)
     scores = scale * (q @ k.swapaxes(-1, -2))
@@ -157,8 +170,27 @@ def attention_probs(q, k, scale, is_causal=True):
 def attention_layer_forward(x, w, num_attention_heads, scale, is_causal):
     """One layer's attention output (B, T, d_model) and its cache.
 
-    ``x`` (B, T, d_model); ``w`` maps q/k/v/o_proj to (d_model, d_model).
     Unchecked: ``AttentionOnlyTransformer`` checks its input once.
+
+    Parameters
+    ----------
+    x : ndarray, shape (B, T, d_model)
+        The residual stream.
+    w : dict of str to ndarray
+        ``q_proj``, ``k_proj``, ``v_proj``, ``o_proj``, each (d_model,
+        d_model), torch's ``Linear`` layout.
+    num_attention_heads : int
+        ``H``, dividing ``d_model``.
+    scale : float
+        Multiplies ``q . k``.
+    is_causal : bool
+
+    Returns
+    -------
+    out : ndarray, shape (B, T, d_model)
+    cache : tuple
+        ``(x, q, k, v, p, z)``: what :func:`attention_layer_backward`
+        needs; ``p`` (B, H, T, T) are the weights.
     """
     d_head = x.shape[-1] // num_attention_heads  # d_model = H * d_head
     q, k, v = (split_heads_core(x @ w[n].T, d_head) for n in PROJECTIONS[:3])
@@ -177,7 +209,23 @@ def _linear_grad(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
 def attention_layer_backward(dout, cache, w, scale):
     """Backward of ``attention_layer_forward``: (dloss/dx, {name: dW}).
 
-    ``dout`` (B, T, d_model) is dloss/d(layer output).
+    Parameters
+    ----------
+    dout : ndarray, shape (B, T, d_model)
+        dloss/d(layer output).
+    cache : tuple
+        What :func:`attention_layer_forward` returned with the output.
+    w : dict of str to ndarray
+        The layer's four projections, as in the forward.
+    scale : float
+        The forward's scale.
+
+    Returns
+    -------
+    dx : ndarray, shape (B, T, d_model)
+        dloss/dx, through the layer only (the residual adds ``dout``).
+    grads : dict of str to ndarray
+        dloss/dW of each projection, (d_model, d_model).
     """
     x, q, k, v, p, z = cache
     grads = {"o_proj": _linear_grad(dout, z)}
@@ -201,6 +249,14 @@ def _check_ids(name: str, ids, V: int, shape=None, allow_ignore=False):
                           ignore_index=IGNORE_INDEX if allow_ignore else None)
     return check_shape(name, ids, shape is None or ids.shape == shape,
                        f"{shape} (the shape of input_ids)")
+
+
+def _check_divisible(name: str, value: int, by_name: str, by: int) -> int:
+    """``value`` if ``by`` divides it (hidden_size by num_attention_heads)."""
+    if value % by:
+        raise ValueError(f"{name} = {value} must be divisible by "
+                         f"{by_name} = {by}, got remainder {value % by}")
+    return value
 
 
 class AttentionOnlyTransformer:
@@ -239,8 +295,8 @@ class AttentionOnlyTransformer:
                                                       num_attention_heads)
         self.max_position_embeddings = check_positive_int(
             "max_position_embeddings", max_position_embeddings)
-        check_divisible("hidden_size", hidden_size, "num_attention_heads",
-                        num_attention_heads)
+        _check_divisible("hidden_size", hidden_size, "num_attention_heads",
+                         num_attention_heads)
         self.head_dim = hidden_size // num_attention_heads
         self.scale = self._check_scale(scale, self.head_dim)
         self.dtype = np.dtype(dtype)
@@ -250,8 +306,15 @@ class AttentionOnlyTransformer:
 
     @staticmethod
     def _check_scale(scale, d_head: int) -> float:
-        scale = check_scale("scale", scale)
-        return float(1.0 / np.sqrt(d_head)) if scale is None else scale
+        """None (``1 / sqrt(d_head)``) or a finite number > 0, as torch's."""
+        if scale is None:
+            return float(1.0 / np.sqrt(d_head))
+        real = (isinstance(scale, (int, float, np.integer, np.floating))
+                and not isinstance(scale, bool))
+        if not real or not np.isfinite(scale) or scale <= 0:
+            raise ValueError(
+                f"scale must be a finite number > 0 or None, got {scale!r}")
+        return float(scale)
 
     def _shapes(self) -> dict[str, tuple[int, int]]:
         V, d = self.vocab_size, self.hidden_size
@@ -273,11 +336,31 @@ class AttentionOnlyTransformer:
         return params
 
     def state_dict(self) -> dict[str, np.ndarray]:
-        """The weights by name; the arrays are the model's own (not copies)."""
+        """The weights by name; the arrays are the model's own (not copies).
+
+        Returns
+        -------
+        dict of str to ndarray
+            ``embed_tokens.weight`` (V, d_model), ``embed_positions.weight``
+            (max_position_embeddings, d_model),
+            ``layers.{i}.self_attn.{q,k,v,o}_proj.weight`` (d_model, d_model),
+            ``lm_head.weight`` (V, d_model).
+        """
         return dict(self._params)
 
     def load_state_dict(self, state_dict) -> None:
-        """Copy weights in, in place; keys and shapes must match exactly."""
+        """Copy weights in, in place; keys and shapes must match exactly.
+
+        Parameters
+        ----------
+        state_dict : mapping of str to ndarray
+            Every key of :meth:`state_dict`, no other, each of its shape; cast
+            to the model's dtype.
+
+        See Also
+        --------
+        torch.nn.Module.load_state_dict : with ``strict=True``.
+        """
         shapes = self._shapes()
         check_keys("state_dict", state_dict, shapes, shapes)
         for key, shape in shapes.items():
@@ -315,9 +398,21 @@ class AttentionOnlyTransformer:
     def forward(self, input_ids, *, is_causal=True, output_attentions=False):
         """Logits (B, T, V) for ``input_ids`` (B, T).
 
-        With ``output_attentions=True`` also a list of L arrays (B, H, T, T),
-        the attention weights of each layer. ``is_causal=False`` lets every
-        position attend to every other (the model was trained with it True).
+        Parameters
+        ----------
+        input_ids : array_like of int, shape (B, T)
+            In ``0 .. V-1``, T <= ``max_position_embeddings``.
+        is_causal : bool, default True
+            False lets every position attend to every other (the model was
+            trained with it True).
+        output_attentions : bool, default False
+            Also return each layer's attention weights.
+
+        Returns
+        -------
+        logits : ndarray, shape (B, T, V)
+        attentions : list of ndarray, shape (B, H, T, T)
+            One per layer, only with ``output_attentions``.
         """
         ids = self._check_input(input_ids)
         is_causal = check_bool("is_causal", is_causal)
@@ -331,8 +426,20 @@ class AttentionOnlyTransformer:
     def loss_and_grads(self, input_ids, labels):
         """Mean cross-entropy over labels != -100, and its gradients.
 
-        No internal shift: ``logits[b, t]`` is scored against
-        ``labels[b, t]``. ``grads`` has the keys of ``state_dict()``.
+        No internal shift: ``logits[b, t]`` is scored against ``labels[b, t]``.
+
+        Parameters
+        ----------
+        input_ids : array_like of int, shape (B, T)
+        labels : array_like of int, shape (B, T)
+            Target ids in ``0 .. V-1``, or -100 for no target; at least one
+            target.
+
+        Returns
+        -------
+        loss : float
+        grads : dict of str to ndarray
+            The keys and shapes of :meth:`state_dict`.
         """
         ids = self._check_input(input_ids)
         labels = _check_ids("labels", labels, self.vocab_size, ids.shape,
@@ -368,8 +475,16 @@ class AttentionOnlyTransformer:
 class Adam:
     """Adam (Kingma and Ba, 2015) over a state dict, updated in place.
 
-    ``params``: ``model.state_dict()``, the model's own arrays; ``lr``,
-    ``betas`` (float, float) and ``eps`` as torch's.
+    Parameters
+    ----------
+    params : dict of str to ndarray
+        ``model.state_dict()``, the model's own arrays.
+    lr : float, default 1e-2
+        The learning rate.
+    betas : (float, float), default (0.9, 0.999)
+        Decay rates of the first and second moment estimates.
+    eps : float, default 1e-8
+        Added to the root of the second moment.
 
     See Also
     --------
@@ -383,7 +498,13 @@ class Adam:
         self.t = 0
 
     def step(self, grads) -> None:
-        """One update of every parameter from ``grads`` (same keys)."""
+        """One update of every parameter from ``grads`` (same keys).
+
+        Parameters
+        ----------
+        grads : dict of str to ndarray
+            The gradient of each parameter, of its shape.
+        """
         self.t += 1
         b1, b2 = self.betas
         for k, p in self.params.items():
@@ -397,10 +518,18 @@ class Adam:
 def repeated_tokens(batch_size, half, vocab_size, rng):
     """Random blocks repeated twice, ``[a b c .. | a b c ..]``, with labels.
 
-    ``half``: the block length, or ``(low, high)`` to draw each row's
-    from ``low .. high``, so the distance to the earlier copy varies and
-    position alone cannot find it; shorter rows are filled up to ``T = 2 *
-    high`` with random tokens labelled -100. ``rng``: a numpy Generator.
+    Parameters
+    ----------
+    batch_size : int
+        ``B``, >= 1.
+    half : int or (int, int)
+        The block length, or ``(low, high)`` to draw each row's from
+        ``low .. high``, so the distance to the earlier copy varies and
+        position alone cannot find it; shorter rows are filled up to
+        ``T = 2 * high`` with random tokens labelled -100.
+    vocab_size : int
+        ``V``: tokens are drawn from ``0 .. V-1``.
+    rng : numpy.random.Generator
 
     Returns
     -------
@@ -425,10 +554,23 @@ def repeated_tokens(batch_size, half, vocab_size, rng):
 
 
 def half_masks(halves, T: int) -> tuple[np.ndarray, np.ndarray]:
-    """Boolean (B, T) masks of the positions whose next token is in the
-    first copy or is the second copy's first token (unpredictable:
-    ``t < half``) and of those whose next token can be copied
-    (``half <= t < 2 * half - 1``)."""
+    """Masks of the unpredictable and the copyable positions, each (B, T).
+
+    The first holds the positions whose next token is in the first copy or
+    is the second copy's first token (``t < half``); the second those whose
+    next token can be copied (``half <= t < 2 * half - 1``).
+
+    Parameters
+    ----------
+    halves : array_like of int, shape (B,)
+        Each row's block length, from :func:`repeated_tokens`.
+    T : int
+        Positions.
+
+    Returns
+    -------
+    first, second : ndarray of bool, shape (B, T)
+    """
     t = np.arange(T)
     h = np.asarray(halves)[:, None]  # (B, 1)
     return t < h, (t >= h) & (t < 2 * h - 1)
@@ -436,8 +578,27 @@ def half_masks(halves, T: int) -> tuple[np.ndarray, np.ndarray]:
 
 def gradient_check(model, input_ids, labels, *, per_key=2, eps=1e-6,
                    seed=0) -> dict[str, float]:
-    """Largest relative error, per weight, of ``loss_and_grads`` against
-    central finite differences at ``per_key`` random entries of each weight.
+    """Largest relative error of ``loss_and_grads`` against finite differences.
+
+    Central differences at ``per_key`` random entries of each weight.
+
+    Parameters
+    ----------
+    model : AttentionOnlyTransformer
+        Its weights are changed and restored.
+    input_ids, labels : array_like of int, shape (B, T)
+        As in :meth:`AttentionOnlyTransformer.loss_and_grads`.
+    per_key : int, default 2
+        Entries tried per weight.
+    eps : float, default 1e-6
+        The step of the differences.
+    seed : int, default 0
+        Chooses the entries.
+
+    Returns
+    -------
+    dict of str to float
+        Per weight name, the worst relative error.
     """
     _, grads = model.loss_and_grads(input_ids, labels)
     rng = np.random.default_rng(seed)
@@ -460,8 +621,19 @@ def gradient_check(model, input_ids, labels, *, per_key=2, eps=1e-6,
 
 
 def half_losses(token_loss, halves) -> tuple[float, float]:
-    """Mean loss over the unpredictable first half and the copyable second
-    half (see ``half_masks``); ``token_loss`` (B, T), ``halves`` (B,)."""
+    """Mean loss over the unpredictable and the copyable half (``half_masks``).
+
+    Parameters
+    ----------
+    token_loss : ndarray, shape (B, T)
+        Per-position losses (:func:`cross_entropy`).
+    halves : array_like of int, shape (B,)
+        Each row's block length.
+
+    Returns
+    -------
+    first, second : float
+    """
     first, second = half_masks(halves, token_loss.shape[1])
     return (float(token_loss[first].mean()),
             float(token_loss[second].mean()))
@@ -471,10 +643,25 @@ def train(model, *, steps, batch_size=32, half=(6, 10), lr=1e-2, seed=0,
           frozen=(), score_every=None):
     """Train on fresh repeated-token batches with Adam.
 
-    ``frozen`` names weights that keep their values (gradient set to 0).
-    ``score_every``: every so many steps (and after the last), also
-    record ``head_scores`` on the fixed batch ``SCORE_BATCH`` (drawn from
-    its own seed, so recording does not change the training batches).
+    Parameters
+    ----------
+    model : AttentionOnlyTransformer
+        Trained in place.
+    steps : int
+        Updates, >= 1.
+    batch_size : int, default 32
+    half : int or (int, int), default (6, 10)
+        Block lengths, as in :func:`repeated_tokens`.
+    lr : float, default 1e-2
+        Adam's learning rate.
+    seed : int, default 0
+        Seeds the batches.
+    frozen : iterable of str, default ()
+        Weights that keep their values (gradient set to 0).
+    score_every : int, optional
+        Every so many steps (and after the last), also record
+        ``head_scores`` on the fixed batch ``SCORE_BATCH`` (drawn from its
+        own seed, so recording does not change the training batches).
 
     Returns
     -------
@@ -512,8 +699,22 @@ def train(model, *, steps, batch_size=32, half=(6, 10), lr=1e-2, seed=0,
 
 
 def head_scores(model, input_ids, halves) -> dict[str, np.ndarray]:
-    """The ``SCORES`` of every head on repeated-token ``input_ids`` with
-    block lengths ``halves`` (B,): name -> ndarray, shape (L, H)."""
+    """The ``SCORES`` of every head on repeated-token ``input_ids``.
+
+    Parameters
+    ----------
+    model : AttentionOnlyTransformer
+    input_ids : array_like of int, shape (B, T)
+        Repeated blocks, as :func:`repeated_tokens` draws them.
+    halves : array_like of int, shape (B,)
+        Each row's block length.
+
+    Returns
+    -------
+    dict of str to ndarray, shape (L, H)
+        "previous", "duplicate" and "induction" scores
+        (:mod:`pyxis_nb.circuits`).
+    """
     _, weights = model.forward(input_ids, output_attentions=True)
     funcs = {"previous": lambda w: previous_token_score(w),
              "duplicate": lambda w: duplicate_token_score(w, halves),
@@ -523,12 +724,23 @@ def head_scores(model, input_ids, halves) -> dict[str, np.ndarray]:
 
 
 def copying_score(model, layer: int) -> np.ndarray:
-    """Per head of ``layer``: the fraction of tokens whose own logit its
-    OV circuit raises most (Elhage et al.'s copying, measured by argmax).
+    """Per head of ``layer``: the fraction of tokens its OV circuit copies.
 
-    Token t's embedding goes through the head's values and output alone,
+    Elhage et al.'s copying, measured by argmax: token t's embedding goes
+    through the head's values and output alone,
     ``lm_head @ W_O[:, h] @ W_V[h] @ embed_tokens[t]``, straight to the
-    logits. Returns ndarray, shape (H,); a random head scores about 1 / V.
+    logits; a token counts if its own logit comes out highest.
+
+    Parameters
+    ----------
+    model : AttentionOnlyTransformer
+    layer : int
+        ``0 .. L-1``.
+
+    Returns
+    -------
+    ndarray, shape (H,)
+        A random head scores about ``1 / V``.
     """
     layer = check_int("layer", layer, low=0,
                       high=model.num_hidden_layers - 1)
@@ -580,13 +792,27 @@ def _patched_forward(model, ids, layer, head, into=(), values=None):
 
 
 def path_patch(model, input_ids, *, layer, head, into):
-    """Logits (B, T, V) with one head's output removed from only some
-    inputs of the later layers.
+    """Logits with one head's output removed from some inputs of later layers.
 
-    ``into``: a subset of ("query", "key", "value"). Every later layer
-    reads those inputs from the residual stream minus the output of head
-    ``head`` of ``layer``; its other inputs, and ``lm_head``, read the
-    whole stream. Path patching with a zero patch (Wang et al., 2022).
+    Every later layer reads the inputs ``into`` from the residual stream
+    minus the output of head ``head`` of ``layer``; its other inputs, and
+    ``lm_head``, read the whole stream. Path patching with a zero patch
+    (Wang et al., 2022).
+
+    Parameters
+    ----------
+    model : AttentionOnlyTransformer
+    input_ids : array_like of int, shape (B, T)
+    layer : int
+        ``0 .. L-1``.
+    head : int
+        ``0 .. H-1``.
+    into : str or iterable of str
+        A subset of ("query", "key", "value").
+
+    Returns
+    -------
+    ndarray, shape (B, T, V)
     """
     ids = model._check_input(input_ids)
     layer = check_int("layer", layer, low=0,
@@ -600,9 +826,22 @@ def path_patch(model, input_ids, *, layer, head, into):
 
 
 def value_from_embedding(model, input_ids, *, head, part):
-    """Logits (B, T, V) when head ``head`` of layer 0 reads its values from
-    one part of its input only: ``part`` "tokens" (``embed_tokens[ids]``)
-    or "positions" (``embed_positions[:T]``). Its weights do not change.
+    """Logits when a layer-0 head reads its values from one embedding only.
+
+    The head's weights do not change; only its values come from
+    ``embed_tokens[ids]`` or ``embed_positions[:T]`` alone.
+
+    Parameters
+    ----------
+    model : AttentionOnlyTransformer
+    input_ids : array_like of int, shape (B, T)
+    head : int
+        A head of layer 0, ``0 .. H-1``.
+    part : {"tokens", "positions"}
+
+    Returns
+    -------
+    ndarray, shape (B, T, V)
     """
     ids = model._check_input(input_ids)
     head = check_int("head", head, low=0,
@@ -612,7 +851,21 @@ def value_from_embedding(model, input_ids, *, head, part):
 
 
 def plot_half_losses(histories: dict, vocab_size: int, ax=None):
-    """Loss of each half, per step, for one or more runs; ln V dashed."""
+    """Loss of each half, per step, for one or more runs; ln V dashed.
+
+    Parameters
+    ----------
+    histories : dict of str to dict
+        Run label -> what :func:`train` returned.
+    vocab_size : int
+        ``V``: ``ln V`` is the loss of a uniform guess.
+    ax : matplotlib Axes, optional
+        Drawn on; default a new figure.
+
+    Returns
+    -------
+    matplotlib Axes
+    """
     import matplotlib.pyplot as plt  # lazily: the package never needs it
 
     if ax is None:
@@ -632,8 +885,21 @@ def plot_half_losses(histories: dict, vocab_size: int, ax=None):
 def plot_score_history(history: dict, score: str, heads=None, ax=None):
     """One head score per recorded step (``train(..., score_every=...)``).
 
-    ``score``: a name of ``SCORES``; ``heads``: (layer, head) pairs to
-    draw, default every head (layer 0 dashed, later layers solid).
+    Parameters
+    ----------
+    history : dict
+        What :func:`train` returned with ``score_every``.
+    score : {"previous", "duplicate", "induction"}
+        A name of ``SCORES``.
+    heads : iterable of (int, int), optional
+        (layer, head) pairs to draw; default every head (layer 0 dashed,
+        later layers solid).
+    ax : matplotlib Axes, optional
+        Drawn on; default a new figure.
+
+    Returns
+    -------
+    matplotlib Axes
     """
     import matplotlib.pyplot as plt  # lazily: the package never needs it
 
@@ -654,8 +920,19 @@ def plot_score_history(history: dict, score: str, heads=None, ax=None):
 def train_run(name: str, *, steps=None):
     """Build and train one of ``TRAINED_HEADS_RUNS`` from its seed.
 
-    ``steps`` shortens the run (a test retrains the first steps and
-    compares them with the stored history). Returns (model, history).
+    Parameters
+    ----------
+    name : str
+        A key of ``TRAINED_HEADS_RUNS``.
+    steps : int, optional
+        Shortens the run (a test retrains the first steps and compares them
+        with the stored history); default the run's own.
+
+    Returns
+    -------
+    model : AttentionOnlyTransformer
+    history : dict
+        What :func:`train` returned.
     """
     model_kw, train_kw = TRAINED_HEADS_RUNS[name]
     model = AttentionOnlyTransformer(**model_kw)

@@ -25,16 +25,24 @@ from typing import Sequence
 
 import numpy as np
 
-from ._checks import check_attn_mask, check_choice, check_even
-from ._checks import (check_int, check_int_array, check_positive_int,
-                      check_token_ids)
-from ._checks import check_sequences
+from ._checks import (check_attn_mask, check_choice, check_even, check_int,
+                      check_int_array, check_positive_int, check_token_ids)
 from .attention import sdpa_core
 from .head import Head
 from .masks import real_tokens
 from .positions import sinusoidal_positions
 
 __all__ = ["pad_sequences", "TinyLM"]
+
+
+def _check_sequences(name: str, sequences) -> list[np.ndarray]:
+    """A non-empty list of non-empty 1-D integer token-id lists."""
+    seqs = [np.asarray(s) for s in sequences]
+    if not seqs:
+        raise ValueError(f"{name} is empty: expected at least one token list")
+    for b, s in enumerate(seqs):
+        check_int_array(f"{name}[{b}]", s, ndim=1, want="(T,)")
+    return seqs
 
 
 def pad_sequences(sequences: Sequence[Sequence[int]], *, pad_id: int = 0,
@@ -60,7 +68,7 @@ def pad_sequences(sequences: Sequence[Sequence[int]], *, pad_id: int = 0,
     transformers.PreTrainedTokenizerBase.pad : ``padding_side``.
     """
     check_choice("side", side, ("right", "left"))
-    seqs = check_sequences("sequences", sequences)
+    seqs = _check_sequences("sequences", sequences)
     lengths = np.array([len(s) for s in seqs], dtype=np.int64)  # (B,)
     T = int(lengths.max()) if length is None else length
     T = check_int("length", T, low=int(lengths.max()))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array, check_input_ids, check_shape
+from ._checks import as_float_array, check_shape, check_token_ids
 
 __all__ = [
     "offset_score",
@@ -47,7 +47,7 @@ def next_token_loss(logits, input_ids) -> float:
         input_ids[:, 1:].flatten())``, what HF's ``labels=input_ids`` gives.
     """
     z = as_float_array("logits", logits, ndim=3)
-    ids = check_input_ids("input_ids", input_ids, z.shape[-1])
+    ids = check_token_ids("input_ids", input_ids, z.shape[-1], batch=True)
     check_shape("input_ids", ids, ids.shape == z.shape[:2],
                 f"(B, T) = {z.shape[:2]}, as logits")
     z = z[:, :-1].astype(np.float64)
@@ -60,9 +60,18 @@ def next_token_loss(logits, input_ids) -> float:
 def sink_score(weights) -> np.ndarray:
     """Mean weight each head puts on the first key, from queries 1 .. T-1.
 
-    weights : (B, H, T, T) -> ndarray, shape (H,). Query 0 is left out: the
-    causal mask gives it nothing else to attend to. 1/(t+1) is what a
-    uniform row at query t would give (Xiao et al. 2023, "attention sinks").
+    Query 0 is left out: the causal mask gives it nothing else to attend
+    to. ``1/(t+1)`` is what a uniform row at query t would give (Xiao et
+    al. 2023, "attention sinks").
+
+    Parameters
+    ----------
+    weights : ndarray of float, shape (B, H, T, T)
+        One layer's attention weights.
+
+    Returns
+    -------
+    ndarray, shape (H,)
     """
     w = as_float_array("weights", weights, ndim=4)
     return w[:, :, 1:, 0].mean(axis=(0, 2))
@@ -76,6 +85,14 @@ def ov_copying_score(model) -> np.ndarray:
     ``lam`` give ``sum(lam) / sum(|lam|)``: near 1, the head raises the
     logit of the token it reads (copying); near -1, it suppresses it.
     Computed on the (d_head, d_head) matrix with the same eigenvalues.
+
+    Parameters
+    ----------
+    model : Qwen3ForCausalLM
+
+    Returns
+    -------
+    ndarray of float64, shape (L, H)
     """
     c = model.config
     H, d_head = c.num_attention_heads, c.head_dim
@@ -97,9 +114,17 @@ def ov_copying_score(model) -> np.ndarray:
 def head_pair_distance(weights) -> np.ndarray:
     """Mean total-variation distance between the rows of every two heads.
 
-    weights : (B, H, T, T) -> ndarray, shape (H, H): entry (i, j) is
-    ``0.5 * sum |w_i - w_j|`` over the keys, averaged over the batch and
-    the queries 1 .. T-1 (0: the same distribution; 1: no overlap).
+    Parameters
+    ----------
+    weights : ndarray of float, shape (B, H, T, T)
+        One layer's attention weights.
+
+    Returns
+    -------
+    ndarray, shape (H, H)
+        Entry (i, j) is ``0.5 * sum |w_i - w_j|`` over the keys, averaged
+        over the batch and the queries 1 .. T-1 (0: the same distribution;
+        1: no overlap).
     """
     w = as_float_array("weights", weights, ndim=4)[:, :, 1:]  # (B, H, T-1, T)
     i, j = np.triu_indices(w.shape[1], k=1)  # every pair once, i < j
@@ -110,10 +135,21 @@ def head_pair_distance(weights) -> np.ndarray:
 
 
 def offset_score(weights: np.ndarray, offset: int) -> np.ndarray:
-    """Mean weight each head puts on the key ``offset`` places before the
-    query (every query ``t >= offset``), whatever the tokens are.
+    """Mean weight each head puts on the key ``offset`` places back.
 
-    weights : (B, H, T, T) -> ndarray, shape (H,)
+    The key ``offset`` places before the query, averaged over every query
+    ``t >= offset``, whatever the tokens are.
+
+    Parameters
+    ----------
+    weights : ndarray, shape (B, H, T, T)
+        One layer's attention weights.
+    offset : int
+        How far back the key is, ``0 .. T-1``.
+
+    Returns
+    -------
+    ndarray, shape (H,)
     """
     t = np.arange(offset, weights.shape[-1])
     return weights[:, :, t, t - offset].mean(axis=(0, 2))
@@ -122,7 +158,15 @@ def offset_score(weights: np.ndarray, offset: int) -> np.ndarray:
 def previous_token_score(weights: np.ndarray) -> np.ndarray:
     """Mean weight each head puts on the key just before the query.
 
-    weights : (B, H, T, T) -> ndarray, shape (H,)
+    Parameters
+    ----------
+    weights : ndarray, shape (B, H, T, T)
+        One layer's attention weights.
+
+    Returns
+    -------
+    ndarray, shape (H,)
+        ``offset_score(weights, 1)``.
     """
     return offset_score(weights, 1)
 
@@ -137,21 +181,41 @@ def _second_copy_score(weights, half, key_shift: int) -> np.ndarray:
 
 
 def duplicate_token_score(weights: np.ndarray, half) -> np.ndarray:
-    """Mean weight each head puts, from a second-copy query ``half + j``, on
-    the key ``j``: the first copy of the current token itself.
+    """Weight on the first copy of the current token, from the second copy.
 
-    weights : (B, H, T, T); half : int, or (B,) one block length per row
-    -> ndarray, shape (H,)
+    The mean weight each head puts, from a second-copy query ``half + j``,
+    on the key ``j``.
+
+    Parameters
+    ----------
+    weights : ndarray, shape (B, H, T, T)
+        One layer's weights on repeated blocks (``repeated_tokens``).
+    half : int or array_like of int, shape (B,)
+        The block length, or one per row.
+
+    Returns
+    -------
+    ndarray, shape (H,)
     """
     return _second_copy_score(weights, half, 0)
 
 
 def induction_score(weights: np.ndarray, half) -> np.ndarray:
-    """Mean weight each head puts, from a second-copy query ``half + j``, on
-    the key ``j + 1``: the token after the first copy of the current token.
-    The last query of a copy has no such key and is not scored.
+    """Weight on the token after the current token's first copy: induction.
 
-    weights : (B, H, T, T); half : int, or (B,) one block length per row
-    -> ndarray, shape (H,)
+    The mean weight each head puts, from a second-copy query ``half + j``,
+    on the key ``j + 1``. The last query of a copy has no such key and is
+    not scored.
+
+    Parameters
+    ----------
+    weights : ndarray, shape (B, H, T, T)
+        One layer's weights on repeated blocks (``repeated_tokens``).
+    half : int or array_like of int, shape (B,)
+        The block length, or one per row.
+
+    Returns
+    -------
+    ndarray, shape (H,)
     """
     return _second_copy_score(weights, half, 1)

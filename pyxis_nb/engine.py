@@ -12,44 +12,57 @@ Shape legend:
              cache, so query ``i`` sits at position ``S - T + i``
     S        key/value positions
     d_head   size of one head's query, key and value vectors
-
-Details
--------
-What ``help()`` tells beyond the short docstrings the chapters list.
-
-``engine_causal_attention``
-    Parameters
-    ----------
-    query : ndarray, shape (..., T, d_head), T <= S
-    key, value : ndarray, shape (..., S, d_head)
-    scale, output_attentions : as in :func:`scaled_dot_product_attention`
-
-    Returns
-    -------
-    output : ndarray, shape (..., T, d_head)
-    weights : ndarray, shape (..., T, S), only with ``output_attentions``
-
-    See Also
-    --------
-    transformers.cache_utils.DynamicCache : the past keys an engine keeps.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_causal_qkv
+from ._checks import _lead_shape, check_qkv
 from .stable_softmax import softmax_core
 
 __all__ = ["engine_causal_attention"]
+
+
+def _check_causal_qkv(query, key, value):
+    """:func:`check_qkv` and ``T <= S``; also returns the leading shape."""
+    q, k, v, _ = check_qkv(query, key, value)
+    T, S = q.shape[-2], k.shape[-2]
+    if T > S:
+        raise ValueError(
+            f"query has T = {T} positions (shape {q.shape}) but key only "
+            f"S = {S} (shape {k.shape}): expected T <= S, the queries being "
+            "the last T positions"
+        )
+    return q, k, v, _lead_shape(q, k, v, 1)
 
 
 def engine_causal_attention(query, key, value, *, scale: float | None = None,
                             output_attentions: bool = False):
     """Causal attention computed one query row at a time.
 
-    (..., T, d_head), keys (..., S, d_head), T <= S -> (..., T, d_head)."""
-    q, k, v, lead = check_causal_qkv(query, key, value)  # lead: the "..."
+    Parameters
+    ----------
+    query : ndarray of float, shape (..., T, d_head), T <= S
+        The queries of the last T positions.
+    key, value : ndarray, shape (..., S, d_head)
+        Of the dtype of ``query``.
+    scale : float, optional
+        Multiplies the scores; default ``1 / sqrt(d_head)``.
+    output_attentions : bool, default False
+        Also return the weights.
+
+    Returns
+    -------
+    output : ndarray, shape (..., T, d_head)
+    weights : ndarray, shape (..., T, S), only with ``output_attentions``
+        Zero on every future key.
+
+    See Also
+    --------
+    transformers.cache_utils.DynamicCache : the past keys an engine keeps.
+    """
+    q, k, v, lead = _check_causal_qkv(query, key, value)  # lead: the "..."
     T, S = q.shape[-2], k.shape[-2]
     scale = q.dtype.type(q.shape[-1] ** -0.5 if scale is None else scale)
     out, weights = (np.zeros(lead + (T, n), q.dtype) for n in (v.shape[-1], S))

@@ -8,73 +8,6 @@ Shape legend:
 Every function is deterministic: the randomness comes from
 ``np.random.default_rng(seed)``, so the book prints the same (rounded)
 numbers on every machine.
-
-Details
--------
-What ``help()`` tells beyond the short docstrings the chapters list.
-
-``dot_product_std``
-    ``q . k`` sums ``d_head`` terms of variance 1, so its std is
-    ``sqrt(d_head)``; divided by ``sqrt(d_head)`` it is 1.
-
-    Parameters
-    ----------
-    head_dim : int
-        ``d_head``.
-    n : int, default 20000
-        Pairs, >= 2.
-    seed : int, default 0
-    scaled : bool, default False
-        Divide each dot product by ``sqrt(d_head)``.
-
-    Returns
-    -------
-    float
-
-``max_attention_weight``
-    ``1 / T`` for uniform rows, 1 for rows collapsed onto one token.
-
-    Parameters
-    ----------
-    head_dim, scaled, T, weight_std
-        As in :func:`random_attention_weights`.
-    seeds : iterable of int, default range(20)
-        One random head and sentence per seed; not empty.
-
-    Returns
-    -------
-    float, in ``[1 / T, 1]``
-
-``random_attention_weights``
-    Parameters
-    ----------
-    head_dim : int
-        ``d_head``, the token and head size.
-    T : int, default 6
-        Tokens; a uniform row has weights ``1 / T``.
-    seed : int, default 0
-    scaled : bool, default True
-        Divide the scores by ``sqrt(d_head)``.
-    weight_std : float, optional
-        Projection std instead of ``1 / sqrt(d_head)`` (not fan-in scaled).
-
-    Returns
-    -------
-    ndarray, shape (T, T), float64
-
-``softmax_jacobian``
-    Parameters
-    ----------
-    x : ndarray, shape (T,), floating and finite
-
-    Returns
-    -------
-    ndarray, shape (T, T), dtype of ``x``
-        Symmetric; rows and columns sum to 0; all near 0 once ``p`` saturates.
-
-    See Also
-    --------
-    torch.autograd.functional.jacobian : the same matrix, by autograd.
 """
 
 from __future__ import annotations
@@ -119,7 +52,25 @@ def random_attention_weights(head_dim: int, *, T: int = 6, seed: int = 0,
                              weight_std: float | None = None) -> np.ndarray:
     """Weights of an untrained ``Head(d_head, d_head, seed)`` on random tokens.
 
-    -> (T, T); ``weight_std``: projection std instead of 1/sqrt(d_head)."""
+    Parameters
+    ----------
+    head_dim : int
+        ``d_head``, the token and head size.
+    T : int, default 6
+        Tokens; a uniform row has weights ``1 / T``.
+    seed : int, default 0
+        Seeds the head and the tokens.
+    scaled : bool, default True
+        Divide the scores by ``sqrt(d_head)``.
+    weight_std : float, optional
+        Projection std instead of ``1 / sqrt(d_head)`` (not fan-in scaled),
+        > 0; the same draws, rescaled.
+
+    Returns
+    -------
+    ndarray of float64, shape (T, T)
+        Each row sums to 1.
+    """
     d_head, T = check_positive_ints(head_dim=head_dim, T=T)
     Wq, Wk, x = _draws(d_head, T, seed)  # the head's and the tokens' draws
     if weight_std is not None:  # rescale the same draws to std weight_std
@@ -135,7 +86,26 @@ def max_attention_weight(head_dim: int, *, scaled: bool = True, T: int = 6,
                          weight_std: float | None = None) -> float:
     """The largest weight of a row, averaged over rows and seeds.
 
-    ``1 / T`` for uniform rows, 1 for rows collapsed onto one token."""
+    ``1 / T`` for uniform rows, 1 for rows collapsed onto one token.
+
+    Parameters
+    ----------
+    head_dim : int
+        ``d_head``, as in :func:`random_attention_weights`.
+    scaled : bool, default True
+        Divide the scores by ``sqrt(d_head)``.
+    T : int, default 6
+        Tokens.
+    seeds : iterable of int, default range(20)
+        One random head and sentence per seed; not empty.
+    weight_std : float, optional
+        As in :func:`random_attention_weights`.
+
+    Returns
+    -------
+    float
+        In ``[1 / T, 1]``.
+    """
     seeds = list(seeds)
     check_positive_int("len(seeds)", len(seeds))
     w = np.stack([random_attention_weights(head_dim, T=T, seed=s,
@@ -149,7 +119,23 @@ def dot_product_std(head_dim: int, *, n: int = 20_000, seed: int = 0,
                     scaled: bool = False) -> float:
     """Sample std of ``q . k`` over ``n`` pairs of standard normal vectors.
 
-    ``sqrt(d_head)``; with ``scaled``, divided by ``sqrt(d_head)``: 1."""
+    ``q . k`` sums ``d_head`` terms of variance 1, so its std is
+    ``sqrt(d_head)``; divided by ``sqrt(d_head)`` it is 1.
+
+    Parameters
+    ----------
+    head_dim : int
+        ``d_head``.
+    n : int, default 20000
+        Pairs, >= 2.
+    seed : int, default 0
+    scaled : bool, default False
+        Divide each dot product by ``sqrt(d_head)``.
+
+    Returns
+    -------
+    float
+    """
     d_head = check_positive_int("head_dim", head_dim)
     n = check_int("n", n, low=2)
     rng = np.random.default_rng(seed)
@@ -162,7 +148,21 @@ def dot_product_std(head_dim: int, *, n: int = 20_000, seed: int = 0,
 def softmax_jacobian(x) -> np.ndarray:
     """Jacobian ``J = diag(p) - p p^T`` of ``p = softmax(x)`` for one row.
 
-    x (T,) -> J (T, T). torch: ``autograd.functional.jacobian``."""
+    Parameters
+    ----------
+    x : ndarray of float, shape (T,)
+        Finite scores, T >= 1.
+
+    Returns
+    -------
+    ndarray, shape (T, T), dtype of ``x``
+        Symmetric; rows and columns sum to 0; all near 0 once ``p``
+        saturates.
+
+    See Also
+    --------
+    torch.autograd.functional.jacobian : the same matrix, by autograd.
+    """
     x = as_float_array("x", x, ndim=1, finite=True)
     check_nonempty("x", x, {0: "key"})
     p = softmax_core(x)  # (T,)
@@ -173,6 +173,18 @@ def best_time(fn: Callable[[], object], repeats: int = 3) -> float:
     """The fastest of ``repeats`` wall-clock runs of ``fn()``, in seconds.
 
     The minimum is the least disturbed by other work on the machine.
+
+    Parameters
+    ----------
+    fn : callable
+        Called with no arguments; its result is discarded.
+    repeats : int, default 3
+        Runs, >= 1.
+
+    Returns
+    -------
+    float
+        Seconds.
 
     See Also
     --------

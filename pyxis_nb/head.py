@@ -15,10 +15,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_positive_int, check_same_dtype, check_tokens
+from ._checks import (as_float_array, check_last_axis, check_nonempty,
+                      check_positive_int, check_same_dtype)
 from .attention import sdpa_core
 
 __all__ = ["Head"]
+
+
+def check_tokens(name: str, x, d_model: int) -> np.ndarray:
+    """Token vectors: a float array (..., T, d_model) with T >= 1."""
+    x = as_float_array(name, x, min_ndim=2)
+    check_nonempty(name, x, {-2: "token"})
+    check_last_axis(name, x, d_model, "(..., T, d_model)", "d_model")
+    return x
 
 
 class Head:
@@ -54,7 +63,18 @@ class Head:
 
     @classmethod
     def identity(cls, hidden_size: int, dtype=np.float64) -> "Head":
-        """A head with ``Wq = Wk = Wv = I``: Q, K and V are the inputs."""
+        """A head with ``Wq = Wk = Wv = I``: Q, K and V are the inputs.
+
+        Parameters
+        ----------
+        hidden_size : int
+            ``d_model``, which is also ``d_head`` here.
+        dtype : numpy dtype, default float64
+
+        Returns
+        -------
+        Head
+        """
         head = cls(hidden_size, hidden_size, dtype=dtype)
         head.Wq, head.Wk, head.Wv = (np.eye(hidden_size, dtype=dtype)
                                      for _ in range(3))
@@ -69,14 +89,36 @@ class Head:
         return self.Wq.shape[1]
 
     def qkv(self, x):
-        """Tokens (..., T, d_model) to Q, K, V: each (..., T, d_head)."""
+        """Tokens (..., T, d_model) to Q, K, V: each (..., T, d_head).
+
+        Parameters
+        ----------
+        x : ndarray of float, shape (..., T, d_model)
+            T >= 1; the weights are cast to its dtype.
+
+        Returns
+        -------
+        q, k, v : ndarray, shape (..., T, d_head)
+        """
         x = check_tokens("x", x, self.hidden_size)
         check_same_dtype(Wq=self.Wq, x=x)  # as torch: no silent cast
         # (..., T, d_model) @ (d_model, d_head) -> (..., T, d_head)
         return tuple(x @ W for W in (self.Wq, self.Wk, self.Wv))
 
     def scores(self, x, scaled: bool = True) -> np.ndarray:
-        """``Q K^T``, over ``sqrt(d_head)`` if ``scaled``: (..., T, T)."""
+        """``Q K^T``, over ``sqrt(d_head)`` if ``scaled``: (..., T, T).
+
+        Parameters
+        ----------
+        x : ndarray of float, shape (..., T, d_model)
+        scaled : bool, default True
+            Divide by ``sqrt(d_head)``; False shows the raw dot products.
+
+        Returns
+        -------
+        ndarray, shape (..., T, T), dtype of ``x``
+            Before any mask or softmax.
+        """
         q, k, _ = self.qkv(x)
         s = q @ np.swapaxes(k, -1, -2)  # (..., T, d_head) @ (..., d_head, T)
         # np.sqrt gives a float64 scalar, which would promote float32 scores
@@ -84,7 +126,21 @@ class Head:
 
     def weights(self, x, is_causal: bool = False,
                 scaled: bool = True) -> np.ndarray:
-        """Attention weights, shape (..., T, T); each row sums to 1."""
+        """Attention weights, shape (..., T, T); each row sums to 1.
+
+        Parameters
+        ----------
+        x : ndarray of float, shape (..., T, d_model)
+        is_causal : bool, default False
+            Token ``i`` sees only tokens ``0..i``.
+        scaled : bool, default True
+            If False, skip ``1 / sqrt(d_head)`` (for the scaling chapter).
+
+        Returns
+        -------
+        ndarray, shape (..., T, T)
+            ``forward(x, ..., output_attentions=True)[1]``.
+        """
         return self.forward(x, is_causal=is_causal, scaled=scaled,
                             output_attentions=True)[1]
 
@@ -94,12 +150,12 @@ class Head:
 
         Parameters
         ----------
-        x : ndarray, shape (..., T, d_model)
-        is_causal : bool
+        x : ndarray of float, shape (..., T, d_model)
+        is_causal : bool, default False
             Token ``i`` sees only tokens ``0..i``.
-        scaled : bool
+        scaled : bool, default True
             If False, skip ``1 / sqrt(d_head)`` (for the scaling chapter).
-        output_attentions : bool
+        output_attentions : bool, default False
             Also return the (..., T, T) weights.
 
         Returns

@@ -13,16 +13,6 @@ Each layer owns two arrays of shape (B, H_kv, max_cache_len, d_head),
 allocated once; an ``update`` writes ``T`` new positions after those
 already there and returns views of the first ``S``. Nothing is copied or
 reallocated while decoding.
-
-Details
--------
-What ``help()`` tells beyond the short docstrings the chapters list.
-
-``KVCache.update``
-    ``key_states``, ``value_states``: (B, H_kv, T, d_head), of the
-    cache's dtype; nothing is written if anything is wrong. Returns
-    views (B, H_kv, S, d_head), which later updates leave unchanged.
-    Same call as ``transformers.DynamicCache.update``.
 """
 
 from __future__ import annotations
@@ -30,8 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import (as_float_array, check_float_dtype, check_int,
-                      check_positive_int, check_room, check_same_dtype,
-                      check_shape)
+                      check_positive_int, check_same_dtype, check_shape)
 
 __all__ = ["KVCache"]
 
@@ -97,13 +86,57 @@ class KVCache:
                          high=self.num_hidden_layers - 1)
 
     def get_seq_length(self, layer_idx: int = 0) -> int:
-        """Positions held so far by layer ``layer_idx`` (HF's name)."""
+        """Positions held so far by layer ``layer_idx`` (HF's name).
+
+        Parameters
+        ----------
+        layer_idx : int, default 0
+            ``0 .. L-1``.
+
+        Returns
+        -------
+        int
+            ``S``: the next ``update`` of this layer appends after them.
+        """
         return self._lengths[self._check_layer(layer_idx)]
 
     def update(self, key_states, value_states, layer_idx: int):
         """Append T positions to layer ``layer_idx``; return all it holds.
 
-        (B, H_kv, T, d_head) each -> views (B, H_kv, S, d_head), as HF's."""
+        Same call as ``transformers.DynamicCache.update``. Nothing is written
+        if anything is wrong.
+
+        Parameters
+        ----------
+        key_states, value_states : ndarray, shape (B, H_kv, T, d_head)
+            The new positions' keys and values, of the cache's dtype, T >= 1.
+        layer_idx : int
+            ``0 .. L-1``.
+
+        Returns
+        -------
+        keys, values : ndarray, shape (B, H_kv, S, d_head)
+            Views of the storage, which later updates leave unchanged.
+
+        Raises
+        ------
+        ValueError
+            If a shape or dtype is wrong, or ``S`` would pass
+            ``max_cache_len``.
+
+        See Also
+        --------
+        transformers.DynamicCache.update
+        """
+        i, k, v = self._check_update(key_states, value_states, layer_idx)
+        start, T = self._lengths[i], k.shape[2]
+        self.key_cache[i][:, :, start:start + T] = k  # positions start..S-1
+        self.value_cache[i][:, :, start:start + T] = v
+        self._lengths[i] = S = start + T
+        return self.key_cache[i][:, :, :S], self.value_cache[i][:, :, :S]
+
+    def _check_update(self, key_states, value_states, layer_idx):
+        """update's door: the layer, and new keys and values that fit it."""
         i = self._check_layer(layer_idx)
         k = as_float_array("key_states", key_states, ndim=4)
         v = as_float_array("value_states", value_states, ndim=4)
@@ -115,12 +148,12 @@ class KVCache:
                         f"{want[3]}) with T >= 1")
         check_same_dtype(key_cache=self.key_cache[i], key_states=k,
                          value_states=v)
-        check_room("key_states", start, T, "max_cache_len", self.max_cache_len,
-                   f"layer {i}")
-        self.key_cache[i][:, :, start:start + T] = k  # positions start..S-1
-        self.value_cache[i][:, :, start:start + T] = v
-        self._lengths[i] = S = start + T
-        return self.key_cache[i][:, :, :S], self.value_cache[i][:, :, :S]
+        if start + T > self.max_cache_len:  # nothing is written then
+            raise ValueError(
+                f"key_states: cannot append {T} positions to layer {i}: it "
+                f"holds {start} and max_cache_len is {self.max_cache_len} "
+                f"({start} + {T} = {start + T} > {self.max_cache_len})")
+        return i, k, v
 
     def reset(self) -> None:
         """Forget every position (the storage stays allocated)."""
@@ -129,9 +162,16 @@ class KVCache:
     def crop(self, max_length: int) -> None:
         """Keep the first ``max_length`` positions of every layer.
 
-        A negative ``max_length`` drops that many from the end instead (the
-        only form ``transformers.DynamicCache.crop(tokens_to_remove)``
-        accepts in HF 5.x). Layers holding fewer keep what they have.
+        Parameters
+        ----------
+        max_length : int
+            Positions to keep. A negative one drops that many from the end
+            instead (the only form ``transformers.DynamicCache.crop`` accepts
+            in HF 5.x). Layers holding fewer keep what they have.
+
+        See Also
+        --------
+        transformers.DynamicCache.crop
         """
         n = check_int("max_length", max_length)
         self._lengths = [max(L + n, 0) if n < 0 else min(L, n)

@@ -10,20 +10,39 @@ When ``T < S`` (a KV cache) the ``T`` queries are the last ``T`` of the
 ``S`` positions, so by default the causal triangle sits bottom-right, as
 in FlashAttention and ``torch.nn.attention.bias.causal_lower_right``.
 Torch's ``is_causal=True`` aligns it top-left: ``align="top_left"``.
+"""
 
-Details
--------
-What ``help()`` tells beyond the short docstrings the chapters list.
+from __future__ import annotations
 
-``causal_mask``
+import numpy as np
+
+from ._checks import check_choice, check_int_array, check_positive_int
+
+__all__ = ["causal_mask", "sliding_window_mask", "padding_mask"]
+
+ALIGNMENTS = ("bottom_right", "top_left")
+
+
+def _check_sizes(T, S=None) -> tuple[int, int]:
+    """Query and key position counts ``(T, S)``, ``S`` defaulting to ``T``."""
+    T = check_positive_int("T", T)
+    return T, check_positive_int("S", T if S is None else S)
+
+
+def causal_mask(T: int, S: int | None = None, *,
+                align: str = "bottom_right") -> np.ndarray:
+    """Lower-triangular mask: query ``i`` sees the keys up to its position.
+
     Parameters
     ----------
     T : int
-        Query positions.
+        Query positions, >= 1.
     S : int, optional
-        Key positions; defaults to ``T``.
-    align : {"bottom_right", "top_left"}
-        Query ``i`` sits at position ``S - T + i`` (bottom-right) or ``i``.
+        Key positions, >= 1; defaults to ``T``.
+    align : {"bottom_right", "top_left"}, default "bottom_right"
+        Query ``i`` sits at position ``S - T + i`` (bottom-right, the
+        last ``T`` of ``S`` positions, as with a KV cache) or at ``i``
+        (top-left, torch's ``is_causal=True``).
 
     Returns
     -------
@@ -33,44 +52,8 @@ What ``help()`` tells beyond the short docstrings the chapters list.
     See Also
     --------
     torch.nn.attention.bias.causal_lower_right : the bottom-right mask.
-
-``sliding_window_mask``
-    Two-sided, as Longformer; ``& causal_mask(T, S)`` gives Mistral's
-    one-sided window (each query sees itself and ``window - 1`` keys back).
-
-    Parameters
-    ----------
-    T, S : int
-        Query and key positions, as in :func:`causal_mask`.
-    window : int
-        Width of the window, >= 1.
-    align : {"bottom_right", "top_left"}
-        As in :func:`causal_mask`.
-
-    Returns
-    -------
-    ndarray of bool, shape (T, S)
-        True = may attend.
-"""
-
-from __future__ import annotations
-
-import numpy as np
-
-from ._checks import check_choice, check_int_array, check_positive_int
-from ._checks import check_sizes
-
-__all__ = ["causal_mask", "sliding_window_mask", "padding_mask"]
-
-ALIGNMENTS = ("bottom_right", "top_left")
-
-
-def causal_mask(T: int, S: int | None = None, *,
-                align: str = "bottom_right") -> np.ndarray:
-    """Lower-triangular mask: query ``i`` sees the keys up to its position.
-
-    -> (T, S) bool, True = may attend. torch: ``causal_lower_right``."""
-    T, S = check_sizes(T, S)
+    """
+    T, S = _check_sizes(T, S)
     check_choice("align", align, ALIGNMENTS)
     offset = S - T if align == "bottom_right" else 0  # query i at i + offset
     return np.tril(np.ones((T, S), dtype=bool), k=offset)  # (T, S)
@@ -80,8 +63,26 @@ def sliding_window_mask(T: int, S: int | None = None, *, window: int,
                         align: str = "bottom_right") -> np.ndarray:
     """Band mask: query and key are less than ``window`` positions apart.
 
-    -> (T, S) bool; ``& causal_mask(T, S)`` gives Mistral's window."""
-    T, S = check_sizes(T, S)
+    Two-sided, as Longformer's; ``& causal_mask(T, S)`` gives Mistral's
+    one-sided window (each query sees itself and ``window - 1`` keys back).
+
+    Parameters
+    ----------
+    T : int
+        Query positions, >= 1.
+    S : int, optional
+        Key positions, >= 1; defaults to ``T``.
+    window : int
+        Width of the window, >= 1.
+    align : {"bottom_right", "top_left"}, default "bottom_right"
+        Where the queries sit among the keys, as in :func:`causal_mask`.
+
+    Returns
+    -------
+    ndarray of bool, shape (T, S)
+        True = may attend.
+    """
+    T, S = _check_sizes(T, S)
     window = check_positive_int("window", window)
     check_choice("align", align, ALIGNMENTS)
     offset = S - T if align == "bottom_right" else 0

@@ -16,41 +16,6 @@ The KV cache stores one key and one value vector of ``d_head`` numbers per
 key/value head, per layer, per token: it grows with ``H_kv``, not ``H``,
 which is the memory GQA and MQA save. Model configurations live in
 :mod:`pyxis_nb.qwen3`.
-
-Details
--------
-What ``help()`` tells beyond the short docstrings the chapters list.
-
-``attention_parameter_count``
-    Parameters
-    ----------
-    hidden_size, num_attention_heads, num_key_value_heads, head_dim : int
-        ``d_model``, ``H``, ``H_kv``, ``d_head`` (shapes: ``weight_shapes``).
-    qk_norm, bias : bool, default False
-        Add Qwen3's ``q_norm`` and ``k_norm``, or Qwen2's q/k/v biases.
-
-    Examples
-    --------
-    >>> attention_parameter_count(2048, 16, 8, 128)  # one Qwen3-1.7B layer
-    12582912
-
-``kv_cache_bytes``
-    The 2 counts keys and values; ``seq_len=1`` gives the cost of a token.
-
-    Parameters
-    ----------
-    num_hidden_layers, num_key_value_heads, head_dim : int
-        ``L``, ``H_kv`` (*not* the group size ``n_rep``: a known error of
-        published estimators), ``d_head``.
-    seq_len, batch_size : int, >= 0
-        Tokens ``T`` held, and sequences (default 1).
-    dtype_bytes : int, default 2
-        Bytes per value (bf16). Allocated by numpy: ``KVCache.nbytes``.
-
-    Examples
-    --------
-    >>> kv_cache_bytes(28, 8, 128, seq_len=1)  # Qwen3-1.7B, bf16, per token
-    114688
 """
 
 from __future__ import annotations
@@ -76,7 +41,33 @@ def kv_cache_bytes(num_hidden_layers: int, num_key_value_heads: int,
                    batch_size: int = 1) -> int:
     """Bytes of a KV cache: ``2 x L x H_kv x d_head x bytes x T x B``.
 
-    The 2 counts keys and values; ``H_kv``, not the group size ``n_rep``."""
+    The 2 counts keys and values; ``seq_len=1`` gives the cost of a token.
+
+    Parameters
+    ----------
+    num_hidden_layers : int
+        ``L``, >= 1.
+    num_key_value_heads : int
+        ``H_kv``, >= 1 (*not* the group size ``n_rep``: a known error of
+        published estimators).
+    head_dim : int
+        ``d_head``, >= 1.
+    seq_len : int
+        Tokens ``T`` held, >= 0.
+    dtype_bytes : int, default 2
+        Bytes per value (bf16). Allocated by numpy: ``KVCache.nbytes``.
+    batch_size : int, default 1
+        Sequences held, ``B`` >= 0.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> kv_cache_bytes(28, 8, 128, seq_len=1)  # Qwen3-1.7B, bf16, per token
+    114688
+    """
     layers = check_positive_int("num_hidden_layers", num_hidden_layers)
     H_kv = check_positive_int("num_key_value_heads",
                               num_key_value_heads)
@@ -93,7 +84,30 @@ def attention_parameter_count(hidden_size: int, num_attention_heads: int,
                               ) -> int:
     """Weights of one layer: ``q_proj + k_proj + v_proj + o_proj``.
 
-    Shapes: ``weight_shapes``; ``qk_norm``: Qwen3's, ``bias``: Qwen2's."""
+    Parameters
+    ----------
+    hidden_size : int
+        ``d_model``.
+    num_attention_heads : int
+        ``H``.
+    num_key_value_heads : int
+        ``H_kv``.
+    head_dim : int
+        ``d_head`` (the shapes: ``px.multihead.weight_shapes``).
+    qk_norm : bool, default False
+        Add Qwen3's ``q_norm`` and ``k_norm`` (``d_head`` each).
+    bias : bool, default False
+        Add Qwen2's q/k/v biases.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> attention_parameter_count(2048, 16, 8, 128)  # one Qwen3-1.7B layer
+    12582912
+    """
     d_model = check_positive_int("hidden_size", hidden_size)
     H = check_positive_int("num_attention_heads", num_attention_heads)
     H_kv = check_positive_int("num_key_value_heads", num_key_value_heads)
@@ -112,6 +126,21 @@ def score_matrix_bytes(seq_len: int, dtype_bytes: int = 2,
 
     FlashAttention never stores them; naive attention does.
 
+    Parameters
+    ----------
+    seq_len : int
+        ``T``, >= 0.
+    dtype_bytes : int, default 2
+        Bytes per value (bf16).
+    num_attention_heads : int, default 1
+        ``H``.
+    batch_size : int, default 1
+        ``B``.
+
+    Returns
+    -------
+    int
+
     Raises
     ------
     ValueError
@@ -129,8 +158,18 @@ def score_matrix_bytes(seq_len: int, dtype_bytes: int = 2,
 
 
 def format_bytes(n: int | float) -> str:
-    """Binary units, 3 significant digits: ``format_bytes(114688)`` is
-    ``'112 KiB'``."""
+    """Binary units, 3 significant digits: 114688 bytes is '112 KiB'.
+
+    Parameters
+    ----------
+    n : int or float
+        A number of bytes.
+
+    Returns
+    -------
+    str
+        ``"512 B"``, ``"1.5 KiB"``, ..., up to TiB.
+    """
     value = float(n)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(value) < 1024 or unit == "TiB":
@@ -145,13 +184,28 @@ def decode_step_flops(config, context_len: int, *,
                       use_cache: bool = True) -> int:
     """FLOPs of one decode step, the matrix products only (2 a multiply-add).
 
-    ``config``: a ModelConfig (``QWEN3_1_7B``, ``TinyDecoder().config``;
-    ``intermediate_size`` 0: no MLP). The new token is the last of ``T =
-    context_len`` positions. With the cache: 1 token's projections and 1
-    query against T keys; without: T tokens' projections and the full
-    (T, T) scores. Both: ``lm_head`` of the last position. Linear in T
-    with the cache, quadratic without; norms, RoPE, softmax are left out.
+    The new token is the last of ``T = context_len`` positions. With the
+    cache: 1 token's projections and 1 query against T keys; without: T
+    tokens' projections and the full (T, T) scores. Both: ``lm_head`` of
+    the last position. Linear in T with the cache, quadratic without;
+    norms, RoPE, softmax are left out.
 
+    Parameters
+    ----------
+    config : ModelConfig
+        ``QWEN3_1_7B``, ``TinyDecoder().config``, ...;
+        ``intermediate_size`` 0: no MLP.
+    context_len : int
+        ``T``, >= 1: the positions including the new token.
+    use_cache : bool, default True
+        Whether the keys and values of the past are cached.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
     >>> import pyxis_nb as px
     >>> cached = decode_step_flops(px.QWEN3_1_7B, 2048)
     >>> round(decode_step_flops(px.QWEN3_1_7B, 2048, use_cache=False) / cached)

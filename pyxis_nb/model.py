@@ -37,12 +37,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._checks import (as_float_array, check_01_mask, check_bool, check_choice,
-                      check_config_value, check_context, check_float_dtype,
-                      check_found, check_input_ids, check_int,
-                      check_json_file, check_keys, check_model_config,
-                      check_needs, check_positive_int, check_same_dtype,
-                      check_sampling, check_shape, check_state_shapes,
-                      check_token_list)
+                      check_config_value, check_float_dtype, check_found,
+                      check_heads, check_int, check_keys, check_model_config,
+                      check_needs, check_number, check_positive_int,
+                      check_same_dtype, check_shape, check_state_shapes,
+                      check_theta, check_token_ids)
 from .kv_cache import KVCache
 from .multihead import MultiHeadAttention, attention_inputs, weight_shapes
 from .norms import rms_norm_core
@@ -98,13 +97,13 @@ SAFETENSORS_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2",
 class CausalLMOutputWithPast:
     """What ``forward`` returns, as Hugging Face's class of the name.
 
-    Attributes
+    Parameters
     ----------
     logits : ndarray, shape (B, T, V)
         Next-token scores before the softmax (``T``: the kept positions).
     cache : KVCache or None
         The cache the call appended to (``use_cache=True`` or a cache
-        given), else None.
+        given), else None. HF: ``past_key_values``.
     attentions : ndarray, shape (L, B, H, T, S), or None
         With ``output_attentions=True``: every layer's attention weights;
         ``attentions[i]`` is layer ``i``'s (B, H, T, S), as HF's tuple.
@@ -112,6 +111,10 @@ class CausalLMOutputWithPast:
         With ``output_hidden_states=True``, as HF's tuple: the input of
         each layer (``hidden_states[0]``, the embeddings), then the final
         norm of the last layer's output.
+
+    See Also
+    --------
+    transformers.modeling_outputs.CausalLMOutputWithPast
     """
 
     logits: np.ndarray
@@ -124,7 +127,7 @@ class CausalLMOutputWithPast:
 class GenerateDecoderOnlyOutput:
     """``generate``'s result with ``return_dict_in_generate=True`` (HF's).
 
-    Attributes
+    Parameters
     ----------
     sequences : ndarray of int, shape (B, P + N)
         The prompt and the new tokens.
@@ -134,6 +137,10 @@ class GenerateDecoderOnlyOutput:
         logits.
     logits : tuple of ndarray (B, V), or None
         With ``output_logits``: each step's raw logits.
+
+    See Also
+    --------
+    transformers.generation.GenerateDecoderOnlyOutput
     """
 
     sequences: np.ndarray
@@ -143,6 +150,13 @@ class GenerateDecoderOnlyOutput:
 
 class Qwen3RMSNorm:
     """RMSNorm with a learned gain, as a layer: ``weight`` (d_model,).
+
+    Parameters
+    ----------
+    weight : ndarray, shape (d_model,)
+        The gain, used as given (not checked, not copied).
+    eps : float, default 1e-6
+        Added to the mean square (HF: ``variance_epsilon``).
 
     See Also
     --------
@@ -154,7 +168,17 @@ class Qwen3RMSNorm:
         self.weight, self.variance_epsilon = weight, eps
 
     def forward(self, hidden_states: np.ndarray) -> np.ndarray:
-        """Unchecked: (..., d_model) -> (..., d_model), ``rms_norm_core``."""
+        """Unchecked: (..., d_model) -> (..., d_model), ``rms_norm_core``.
+
+        Parameters
+        ----------
+        hidden_states : ndarray, shape (..., d_model)
+            Of the dtype of ``weight``.
+
+        Returns
+        -------
+        ndarray, shape (..., d_model)
+        """
         return rms_norm_core(hidden_states, self.weight,
                              self.variance_epsilon)
 
@@ -164,8 +188,13 @@ class Qwen3RMSNorm:
 class Qwen3MLP:
     """SwiGLU: ``down_proj(silu(gate_proj(x)) * up_proj(x))``.
 
-    ``gate_proj``, ``up_proj`` (d_ff, d_model) and ``down_proj``
-    (d_model, d_ff), torch's ``Linear`` layout (out, in), no biases.
+    The weights are torch's ``Linear`` layout (out, in), no biases, used as
+    given (not checked).
+
+    Parameters
+    ----------
+    gate_proj, up_proj : ndarray, shape (d_ff, d_model)
+    down_proj : ndarray, shape (d_model, d_ff)
 
     See Also
     --------
@@ -177,7 +206,17 @@ class Qwen3MLP:
         self.down_proj = down_proj
 
     def forward(self, x: np.ndarray) -> np.ndarray:
-        """Unchecked: x (B, T, d_model) -> (B, T, d_model)."""
+        """Unchecked: x (B, T, d_model) -> (B, T, d_model).
+
+        Parameters
+        ----------
+        x : ndarray, shape (B, T, d_model)
+            Of the weights' dtype.
+
+        Returns
+        -------
+        ndarray, shape (B, T, d_model)
+        """
         gate = x @ self.gate_proj.T  # (B, T, d_model) @ (d_model, d_ff)
         up = x @ self.up_proj.T  # (B, T, d_model) @ (d_model, d_ff)
         with np.errstate(over="ignore"):  # exp(-x) = inf: silu(x) = -0.0
@@ -257,24 +296,66 @@ class Qwen3DecoderLayer:
     __call__ = forward
 
 
+# ---------------------------------------- the model's own door checks
+def _check_context(name_a: str, a: int, name_b: str, b: int,
+                   max_position_embeddings: int) -> None:
+    """Raise if ``a + b`` positions pass ``max_position_embeddings``."""
+    if a + b > max_position_embeddings:
+        raise ValueError(
+            f"{name_a} ({a}) + {name_b} ({b}) = {a + b} exceeds "
+            f"max_position_embeddings = {max_position_embeddings}")
+
+
+def _check_token_list(name: str, value, vocab_size: int) -> tuple[int, ...]:
+    """None, an id or a list of ids in 0 .. vocab_size - 1, as a tuple."""
+    values = [] if value is None else (
+        list(value) if isinstance(value, (list, tuple)) else [value])
+    return tuple(check_int(name, v, low=0, high=vocab_size - 1)
+                 for v in values)
+
+
+def _check_sampling(do_sample, temperature, top_k, top_p, seed) -> dict:
+    """``generate``'s sampling arguments, checked (HF's names and ranges)."""
+    check_bool("do_sample", do_sample)
+    check_number("temperature", temperature, above=0)
+    if top_k is not None:
+        check_positive_int("top_k", top_k)
+    if top_p is not None and not 0 < check_number("top_p", top_p,
+                                                  above=0) <= 1:
+        raise ValueError(f"top_p must be a number in (0, 1], got {top_p!r}")
+    if seed is not None:
+        check_int("seed", seed, low=0)
+    return dict(temperature=float(temperature), top_k=top_k, top_p=top_p,
+                seed=seed)
+
+
+
+
+
+
+
+
 class Qwen3ForCausalLM:
     """Qwen3: embedding, ``L`` decoder layers, final norm, ``lm_head``.
 
     Build one with :meth:`from_pretrained` (a checkpoint folder),
     :meth:`from_state_dict` (arrays under the checkpoint's names) or
-    :meth:`from_config` (seeded random weights).
+    :meth:`from_config` (seeded random weights); the constructor takes the
+    parts as built, unchecked.
 
-    Attributes
+    Parameters
     ----------
     config : ModelConfig
         ``intermediate_size`` 0: layers without MLP.
     embed_tokens : ndarray, shape (V, d_model)
-    layers : list of Qwen3DecoderLayer
+    layers : sequence of Qwen3DecoderLayer
+        ``L`` of them, layer ``i`` with ``layer_idx = i``.
     norm : Qwen3RMSNorm
-    lm_head : ndarray, shape (V, d_model)
-        ``embed_tokens`` itself when ``tie_word_embeddings``.
-    generation_config : dict
-        ``generation_config.json`` (``eos_token_id``, ...), or {}.
+        The final norm.
+    lm_head : ndarray, shape (V, d_model), optional
+        None: ``embed_tokens`` itself (``tie_word_embeddings``).
+    generation_config : dict, optional
+        ``generation_config.json`` (``eos_token_id``, ...); default {}.
 
     See Also
     --------
@@ -301,7 +382,26 @@ class Qwen3ForCausalLM:
         (standard normal), ``lm_head`` (std ``1/sqrt(d_model)``, unless
         tied), then each layer's MLP (std ``1/sqrt(in_features)``); layer
         ``i``'s attention is ``random_attention(..., seed=seed + 1 + i,
-        qk_norm=True)``. ``intermediate_size`` 0: no MLP.
+        qk_norm=True)``.
+
+        Parameters
+        ----------
+        config : ModelConfig
+            The sizes; ``intermediate_size`` 0: no MLP.
+        seed : int, default 0
+            >= 0.
+        dtype : numpy float dtype, default float64
+        tie_word_embeddings : bool, default False
+            Use ``embed_tokens`` as ``lm_head``.
+
+        Returns
+        -------
+        Qwen3ForCausalLM
+
+        See Also
+        --------
+        transformers.Qwen3ForCausalLM : ``Qwen3ForCausalLM(config)`` draws
+            random weights too.
         """
         check_model_config(config)
         c, dtype = config, check_float_dtype("dtype", dtype)
@@ -341,11 +441,26 @@ class Qwen3ForCausalLM:
                         generation_config: dict | None = None):
         """A model from arrays under Hugging Face's names, used as given.
 
-        ``state_dict`` maps ``model.embed_tokens.weight``,
-        ``model.layers.{i}.self_attn.q_proj.weight``, ... to arrays of one
-        float dtype (torch's ``load_state_dict(strict=True)``: every key,
-        no other, each of its shape). ``tie_word_embeddings`` None: tied
-        if there is no ``lm_head.weight``.
+        torch's ``load_state_dict(strict=True)``: every key, no other, each of
+        its shape.
+
+        Parameters
+        ----------
+        state_dict : mapping of str to ndarray
+            ``model.embed_tokens.weight``,
+            ``model.layers.{i}.self_attn.q_proj.weight``, ... to arrays of one
+            float dtype.
+        config : ModelConfig
+            The sizes the arrays must have.
+        tie_word_embeddings : bool, optional
+            None: tied if there is no ``lm_head.weight``. If tied and there is
+            one, it must equal ``model.embed_tokens.weight``.
+        generation_config : dict, optional
+            Kept as :attr:`generation_config` (``eos_token_id``, ...).
+
+        Returns
+        -------
+        Qwen3ForCausalLM
         """
         check_model_config(config)
         tied = ("lm_head.weight" not in state_dict
@@ -386,10 +501,22 @@ class Qwen3ForCausalLM:
         Reads ``config.json`` (and ``generation_config.json`` if there),
         then ``model.safetensors`` or the shards that
         ``model.safetensors.index.json`` lists. Every file, key, shape and
-        config feature is checked before any weight is read; bf16 / f16 /
-        f32 / f64 weights are converted to ``dtype``. ``gguf_file``: the
-        name of a GGUF file in the folder to read instead (``read_gguf``:
-        dequantized, Llama's q/k rows put back in Hugging Face's order).
+        config feature is checked before any weight is read.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The checkpoint folder, e.g. :data:`SHAKESPEARE_CHECKPOINT`.
+        gguf_file : str, optional
+            The name of a GGUF file in the folder, read instead
+            (``read_gguf``: dequantized; Llama's q/k rows, which llama.cpp
+            permuted, put back in Hugging Face's order).
+        dtype : numpy float dtype, default float32
+            bf16 / f16 / f32 / f64 (and quantized) weights become it.
+
+        Returns
+        -------
+        Qwen3ForCausalLM (or the subclass it is called on)
 
         Raises
         ------
@@ -478,6 +605,11 @@ class Qwen3ForCausalLM:
         max_cache_len : int
             Positions it can hold (prompt and new tokens).
         batch_size : int, default 1
+
+        Returns
+        -------
+        KVCache
+            ``L`` layers of (B, H_kv, max_cache_len, d_head).
         """
         c = self.config
         return KVCache(c.num_hidden_layers, batch_size, c.num_key_value_heads,
@@ -560,7 +692,8 @@ class Qwen3ForCausalLM:
                       interleaved_rope):
         """forward's door: ids (B, T), kept logits, the cache, its length,
         the head mask (L, H) in the model's dtype, the RoPE layout."""
-        ids = check_input_ids("input_ids", input_ids, self.vocab_size)
+        ids = check_token_ids("input_ids", input_ids, self.vocab_size,
+                              batch=True)
         keep = check_int("logits_to_keep", logits_to_keep, low=0)
         check_bool("output_attentions", output_attentions)
         check_bool("output_hidden_states", output_hidden_states)
@@ -569,8 +702,8 @@ class Qwen3ForCausalLM:
         if check_bool("use_cache", use_cache) and cache is None:
             cache = self.new_cache(self.max_position_embeddings, len(ids))
         past = 0 if cache is None else cache.get_seq_length(0)
-        check_context("cached", past, "input_ids", ids.shape[1],
-                      self.max_position_embeddings)
+        _check_context("cached", past, "input_ids", ids.shape[1],
+                       self.max_position_embeddings)
         heads = None
         if head_mask is not None:
             c = self.config
@@ -666,7 +799,8 @@ class Qwen3ForCausalLM:
         step's logits (B, V) to its scores (B, V) and the next ids (B,).
         """
         one = np.ndim(input_ids) == 1
-        ids = check_input_ids("input_ids", input_ids, self.vocab_size)
+        ids = check_token_ids("input_ids", input_ids, self.vocab_size,
+                              batch=True)
         (B, P), n_new = ids.shape, check_positive_int("max_new_tokens",
                                                       max_new_tokens)
         use_cache = check_bool("use_cache", use_cache)
@@ -675,8 +809,8 @@ class Qwen3ForCausalLM:
                            ("return_dict_in_generate",
                             return_dict_in_generate)]:
             check_bool(name, flag)
-        check_context("prompt", P, "max_new_tokens", n_new,
-                      self.max_position_embeddings)
+        _check_context("prompt", P, "max_new_tokens", n_new,
+                       self.max_position_embeddings)
         mask = np.ones((B, P), bool) if attention_mask is None else \
             check_01_mask("attention_mask", attention_mask)
         check_shape("attention_mask", mask, mask.shape == (B, P)
@@ -684,9 +818,9 @@ class Qwen3ForCausalLM:
                     "with a real token (1) in every row")
         if eos_token_id is None:
             eos_token_id = self.generation_config.get("eos_token_id")
-        eos = np.array(check_token_list("eos_token_id", eos_token_id,
-                                        self.vocab_size) or (-1,))
-        sampling = check_sampling(do_sample, temperature, top_k, top_p, seed)
+        eos = np.array(_check_token_list("eos_token_id", eos_token_id,
+                                         self.vocab_size) or (-1,))
+        sampling = _check_sampling(do_sample, temperature, top_k, top_p, seed)
         rng = np.random.default_rng(sampling.pop("seed"))
         choose = functools.partial(_choose, rng=rng,
                                    sampling=sampling if do_sample else None)
@@ -803,6 +937,15 @@ class LlamaForCausalLM(Qwen3ForCausalLM):
 
 
 # ------------------------------------------------------------ checkpoints
+def _check_json_file(file):
+    """The parsed JSON of ``file`` (a config or an index), or a ValueError."""
+    try:
+        return json.loads(pathlib.Path(file).read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{pathlib.Path(file).name} is not a readable JSON "
+                         f"file: {err}") from None
+
+
 def read_hf_config(file, model_type: str = "qwen3"
                    ) -> tuple[ModelConfig, bool]:
     """A Qwen3 / Llama ``config.json``: its sizes, ``tie_word_embeddings``.
@@ -815,7 +958,7 @@ def read_hf_config(file, model_type: str = "qwen3"
     another activation) raises instead of being ignored.
     """
     file = pathlib.Path(file)
-    raw = check_json_file(file)
+    raw = _check_json_file(file)
     name = file.name
     check_config_value(name, "model_type", raw.get("model_type"),
                        (model_type,), f"this class runs {model_type} "
@@ -823,14 +966,14 @@ def read_hf_config(file, model_type: str = "qwen3"
     cfg = CONFIG_DEFAULTS[model_type] | raw
     rope = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
     check_config_value(name, "rope type", rope.get("rope_type",
-                       rope.get("type", "default")), ("default",),
-                       "RoPE scaling is not implemented")
+                        rope.get("type", "default")), ("default",),
+                        "RoPE scaling is not implemented")
     extra = sorted(set(rope) - {"rope_type", "type", "rope_theta"})
     check_config_value(name, "RoPE keys beyond rope_theta", extra, ([],),
-                       "RoPE scaling is not implemented")
+                        "RoPE scaling is not implemented")
     check_config_value(name, "use_sliding_window", cfg["use_sliding_window"],
-                       (False,), "sliding-window attention is not "
-                       "implemented")
+                        (False,), "sliding-window attention is not "
+                        "implemented")
     kinds = sorted(set(cfg.get("layer_types") or ["full_attention"]))
     check_config_value(name, "layer_types", kinds, (["full_attention"],),
                        "only full attention is implemented")
@@ -856,11 +999,13 @@ def read_hf_config(file, model_type: str = "qwen3"
                               cfg["tie_word_embeddings"])
 
 
+
+
 def _checkpoint_folder(path) -> pathlib.Path:
     folder = pathlib.Path(path)
     check_found((folder / "config.json").is_file(),
-                f"path {str(path)!r} is not a checkpoint folder: expected a "
-                "folder with config.json and model.safetensors")
+                 f"path {str(path)!r} is not a checkpoint folder: expected a "
+                 "folder with config.json and model.safetensors")
     return folder
 
 
@@ -871,9 +1016,9 @@ def _weight_files(folder: pathlib.Path) -> dict:
     if single.is_file():
         return {single: None}
     check_found(index.is_file(), f"no weights in {folder}: expected "
-                "model.safetensors or model.safetensors.index.json, found "
-                f"{sorted(p.name for p in folder.iterdir())}")
-    raw = check_json_file(index)
+                 "model.safetensors or model.safetensors.index.json, found "
+                 f"{sorted(p.name for p in folder.iterdir())}")
+    raw = _check_json_file(index)
     weight_map = raw.get("weight_map") if isinstance(raw, dict) else None
     check_needs(isinstance(weight_map, dict), index.name, "a weight_map",
                 "a mapping of tensor names to shard files")
@@ -882,7 +1027,7 @@ def _weight_files(folder: pathlib.Path) -> dict:
         files.setdefault(folder / name, set()).add(key)
     for file in files:
         check_found(file.is_file(), f"{index.name} lists {file.name}, "
-                    f"which is not in {folder}")
+                     f"which is not in {folder}")
     return files
 
 
@@ -891,6 +1036,24 @@ def safetensors_header(file) -> dict:
 
     Reads only the header (8 bytes of length, then JSON), with the
     ``safetensors`` library; dtypes as it names them (``"BF16"``, ...).
+
+    Parameters
+    ----------
+    file : str or os.PathLike
+        A ``.safetensors`` file.
+
+    Returns
+    -------
+    dict of str to (str, tuple of int)
+
+    Raises
+    ------
+    ValueError
+        If the file is not a valid safetensors file.
+
+    See Also
+    --------
+    safetensors.safe_open
     """
     from safetensors import SafetensorError, safe_open
     file = pathlib.Path(file)
@@ -948,11 +1111,28 @@ def _read_tensors(file: pathlib.Path, dtype) -> dict:
 def load_tokenizer(path, *, gguf_file=None):
     """A checkpoint's ``tokenizer.json``, loaded with HF ``tokenizers``.
 
-    ``path``: the checkpoint folder or the file; with ``gguf_file``, the
-    tokenizer that GGUF file's ``tokenizer.ggml.*`` metadata describes
-    (``gguf_tokenizer``), as ``AutoTokenizer.from_pretrained(path,
-    gguf_file=...)`` builds it. Returns a ``tokenizers.Tokenizer``:
-    ``encode(text).ids`` / ``.tokens``, ``decode(ids)``.
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The checkpoint folder or the ``tokenizer.json`` file itself.
+    gguf_file : str, optional
+        A GGUF file in the folder: the tokenizer its ``tokenizer.ggml.*``
+        metadata describes (``gguf_tokenizer``), as
+        ``AutoTokenizer.from_pretrained(path, gguf_file=...)`` builds it.
+
+    Returns
+    -------
+    tokenizers.Tokenizer
+        ``encode(text).ids`` / ``.tokens``, ``decode(ids)``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If there is no such file.
+
+    See Also
+    --------
+    transformers.AutoTokenizer.from_pretrained
     """
     if gguf_file is not None:
         return gguf_tokenizer(pathlib.Path(path) / gguf_file)

@@ -15,48 +15,6 @@ MHA is ``H_kv == H``, GQA ``1 < H_kv < H``, MQA ``H_kv == 1``. Query head
 ``h`` reads key/value head ``h // n_rep``, as ``repeat_kv`` lays them out.
 Weights use torch's ``Linear`` layout (out_features, in_features), as
 checkpoints store them: a projection is ``x @ W.T + b``.
-
-Details
--------
-What ``help()`` tells beyond the short docstrings the chapters list.
-
-``MultiHeadAttention.attend``
-    ``x`` (B, T, d_model) of the layer's dtype; ``attn_mask`` bool, True
-    = may attend, broadcastable to (B, H, T, S), or None;
-    ``position_embeddings`` (cos, sin), each (B, T, d_head), or None: no
-    RoPE. Returns out (B, T, d_model), weights (B, H, T, S). HF:
-    ``Qwen3Attention.forward``, given what its model builds once.
-
-``MultiHeadAttention.forward``
-    ``hidden_states`` (B, T, d_model). ``attention_mask`` (B, S): 1 =
-    real token, 0 = padding, over cached and new positions, combined
-    with the causal mask; or 4-D (B or 1, 1, T, S), True = may attend,
-    used as given (as HF does). ``position_ids`` (T,) or (B, T),
-    default from the mask. ``past_key_value``: a KVCache, appended at
-    ``layer_idx`` (HF 5.x: ``cache``). Returns out (B, T, d_model),
-    and weights (B, H, T, S) with ``return_weights``.
-
-``MultiHeadAttention.project``
-    Unchecked: ``x`` (B, T, d_model) as :meth:`forward` checked it.
-
-``attention_per_head``
-    Query head ``h`` uses its rows of ``q_proj`` and those of key/value
-    head ``kv_head_for(h, H, H_kv)`` of ``k_proj`` and ``v_proj``; ``o_proj``
-    mixes the concatenated heads: (B, T, d_model). For teaching and tests.
-
-``kv_head_for``
-    With 16 query and 8 key/value heads, query heads 0 and 1 read head 0,
-    2 and 3 read head 1, and so on.
-
-``repeat_kv``
-    (B, H_kv, S, d_head) -> (B, H_kv*n_rep, S, d_head); output head ``h``
-    is input head ``h // n_rep`` (0, 0, 1, 1, ... for ``n_rep = 2``).
-    Returns the input itself when ``n_rep == 1``, as Hugging Face does.
-
-    See Also
-    --------
-    transformers.models.qwen3.modeling_qwen3.repeat_kv : the reference.
-    torch.nn.functional.scaled_dot_product_attention : ``enable_gqa=True``.
 """
 
 from __future__ import annotations
@@ -65,12 +23,10 @@ from typing import Mapping
 
 import numpy as np
 
-from ._checks import (as_float_array, check_01_mask, check_all_or_none,
-                      check_bool, check_even, check_heads, check_int,
-                      check_keys, check_needs, check_nonempty, check_number,
-                      check_position_ids, check_positive_int,
-                      check_same_dtype, check_shape, check_split_heads,
-                      check_theta)
+from ._checks import (as_float_array, check_01_mask, check_bool, check_even,
+                      check_heads, check_int, check_keys, check_needs,
+                      check_nonempty, check_number, check_positive_int,
+                      check_same_dtype, check_shape, check_theta)
 from .attention import sdpa_core
 from .masks import causal_mask
 from .norms import rms_norm_core
@@ -103,17 +59,55 @@ OPTIONAL_GROUPS = (("q_proj_bias", "k_proj_bias", "v_proj_bias"),
 _NOT_GIVEN = object()  # from_state_dict: rope_theta not passed at all
 
 
+def _check_split_heads(x, head_dim) -> tuple[np.ndarray, int]:
+    """x (B, T, H*d_head) whose last axis splits into heads of head_dim."""
+    x = as_float_array("x", x)
+    d_head = check_positive_int("head_dim", head_dim)
+    if x.ndim != 3 or x.shape[-1] % d_head:
+        raise ValueError(
+            f"x has shape {x.shape}, expected (B, T, H*d_head) with a last "
+            f"axis divisible by head_dim = {d_head}")
+    return x, d_head
+
+
 def split_heads(x, *, head_dim: int) -> np.ndarray:
     """Cut the last axis into heads: (B, T, H*d_head) -> (B, H, T, d_head).
 
     The maths is :func:`split_heads_core`; this checks ``x`` first.
+
+    Parameters
+    ----------
+    x : ndarray of float, shape (B, T, H*d_head)
+        A projection's output; its last axis must divide by ``head_dim``.
+    head_dim : int
+        ``d_head``, >= 1.
+
+    Returns
+    -------
+    ndarray, shape (B, H, T, d_head)
+        A view of ``x`` where numpy can make one.
+
+    See Also
+    --------
+    merge_heads : the inverse.
     """
-    x, d_head = check_split_heads(x, head_dim)
+    x, d_head = _check_split_heads(x, head_dim)
     return split_heads_core(x, d_head)
 
 
 def split_heads_core(x, head_dim):
-    """Unchecked :func:`split_heads`. HF: ``view(B, T, -1, head_dim)``."""
+    """Unchecked :func:`split_heads`. HF: ``view(B, T, -1, head_dim)``.
+
+    Parameters
+    ----------
+    x : ndarray, shape (B, T, H*d_head)
+    head_dim : int
+        ``d_head``; must divide the last axis of ``x``.
+
+    Returns
+    -------
+    ndarray, shape (B, H, T, d_head)
+    """
     B, T, _ = x.shape
     # (B, T, H*d_head) -> (B, T, H, d_head)
     x = x.reshape(B, T, -1, head_dim)
@@ -124,12 +118,34 @@ def merge_heads(x) -> np.ndarray:
     """Concatenate the heads: (B, H, T, d_head) -> (B, T, H*d_head).
 
     The maths is :func:`merge_heads_core`; this checks ``x`` first.
+
+    Parameters
+    ----------
+    x : ndarray of float, shape (B, H, T, d_head)
+
+    Returns
+    -------
+    ndarray, shape (B, T, H*d_head)
+        Head ``h`` fills columns ``h*d_head .. (h+1)*d_head - 1``.
+
+    See Also
+    --------
+    split_heads : the inverse.
     """
     return merge_heads_core(as_float_array("x", x, ndim=4))
 
 
 def merge_heads_core(x):
-    """Unchecked :func:`merge_heads`. HF: ``reshape(*input_shape, -1)``."""
+    """Unchecked :func:`merge_heads`. HF: ``reshape(*input_shape, -1)``.
+
+    Parameters
+    ----------
+    x : ndarray, shape (B, H, T, d_head)
+
+    Returns
+    -------
+    ndarray, shape (B, T, H*d_head)
+    """
     B, H, T, d_head = x.shape
     x = x.transpose(0, 2, 1, 3)  # (B, H, T, d_head) -> (B, T, H, d_head)
     return x.reshape(B, T, H * d_head)  # -> (B, T, H*d_head)
@@ -138,7 +154,26 @@ def merge_heads_core(x):
 def repeat_kv(hidden_states, n_rep: int) -> np.ndarray:
     """Repeat each key/value head for ``n_rep`` consecutive query heads.
 
-    (B, H_kv, S, d_head) -> (B, H_kv*n_rep, S, d_head). HF: ``repeat_kv``."""
+    Output head ``h`` is input head ``h // n_rep`` (0, 0, 1, 1, ... for
+    ``n_rep = 2``), so query head ``h`` meets the key/value head it reads.
+
+    Parameters
+    ----------
+    hidden_states : ndarray of float, shape (B, H_kv, S, d_head)
+        Keys or values.
+    n_rep : int
+        Query heads per key/value head, ``H // H_kv``, >= 1.
+
+    Returns
+    -------
+    ndarray, shape (B, H_kv*n_rep, S, d_head)
+        A copy; the input itself when ``n_rep == 1``, as Hugging Face does.
+
+    See Also
+    --------
+    transformers.models.qwen3.modeling_qwen3.repeat_kv : the reference.
+    torch.nn.functional.scaled_dot_product_attention : ``enable_gqa=True``.
+    """
     x = as_float_array("hidden_states", hidden_states, ndim=4)
     n_rep = check_positive_int("n_rep", n_rep)
     if n_rep == 1:
@@ -151,7 +186,25 @@ def repeat_kv(hidden_states, n_rep: int) -> np.ndarray:
 
 def kv_head_for(q_head: int, num_attention_heads: int,
                 num_key_value_heads: int) -> int:
-    """The key/value head query head ``q_head`` reads: ``q_head // n_rep``."""
+    """The key/value head query head ``q_head`` reads: ``q_head // n_rep``.
+
+    With 16 query and 8 key/value heads, query heads 0 and 1 read head 0,
+    2 and 3 read head 1, and so on.
+
+    Parameters
+    ----------
+    q_head : int
+        A query head, ``0 .. H-1``.
+    num_attention_heads : int
+        ``H``.
+    num_key_value_heads : int
+        ``H_kv``, dividing ``H``.
+
+    Returns
+    -------
+    int
+        The key/value head, ``0 .. H_kv-1``.
+    """
     H, H_kv = check_heads(num_attention_heads, num_key_value_heads)
     q_head = check_int("q_head", q_head, low=0, high=H - 1)
     return q_head * H_kv // H
@@ -159,7 +212,27 @@ def kv_head_for(q_head: int, num_attention_heads: int,
 
 def weight_shapes(hidden_size: int, num_attention_heads: int,
                   num_key_value_heads: int, head_dim: int) -> dict:
-    """The shape of every array a layer can hold, by constructor argument."""
+    """The shape of every array a layer can hold, by constructor argument.
+
+    Parameters
+    ----------
+    hidden_size : int
+        ``d_model``.
+    num_attention_heads : int
+        ``H``.
+    num_key_value_heads : int
+        ``H_kv``.
+    head_dim : int
+        ``d_head``.
+
+    Returns
+    -------
+    dict of str to tuple of int
+        ``q_proj`` (H*d_head, d_model), ``k_proj`` and ``v_proj``
+        (H_kv*d_head, d_model), ``o_proj`` (d_model, H*d_head), the three
+        biases and ``q_norm``, ``k_norm`` (d_head,), as
+        :class:`MultiHeadAttention` takes them (torch's ``Linear`` layout).
+    """
     d_model, H, H_kv, d_head = (hidden_size, num_attention_heads,
                                 num_key_value_heads, head_dim)
     return {"q_proj": (H * d_head, d_model),
@@ -213,6 +286,31 @@ def _layer_mask(attention_mask, B, T, past, is_causal):
     return (keys & causal_mask(T, S) if is_causal else keys), m
 
 
+def _check_position_ids(name: str, position_ids, B: int, T: int,
+                        max_position_embeddings: int | None = None
+                        ) -> np.ndarray:
+    """Integer positions >= 0 of shape (T,), (1, T) or (B, T), as (B, T).
+
+    Only what is a property of the input: HF accepts any such positions
+    (packed sequences, tree decoding), so their values are the caller's.
+    """
+    pos = np.asarray(position_ids)
+    high = np.inf if max_position_embeddings is None else \
+        max_position_embeddings
+    if (not np.issubdtype(pos.dtype, np.integer)
+            or pos.shape not in ((T,), (1, T), (B, T))
+            or np.any(pos < 0) or np.any(pos >= high)):
+        limit = "" if max_position_embeddings is None else \
+            f" and < max_position_embeddings = {max_position_embeddings}"
+        seen = (f", values {pos.min()} .. {pos.max()}"
+                if pos.size and np.issubdtype(pos.dtype, np.number) else "")
+        raise ValueError(
+            f"{name} has shape {pos.shape} and dtype {pos.dtype}{seen}, "
+            f"expected integers >= 0{limit} of shape (T,) or (B, T) = "
+            f"({B}, {T})")
+    return np.broadcast_to(pos, (B, T))
+
+
 def attention_inputs(attention_mask, position_ids, B, T, past,
                      is_causal=True, max_position_embeddings=None):
     """Check a layer's mask and positions; the SDPA mask and (B, T) ids.
@@ -228,8 +326,8 @@ def attention_inputs(attention_mask, position_ids, B, T, past,
     if position_ids is None:  # (B, S) -> (B, T): HF's derivation
         want = np.cumsum(real, axis=-1)[:, past:] - 1
         return mask, np.where(real[:, past:], want, 0)
-    return mask, check_position_ids("position_ids", position_ids, B, T,
-                                    max_position_embeddings)
+    return mask, _check_position_ids("position_ids", position_ids, B, T,
+                                     max_position_embeddings)
 
 
 def _linear(x, weight, bias):
@@ -248,10 +346,18 @@ def _check_hidden(layer, hidden_states) -> np.ndarray:
     return x
 
 
+def _check_all_or_none(**given) -> None:
+    """Arrays that come together (q_norm and k_norm): all of them or none."""
+    have = [n for n, v in given.items() if v is not None]
+    if 0 < len(have) < len(given):
+        raise ValueError(
+            f"give all of {tuple(given)} or none, got only {have}")
+
+
 def _check_arrays(given: dict, shapes: dict) -> dict:
     """The arrays that are not None, checked: shapes, groups, one dtype."""
     for group in OPTIONAL_GROUPS:  # a checkpoint has all of them or none
-        check_all_or_none(**{n: given[n] for n in group})
+        _check_all_or_none(**{n: given[n] for n in group})
     arrays = {}
     for name, w in given.items():
         if w is not None:
@@ -350,8 +456,28 @@ class MultiHeadAttention:
 
         All under ``prefix`` or nothing: an unknown key (``o_proj.bias``)
         raises, as a missing one does (torch: ``strict=True``).
-        ``rope_theta`` is not in the weights: ``q_norm`` (Qwen3) needs it,
-        or ``rope_theta=None``.
+
+        Parameters
+        ----------
+        state_dict : mapping of str to ndarray
+            Checkpoint arrays under their torch names (``q_proj.weight``, ...).
+        hidden_size, num_attention_heads, num_key_value_heads, head_dim : int
+            ``d_model``, ``H``, ``H_kv``, ``d_head``, as in the class.
+        prefix : str, default ""
+            The keys' common prefix, e.g. ``"model.layers.0.self_attn."``.
+        rms_norm_eps : float, default 1e-6
+            The epsilon of ``q_norm`` and ``k_norm``.
+        rope_theta : float or None
+            Not in the weights, so it must be passed for a checkpoint with
+            ``q_norm`` (Qwen3); None leaves RoPE out on purpose.
+
+        Returns
+        -------
+        MultiHeadAttention
+
+        See Also
+        --------
+        torch.nn.Module.load_state_dict
         """
         arrays = _checkpoint_arrays(state_dict, prefix)
         rope_theta = _checkpoint_theta(arrays, rope_theta)
@@ -360,7 +486,19 @@ class MultiHeadAttention:
                    rope_theta=rope_theta)
 
     def state_dict(self, prefix: str = "") -> dict:
-        """The arrays under their checkpoint keys (torch's ``state_dict``)."""
+        """The arrays under their checkpoint keys (torch's ``state_dict``).
+
+        Parameters
+        ----------
+        prefix : str, default ""
+            Put in front of every key, e.g. ``"model.layers.0.self_attn."``.
+
+        Returns
+        -------
+        dict of str to ndarray
+            The layer's own arrays (not copies); absent optional ones are left
+            out.
+        """
         return {prefix + key: getattr(self, n) for n, key in STATE_KEYS.items()
                 if getattr(self, n) is not None}
 
@@ -369,7 +507,21 @@ class MultiHeadAttention:
         return self.q_proj.dtype
 
     def project(self, x):
-        """(q, k, v): (B, H, T, d_head), (B, H_kv, T, d_head) x2, pre-RoPE."""
+        """(q, k, v): (B, H, T, d_head), (B, H_kv, T, d_head) x2, pre-RoPE.
+
+        Unchecked: ``x`` as :meth:`forward` checked it. With ``q_norm`` and
+        ``k_norm`` (Qwen3) each query and key head is RMS-normalised here.
+
+        Parameters
+        ----------
+        x : ndarray, shape (B, T, d_model)
+            Of the layer's dtype.
+
+        Returns
+        -------
+        q : ndarray, shape (B, H, T, d_head)
+        k, v : ndarray, shape (B, H_kv, T, d_head)
+        """
         d = self.head_dim
         # (B, T, d_model) @ (d_model, H*d_head) -> (B, H, T, d_head)
         q = split_heads_core(_linear(x, self.q_proj, self.q_proj_bias), d)
@@ -428,9 +580,33 @@ class MultiHeadAttention:
                layer_idx=0, head_mask=None, rope_layout="half"):
         """Unchecked core of :meth:`forward`: project, rotate, cache, attend.
 
-        x (B, T, d_model) -> out (B, T, d_model), weights (B, H, T, S).
-        ``head_mask`` (H,) multiplies the heads' weights; ``rope_layout``
-        "interleaved" rotates neighbouring pairs (the layout bug).
+        A model calls it for every layer with what it built once (HF:
+        ``Qwen3Attention.forward``, given the model's mask and rotary tables).
+
+        Parameters
+        ----------
+        x : ndarray, shape (B, T, d_model)
+            Of the layer's dtype.
+        attn_mask : ndarray or None
+            Boolean, True = may attend, broadcastable to (B, H, T, S); None:
+            every key.
+        position_embeddings : (cos, sin) or None
+            Each (B, T, d_head), from :func:`~pyxis_nb.rope.rotary_cos_sin`;
+            None: no RoPE.
+        cache : KVCache, optional
+            The rotated keys and values are appended at ``layer_idx``, and
+            attention runs over all S cached positions.
+        layer_idx : int, default 0
+        head_mask : ndarray, shape (H,), optional
+            Multiplies each head's weights (1 keeps a head, 0 removes it).
+        rope_layout : {"half", "interleaved"}, default "half"
+            "interleaved" rotates neighbouring pairs: the layout bug the
+            chapters demonstrate.
+
+        Returns
+        -------
+        out : ndarray, shape (B, T, d_model)
+        weights : ndarray, shape (B, H, T, S)
         """
         q, k, v = self.project(x)  # (B, H or H_kv, T, d_head)
         if position_embeddings is not None:  # rotate before caching
@@ -461,7 +637,22 @@ def attention_per_head(layer: MultiHeadAttention, hidden_states, *,
                        is_causal: bool = True) -> np.ndarray:
     """The layer as a loop over query heads, positions 0 .. T-1, no cache.
 
-    (B, T, d_model) -> (B, T, d_model), equal to the layer's output."""
+    Query head ``h`` uses its rows of ``q_proj`` and those of key/value head
+    ``kv_head_for(h, H, H_kv)`` of ``k_proj`` and ``v_proj``; ``o_proj``
+    mixes the concatenated heads. For teaching and tests.
+
+    Parameters
+    ----------
+    layer : MultiHeadAttention
+    hidden_states : ndarray, shape (B, T, d_model)
+        Of the layer's dtype.
+    is_causal : bool, default True
+
+    Returns
+    -------
+    ndarray, shape (B, T, d_model)
+        Equal to the layer's output.
+    """
     x = _check_hidden(layer, hidden_states)  # (B, T, d_model)
     is_causal = check_bool("is_causal", is_causal)
     d_head, H, T = layer.head_dim, layer.num_attention_heads, x.shape[1]

@@ -45,7 +45,20 @@ def rms_norm(x, weight, eps: float = 1e-6):
 
 
 def rms_norm_core(x: np.ndarray, weight: np.ndarray, eps: float = 1e-6):
-    """Unchecked core of :func:`rms_norm`."""
+    """Unchecked core of :func:`rms_norm`.
+
+    Parameters
+    ----------
+    x : ndarray of float, shape (..., d_head) or (..., d_model)
+        float16 is computed in float32 and cast back, as in Hugging Face.
+    weight : ndarray, shape (x.shape[-1],)
+        The learned gain, of ``x``'s dtype.
+    eps : float, default 1e-6
+
+    Returns
+    -------
+    ndarray, shape and dtype of ``x``
+    """
     work = np.float32 if x.dtype.itemsize < 4 else x.dtype  # float16 -> 32
     h = x.astype(work, copy=False)
     # the mean over the last axis (np.mean's arithmetic, without its wrapper)

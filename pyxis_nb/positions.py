@@ -12,30 +12,6 @@ Shape legend:
     ...       leading batch dimensions
     T         positions
     d_model   size of one token's vector (even: sin/cos pairs)
-
-Details
--------
-What ``help()`` tells beyond the short docstrings the chapters list.
-
-``sinusoidal_positions``
-    Parameters
-    ----------
-    T, hidden_size : int
-        Positions and encoding size ``d_model`` (even).
-    theta : float, default 10000.0
-        The frequency base (as RoPE's).
-    offset : int, default 0
-        Position of the first row (the tokens already in a KV cache).
-    dtype : numpy float dtype, default float64
-
-    Returns
-    -------
-    ndarray, shape (T, d_model)
-        Row ``t`` encodes ``offset + t``: sin in even, cos in odd columns.
-
-    See Also
-    --------
-    create_sinusoidal_embeddings : Hugging Face's (DistilBERT) same table.
 """
 
 from __future__ import annotations
@@ -52,7 +28,27 @@ def sinusoidal_positions(T: int, hidden_size: int, *, theta: float = 10000.0,
                          offset: int = 0, dtype=np.float64) -> np.ndarray:
     """The fixed sinusoidal position encodings of Vaswani et al. (2017).
 
-    -> (T, d_model): row ``t`` encodes ``offset + t``, sin even, cos odd."""
+    Parameters
+    ----------
+    T : int
+        Positions, >= 1.
+    hidden_size : int
+        The encoding size ``d_model``, even (sin/cos pairs).
+    theta : float, default 10000.0
+        The frequency base (as RoPE's), > 1.
+    offset : int, default 0
+        Position of the first row (the tokens already in a KV cache), >= 0.
+    dtype : numpy float dtype, default float64
+
+    Returns
+    -------
+    ndarray, shape (T, d_model)
+        Row ``t`` encodes ``offset + t``: sin in even, cos in odd columns.
+
+    See Also
+    --------
+    create_sinusoidal_embeddings : Hugging Face's (DistilBERT) same table.
+    """
     T, offset = check_positive_int("T", T), check_int("offset", offset, low=0)
     d_model, theta = check_frequencies("hidden_size", hidden_size, theta,
                                         "theta", "sin/cos")
@@ -68,9 +64,11 @@ def add_positions(x, *, theta: float = 10000.0, offset: int = 0) -> np.ndarray:
 
     Parameters
     ----------
-    x : ndarray, shape (..., T, d_model), floating; d_model even
-    theta, offset
-        As in :func:`sinusoidal_positions`.
+    x : ndarray of float, shape (..., T, d_model), d_model even
+    theta : float, default 10000.0
+        The frequency base, as in :func:`sinusoidal_positions`.
+    offset : int, default 0
+        Position of the first row, as in :func:`sinusoidal_positions`.
 
     Returns
     -------

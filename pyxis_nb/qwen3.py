@@ -28,6 +28,29 @@ __all__ = ["ModelConfig", "QWEN3_1_7B", "random_attention", "qwen3_attention"]
 class ModelConfig:
     """The configuration keys of a decoder that the book uses (HF's names).
 
+    Parameters
+    ----------
+    hidden_size : int
+        ``d_model``, the width of the residual stream.
+    num_attention_heads : int
+        ``H``.
+    num_key_value_heads : int
+        ``H_kv``, dividing ``H``.
+    head_dim : int
+        ``d_head`` (need not be ``d_model // H``).
+    num_hidden_layers : int
+        ``L``.
+    rope_theta : float
+        RoPE's base (Qwen3: 1_000_000.0).
+    rms_norm_eps : float
+        The epsilon of every RMSNorm.
+    intermediate_size : int
+        ``d_ff``, the MLP's width; 0: layers without MLP.
+    vocab_size : int
+        ``V``.
+    max_position_embeddings : int
+        The most positions a sequence may have.
+
     See Also
     --------
     transformers.Qwen3Config : the full configuration class.
@@ -115,12 +138,21 @@ def random_attention(hidden_size: int, num_attention_heads: int,
     Parameters
     ----------
     hidden_size, num_attention_heads, num_key_value_heads, head_dim : int
+        ``d_model``, ``H``, ``H_kv`` (dividing ``H``), ``d_head``.
     seed : int, default 0
     dtype : numpy float dtype, default float64
-    qk_norm, bias : bool, default False
+    qk_norm : bool, default False
+        Add Qwen3's ``q_norm`` and ``k_norm``.
+    bias : bool, default False
+        Add Qwen2's q/k/v biases.
     rms_norm_eps : float, default 1e-6
+        The epsilon of ``q_norm`` and ``k_norm``.
     rope_theta : float, optional
         RoPE base; None leaves RoPE out.
+
+    Returns
+    -------
+    MultiHeadAttention
 
     See Also
     --------
@@ -151,6 +183,18 @@ def qwen3_attention(config: ModelConfig = QWEN3_1_7B, *, seed: int = 0,
 
     Qwen3-1.7B's four projections hold 12.6 million numbers (96 MiB in
     float64; pass ``dtype=np.float32`` for 48 MiB).
+
+    Parameters
+    ----------
+    config : ModelConfig, default QWEN3_1_7B
+        The sizes, ``rms_norm_eps`` and ``rope_theta``.
+    seed : int, default 0
+        As in :func:`random_attention`.
+    dtype : numpy float dtype, default float64
+
+    Returns
+    -------
+    MultiHeadAttention
 
     See Also
     --------

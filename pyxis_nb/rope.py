@@ -18,76 +18,15 @@ Shape legend:
     H_kv     key/value heads
     T        positions
     d_head   size of one head's vectors, even: ``d_head / 2`` pairs
-
-Details
--------
-What ``help()`` tells beyond the short docstrings the chapters list.
-
-``apply_rope``
-    Parameters
-    ----------
-    x : ndarray, shape (..., T, d_head), d_head even
-    positions : array_like of int, shape (T,) or e.g. (B, 1, T)
-    rope_theta : float, default 1_000_000.0
-    layout : {"half", "interleaved"}, default "half"
-
-    Returns
-    -------
-    ndarray, shape and dtype of ``x``
-
-    See Also
-    --------
-    apply_rotary_pos_emb : Hugging Face's form of the half layout.
-
-``rope_frequencies``
-    Parameters
-    ----------
-    head_dim : int
-        ``d_head``, even (Qwen3: 128).
-    rope_theta : float, default 1_000_000.0
-        The base, ``rope_theta`` in the config (Qwen3: 1e6; Llama 2: 1e4).
-
-    Returns
-    -------
-    inv_freq : ndarray, shape (d_head/2,), float64
-
-    See Also
-    --------
-    transformers.modeling_rope_utils._compute_default_rope_parameters
-
-``rotate_half``
-    Parameters
-    ----------
-    x : ndarray, shape (..., d_head), d_head even
-
-    Returns
-    -------
-    ndarray, shape and dtype of ``x``
-
-    See Also
-    --------
-    transformers.models.qwen3.modeling_qwen3.rotate_half
-
-``interleaved_to_half_permutation``
-    Pair ``(2i, 2i + 1)`` moves to ``(i, i + d_head/2)``: even elements
-    first, then odd ones.
-
-    Parameters
-    ----------
-    head_dim : int, even
-
-    Returns
-    -------
-    perm : ndarray of int, shape (d_head,)
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_even, check_even_last, check_float_dtype
-from ._checks import check_positions, check_proj_rows, check_rope_args
-from ._checks import check_frequencies, check_rotary
+from ._checks import (as_float_array, check_choice, check_even, check_fits,
+                      check_float_dtype, check_frequencies, check_pairs,
+                      check_positions)
 
 __all__ = [
     "ROPE_LAYOUTS",
@@ -108,7 +47,21 @@ def rope_frequencies(head_dim: int,
                      rope_theta: float = 1_000_000.0) -> np.ndarray:
     """Radians per position of each pair: ``rope_theta ** (-2i / d_head)``.
 
-    -> inv_freq (d_head/2,). HF: ``_compute_default_rope_parameters``."""
+    Parameters
+    ----------
+    head_dim : int
+        ``d_head``, even (Qwen3: 128).
+    rope_theta : float, default 1_000_000.0
+        The base, ``rope_theta`` in the config (Qwen3: 1e6; Llama 2: 1e4).
+
+    Returns
+    -------
+    inv_freq : ndarray of float64, shape (d_head/2,)
+
+    See Also
+    --------
+    transformers.modeling_rope_utils._compute_default_rope_parameters
+    """
     d_head, rope_theta = check_frequencies("head_dim", head_dim, rope_theta)
     return rope_theta ** (-np.arange(0, d_head, 2) / d_head)  # (d_head/2,)
 
@@ -125,13 +78,18 @@ def rotary_cos_sin(position_ids, head_dim: int, *,
     Parameters
     ----------
     position_ids : array_like of int, shape (B, T) or (T,)
+        The position of each token (real positions are allowed too).
     head_dim : int
+        ``d_head``, even.
     rope_theta : float, default 1_000_000.0
+        The base of the frequencies, as in :func:`rope_frequencies`.
     dtype : numpy float dtype, default float32
+        The dtype of the returned tables.
 
     Returns
     -------
     cos, sin : ndarray, shape (B, T, d_head)
+        (1, T, d_head) for (T,) positions.
 
     See Also
     --------
@@ -146,12 +104,57 @@ def rotary_cos_sin(position_ids, head_dim: int, *,
     return np.cos(emb).astype(dtype), np.sin(emb).astype(dtype)
 
 
+def _check_even_last(name: str, x) -> np.ndarray:
+    """A float array (..., d_head) with an even last axis."""
+    x = as_float_array(name, x)
+    if x.shape[-1] % 2:
+        raise ValueError(
+            f"{name} has shape {x.shape}, expected (..., d_head) with d_head "
+            "even"
+        )
+    return x
+
+
 def rotate_half(x):
     """Map the halves ``[x1, x2]`` of the last axis to ``[-x2, x1]``.
 
-    (..., d_head) -> (..., d_head). HF: ``rotate_half``."""
-    x1, x2 = np.split(check_even_last("x", x), 2, axis=-1)  # (..., d_head/2)
+    Parameters
+    ----------
+    x : ndarray of float, shape (..., d_head), d_head even
+
+    Returns
+    -------
+    ndarray, shape and dtype of ``x``
+
+    See Also
+    --------
+    transformers.models.qwen3.modeling_qwen3.rotate_half
+    """
+    x1, x2 = np.split(_check_even_last("x", x), 2, axis=-1)  # (..., d_head/2)
     return np.concatenate([-x2, x1], axis=-1)  # (..., d_head)
+
+
+def _check_rotary(q, k, cos, sin, unsqueeze_dim: int):
+    """q, k float; cos, sin of one shape, unsqueezed, fitting q and k."""
+    q, k = as_float_array("q", q), as_float_array("k", k)
+    tables = []
+    for name, t in (("cos", cos), ("sin", sin)):
+        t = as_float_array(name, t)
+        if not -t.ndim - 1 <= unsqueeze_dim <= t.ndim:
+            raise ValueError(
+                f"unsqueeze_dim = {unsqueeze_dim} is out of range for {name} "
+                f"of shape {t.shape}"
+            )
+        tables.append(np.expand_dims(t, unsqueeze_dim))
+    cos, sin = tables
+    if cos.shape != sin.shape:
+        raise ValueError(
+            f"cos and sin must have one shape, got cos {cos.shape}, "
+            f"sin {sin.shape}"
+        )
+    for name, x in (("q", q), ("k", k)):
+        check_fits(name, x.shape, "cos (after unsqueeze)", cos.shape)
+    return q, k, cos, sin
 
 
 def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim: int = 1):
@@ -175,7 +178,7 @@ def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim: int = 1):
     --------
     transformers.models.qwen3.modeling_qwen3.apply_rotary_pos_emb
     """
-    q, k, cos, sin = check_rotary(q, k, cos, sin, unsqueeze_dim)
+    q, k, cos, sin = _check_rotary(q, k, cos, sin, unsqueeze_dim)
     return apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
 
 
@@ -205,12 +208,40 @@ def rotate_pairs(x1, x2, cos, sin):
     return x1 * cos - x2 * sin, x1 * sin + x2 * cos
 
 
+def _check_rope_args(x, positions, layout, layouts: tuple):
+    """:func:`check_pairs` for ``x``, its positions and the layout name."""
+    x = check_pairs("x", x)
+    pos = check_positions("positions", positions, x)
+    check_choice("layout", layout, layouts)
+    return x, pos
+
+
 def apply_rope(x, positions, *, rope_theta: float = 1_000_000.0,
                layout: str = "half"):
     """Rotate pair ``i`` of the row at position ``p`` by ``p * inv_freq[i]``.
 
-    x (..., T, d_head), positions (T,) -> (..., T, d_head)."""
-    x, pos = check_rope_args(x, positions, layout, ROPE_LAYOUTS)
+    Parameters
+    ----------
+    x : ndarray of float, shape (..., T, d_head), d_head even
+        Queries or keys, T >= 1.
+    positions : array_like of int, shape (T,) or e.g. (B, 1, T)
+        The position of each row; any shape that broadcasts to
+        ``x.shape[:-1]`` with a last axis of T.
+    rope_theta : float, default 1_000_000.0
+        The base of the frequencies (Qwen3: 1e6), > 1.
+    layout : {"half", "interleaved"}, default "half"
+        Which coordinates pair up: ``(i, i + d_head/2)`` (Hugging Face,
+        Qwen3) or ``(2i, 2i + 1)`` (RoFormer, Meta's Llama code).
+
+    Returns
+    -------
+    ndarray, shape and dtype of ``x``
+
+    See Also
+    --------
+    apply_rotary_pos_emb : Hugging Face's form of the half layout.
+    """
+    x, pos = _check_rope_args(x, positions, layout, ROPE_LAYOUTS)
     # (..., T, 1) * (d_head/2,) -> (..., T, d_head/2), both halves alike
     angles = pos[..., None] * rope_frequencies(x.shape[-1], rope_theta)
     angles = np.concatenate([angles, angles], axis=-1)  # (..., T, d_head)
@@ -220,7 +251,18 @@ def apply_rope(x, positions, *, rope_theta: float = 1_000_000.0,
 def interleaved_to_half_permutation(head_dim: int) -> np.ndarray:
     """``perm`` with ``x[..., perm]`` = an interleaved ``x`` in half layout.
 
-    -> perm (d_head,): the even elements first, then the odd ones."""
+    Pair ``(2i, 2i + 1)`` moves to ``(i, i + d_head/2)``: the even
+    elements first, then the odd ones.
+
+    Parameters
+    ----------
+    head_dim : int
+        ``d_head``, even.
+
+    Returns
+    -------
+    perm : ndarray of int, shape (d_head,)
+    """
     d_head = check_even("head_dim", head_dim)
     return np.concatenate([np.arange(0, d_head, 2), np.arange(1, d_head, 2)])
 
@@ -230,13 +272,25 @@ def half_to_interleaved_permutation(head_dim: int) -> np.ndarray:
 
     Parameters
     ----------
-    head_dim : int, even
+    head_dim : int
+        ``d_head``, even.
 
     Returns
     -------
     inv : ndarray of int, shape (d_head,)
     """
     return np.argsort(interleaved_to_half_permutation(head_dim))
+
+
+def _check_proj_rows(weight, head_dim) -> tuple[np.ndarray, int]:
+    """A q/k projection (heads * d_head, d_model) or bias; its d_head."""
+    w = as_float_array("weight", weight)
+    d_head = check_even("head_dim", head_dim)
+    if w.ndim not in (1, 2) or w.shape[0] % d_head:
+        raise ValueError(
+            f"weight has shape {w.shape}, expected (heads * head_dim, "
+            f"d_model) or (heads * head_dim,) with head_dim = {d_head}")
+    return w, d_head
 
 
 def permute_qk_proj(weight, *, head_dim: int,
@@ -267,7 +321,7 @@ def permute_qk_proj(weight, *, head_dim: int,
     --------
     transformers/models/llama/convert_llama_weights_to_hf.py : ``permute``.
     """
-    w, d_head = check_proj_rows(weight, head_dim)
+    w, d_head = _check_proj_rows(weight, head_dim)
     perm = (half_to_interleaved_permutation if inverse
             else interleaved_to_half_permutation)(d_head)
     per_head = w.reshape(-1, d_head, *w.shape[1:])  # (H, d_head, ...)

@@ -27,7 +27,15 @@ __all__ = ["SourceListing", "show_source", "door_statements"]
 
 
 class SourceListing:
-    """The source of one object, displayed as a highlighted Python listing."""
+    """The source of one object, displayed as a highlighted Python listing.
+
+    Parameters
+    ----------
+    source : str
+        The listing's text, as :func:`show_source` cut it.
+    name : str
+        The object's qualified name.
+    """
 
     def __init__(self, source: str, name: str):
         self.source = source
@@ -110,7 +118,20 @@ def door_statements(tree: ast.AST) -> tuple[list, list]:
 
     A door check is a statement of a function body that calls a helper of
     ``pyxis_nb._checks`` (a ``check_...`` or ``as_float_array``-style name
-    imported from it, or a ``_check...`` method) or raises.
+    imported from it), a module's own ``_check...`` function or method, or
+    raises.
+
+    Parameters
+    ----------
+    tree : ast.AST
+        A parsed listing (``ast.parse`` of its source).
+
+    Returns
+    -------
+    docs : list of ast.Expr
+        The docstring statements of every def and class.
+    checks : list of ast.stmt
+        The door-check statements.
     """
     from . import _checks
     helpers = {n for n in dir(_checks) if not n.startswith("__")}

@@ -38,7 +38,19 @@ def softmax(x, axis: int = -1) -> np.ndarray:
 
 
 def softmax_core(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    """:func:`softmax` without the input checks (for internal callers)."""
+    """:func:`softmax` without the input checks (for internal callers).
+
+    Parameters
+    ----------
+    x : ndarray of float, shape (..., S)
+        Scores; ``-inf`` marks an entry that gets zero weight.
+    axis : int, default -1
+
+    Returns
+    -------
+    ndarray, shape and dtype of ``x``
+        A row of only ``-inf`` gives zeros.
+    """
     m = np.max(x, axis=axis, keepdims=True)
     m = np.where(np.isneginf(m), 0, m)  # all -inf row: shift by 0, not NaN
     e = np.exp(x - m)  # every exponent <= 0: no overflow

@@ -29,9 +29,8 @@ from typing import Callable
 
 import numpy as np
 
-from ._checks import as_float_array, check_attention, check_mask_mod_tile
-from ._checks import check_nonempty
-from ._checks import check_positive_int, check_positive_ints
+from ._checks import (_broadcasts_to, as_float_array, check_attention,
+                      check_nonempty, check_positive_int, check_positive_ints)
 from .masks import mask_to_bias
 
 __all__ = [
@@ -50,7 +49,7 @@ __all__ = [
 class OnlineSoftmaxState:
     """What the online softmax remembers about the keys seen so far.
 
-    Attributes
+    Parameters
     ----------
     row_max : ndarray, shape (..., block_q, 1)
         ``m``: the largest score of each row so far (``-inf`` before any).
@@ -69,7 +68,17 @@ class OnlineSoftmaxState:
               value_dim: int | None = None) -> "OnlineSoftmaxState":
         """Before any key: ``m = -inf``, ``l = 0``, ``acc = 0``.
 
-        ``rows_shape`` is (..., block_q); ``value_dim`` the value size.
+        Parameters
+        ----------
+        rows_shape : tuple of int
+            (..., block_q): the rows the state follows.
+        dtype : numpy float dtype
+        value_dim : int, optional
+            ``d_head`` of the values; None: no ``acc`` (the softmax alone).
+
+        Returns
+        -------
+        OnlineSoftmaxState
         """
         m = np.full(rows_shape + (1,), -np.inf, dtype=dtype)
         l = np.zeros(rows_shape + (1,), dtype=dtype)  # noqa: E741
@@ -78,8 +87,17 @@ class OnlineSoftmaxState:
         return cls(m, l, acc)
 
     def output(self, out: np.ndarray | None = None) -> np.ndarray:
-        """``acc / l``, written to ``out`` if given; rows that saw no
-        allowed key give 0 (0 / 1)."""
+        """``acc / l``; rows that saw no allowed key give 0 (0 / 1).
+
+        Parameters
+        ----------
+        out : ndarray, shape (..., block_q, d_head), optional
+            Written in place and returned, if given.
+
+        Returns
+        -------
+        ndarray, shape (..., block_q, d_head)
+        """
         return np.divide(self.acc, np.where(self.row_sum == 0, 1,
                                             self.row_sum), out=out)
 
@@ -150,7 +168,7 @@ def online_softmax(x, block_size: int) -> np.ndarray:
 class TileStep:
     """One visited tile of :func:`tiled_attention` (with ``return_stats``).
 
-    Attributes
+    Parameters
     ----------
     q_block, k_block : int
         Tile coordinates, in tiles.
@@ -171,15 +189,19 @@ class TileStep:
 class TileStats:
     """Which tiles :func:`tiled_attention` computed, and what it cost.
 
-    Attributes
+    Parameters
     ----------
     block_q, block_k : int
+        The tile size: query rows and key columns.
     computed : ndarray of bool, shape (ceil(T / block_q), ceil(S / block_k))
-    flops : int
+        True for each computed tile.
+    flops : int, default 0
         Of the two matmuls: ``2 * block_q * block_k * (d_head + d_head)``
         per computed tile and per batch/head element.
     steps : list of TileStep
         Every tile in the order visited.
+    record : bool, default True
+        False: :meth:`add` records nothing.
     """
 
     block_q: int
@@ -191,14 +213,35 @@ class TileStats:
     @classmethod
     def empty(cls, T: int, S: int, block_q: int,
               block_k: int) -> "TileStats":
-        """No tile visited yet, for (T, S) scores cut into these tiles."""
+        """No tile visited yet, for (T, S) scores cut into these tiles.
+
+        Parameters
+        ----------
+        T, S : int
+            Query and key positions.
+        block_q, block_k : int
+            The tile size.
+
+        Returns
+        -------
+        TileStats
+        """
         shape = (-(-T // block_q), -(-S // block_k))  # ceil divisions
         return cls(block_q, block_k, np.zeros(shape, dtype=bool))
 
     def add(self, i0: int, j0: int, state: OnlineSoftmaxState, macs: int):
         """Record the tile at row ``i0``, column ``j0`` (skipped: 0 macs).
 
-        ``macs`` multiply-adds of the two matmuls are ``2 * macs`` FLOPs.
+        Parameters
+        ----------
+        i0, j0 : int
+            The tile's first query row and first key column.
+        state : OnlineSoftmaxState
+            The query tile's state after this tile (its ``row_max`` and
+            ``row_sum`` are copied).
+        macs : int
+            Multiply-adds of the tile's two matmuls (``2 * macs`` FLOPs); 0 for
+            a skipped tile.
         """
         qi, ki = i0 // self.block_q, j0 // self.block_k
         self.computed[qi, ki] = macs > 0
@@ -299,28 +342,33 @@ def tiled_attention(query, key, value, *, attn_mask=None, mask_mod=None,
 
     Parameters
     ----------
-    query : ndarray, shape (..., T, d_head) (H query heads on axis -3)
-    key, value : ndarray, shape (..., S, d_head) (H_kv heads on axis -3)
-    attn_mask : ndarray, shape broadcastable to (..., T, S), optional
-        As in :func:`scaled_dot_product_attention` (True = may attend, or
-        added); it costs (T, S) memory, which ``mask_mod`` does not.
+    query : ndarray, shape (..., T, d_head)
+    key, value : ndarray, shape (..., S, d_head)
+        Floats of one dtype; the leading dims broadcast.
+    attn_mask : ndarray, broadcastable to (..., T, S), optional
+        Boolean (True = may attend) or floating (added to the scores), as
+        in :func:`scaled_dot_product_attention`; it costs (T, S) memory.
     mask_mod : callable, optional
         ``mask_mod(b, h, q_idx, kv_idx) -> bool`` (True = may attend) on
         broadcast index arrays, called per tile; hidden tiles are skipped.
+        Not together with ``attn_mask`` or ``is_causal``.
     is_causal : bool, default False
         Torch's top-left causal mask; tiles above the diagonal are skipped.
     scale : float, optional
-        Default ``1 / sqrt(d_head)``.
+        Defaults to ``1 / sqrt(d_head)``.
     enable_gqa : bool, default False
-        ``H`` query heads share ``H_kv`` key/value heads.
-    block_q, block_k : int, default 256 and 512
-        Query rows and key columns of a tile.
+        Query heads ``H`` on axis -3 share ``H_kv`` key/value heads.
+    block_q : int, default 256
+        Query rows of one tile.
+    block_k : int, default 512
+        Key columns of one tile.
     return_stats : bool, default False
-        Also return a :class:`TileStats` (then one thread runs every tile).
+        Also return which tiles were computed (then on one thread).
 
     Returns
     -------
-    ndarray, shape (..., T, d_head), and a TileStats if ``return_stats``
+    output : ndarray, shape (..., T, d_head)
+    stats : TileStats, only with ``return_stats``
 
     See Also
     --------
@@ -441,6 +489,24 @@ def _fit(x: np.ndarray, lead: tuple, n_rep: int, ndim: int) -> np.ndarray:
         x = _group(x, n_rep)
     x = x.reshape((1,) * (ndim - x.ndim) + x.shape)
     return x.reshape(x.shape[x.ndim - ndim:])
+
+
+def check_mask_mod_tile(keep, want: tuple) -> np.ndarray:
+    """What ``mask_mod`` returned for one tile: bool, broadcasting to
+    ``want`` = (B, H, block_q, block_k) without enlarging it."""
+    keep = np.asarray(keep)
+    if keep.dtype != bool:
+        raise ValueError(
+            "mask_mod must return a boolean array (True = may attend), got "
+            f"dtype {keep.dtype} with shape {keep.shape}"
+        )
+    if not _broadcasts_to(keep.shape, want):
+        raise ValueError(
+            f"mask_mod returned shape {keep.shape} for a tile of (B, H, "
+            f"block_q, block_k) = {want}, expected a shape that broadcasts "
+            "to it without enlarging it"
+        )
+    return keep
 
 
 def _tile_masks(attn_mask, mask_mod, is_causal: bool, lead: tuple,

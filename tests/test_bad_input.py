@@ -422,14 +422,9 @@ ROWS += [
           head_dim=128), ValueError, r"num_key_value_heads .*got None"),
     (px.memory.score_matrix_bytes, dict(seq_len=10, num_attention_heads=0),
      ValueError, r"num_attention_heads .*got 0"),
-    # the general helpers the modules not yet routed will call
-    (_checks.check_not_empty, dict(name="views", items={}, want="view"),
+    # the one non-empty check, for a collection (widgets' views)
+    (_checks.check_nonempty, dict(name="views", x={}, what="view"),
      ValueError, r"views is empty"),
-    (_checks.check_divisible, dict(name="hidden_size", value=10,
-                                   by_name="num_attention_heads", by=4),
-     ValueError, r"hidden_size = 10 .*num_attention_heads = 4"),
-    *[(_checks.check_scale, dict(name="scale", value=bad), ValueError,
-       rf"scale .*got {bad}") for bad in (0, -1.0, np.inf, True)],
     # norms: mixed dtypes raise, as in torch (moved from test_norms.py)
     (px.rms_norm, dict(x=z(2, 8, dtype=np.float32), weight=np.ones(8)),
      ValueError, r"weight .*float64.*x .*float32"),
@@ -458,6 +453,8 @@ ATTENTION_ONLY_ROWS = [
     (_aot, dict(hidden_size=10, num_attention_heads=4), ValueError,
      r"hidden_size = 10 .*num_attention_heads = 4"),
     (_aot, dict(scale=0.0), ValueError, r"scale .*got 0\.0"),
+    *[(_aot, dict(scale=bad), ValueError, rf"scale .*got {bad}")
+      for bad in (0, -1.0, np.inf, True)],
     (_aot, dict(num_hidden_layers=0), ValueError,
      r"num_hidden_layers .*got 0"),
     (_aot, dict(dtype=np.int64), ValueError, r"dtype .*int64"),
