@@ -17,7 +17,12 @@ from the same weights, float32, the same number of threads:
   the machine's memory read bandwidth / 540 MB: the benchmark measures
   that bandwidth in the same run (a matrix-vector product streaming a
   512 MiB matrix, the same BLAS call as decode's) and prints tokens/s
-  against that bound.
+  against that bound. Measured 2026-12-01 23:06, one thread, load average
+  about 1.2: decode px 9.4 tok/s, HF 7.7 (1.23), prefill 191 against 180
+  tok/s (1.06), 64/64 greedy tokens equal; the bound 12.8 GB/s / 538 MB =
+  23.8 tok/s, so px decodes at 40 % of it (HF 32 %). Under a load average
+  of 5 the same run gave 2.08 and 0.73: on this shared machine only
+  ratios from quiet runs mean much.
 
 Decoding: tokens per second of ``generate`` (greedy, KV cache, a 16-token
 prompt, a fixed number of new tokens: end-of-sequence switched off on both

@@ -9,6 +9,7 @@ transformers, accelerate or the cached file (``make smollm2``).
 """
 
 import dataclasses
+import functools
 import json
 import pathlib
 import subprocess
@@ -120,7 +121,20 @@ def smol():
 
 
 @pytest.fixture(scope="module")
-def hf_smol_config():
+def name_map_once():
+    """transformers' GGUF loader builds gguf's ``TensorNameMap`` once for
+    every submodule of the model (397 times for SmolLM2: 22 s of its 54 s
+    load). The map is a function of (architecture, layers) alone, so it is
+    built once per pair here; what transformers does with it is unchanged.
+    """
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(gguf, "get_tensor_name_map",
+                   functools.lru_cache(gguf.get_tensor_name_map))
+        yield
+
+
+@pytest.fixture(scope="module")
+def hf_smol_config(name_map_once):
     """transformers' config of the file, read once (a GGUF parse is
     seconds), then given to the model and the tokenizer."""
     torch_and_transformers()
@@ -302,7 +316,7 @@ def test_qwen3_gguf_loads_as_its_safetensors(shakespeare_gguf):
     assert got.generation_config["eos_token_id"] == 0
 
 
-def test_qwen3_gguf_matches_transformers(shakespeare_gguf):
+def test_qwen3_gguf_matches_transformers(shakespeare_gguf, name_map_once):
     torch, transformers = torch_and_transformers()
     model, folder = shakespeare_gguf
     # transformers reads no head_dim from a qwen3 GGUF (it takes
