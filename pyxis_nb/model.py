@@ -928,6 +928,17 @@ class LlamaForCausalLM(Qwen3ForCausalLM):
     q/k rows llama.cpp permuted for its interleaved RoPE: they are put
     back in Hugging Face's order (``permute_qk_proj``).
 
+    Parameters
+    ----------
+    config : ModelConfig
+    embed_tokens : ndarray, shape (V, d_model)
+    layers : list of Qwen3DecoderLayer
+        Their attention has no ``q_norm`` / ``k_norm``.
+    norm : Qwen3RMSNorm
+    lm_head : ndarray, shape (V, d_model), optional
+        None: tied to ``embed_tokens``.
+    generation_config : dict, optional
+
     See Also
     --------
     transformers.LlamaForCausalLM

@@ -265,7 +265,7 @@ class TileStats:
 class Tiles:
     """How :func:`tiled_attention_loop` cuts the work, and its tile memory.
 
-    Attributes
+    Parameters
     ----------
     block_q, block_k : int
         Query rows and key columns of one tile.

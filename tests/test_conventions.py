@@ -153,6 +153,8 @@ def undocumented(obj) -> list[str]:
                  if n not in ("self", "cls")]
     except (TypeError, ValueError):
         return []
+    if inspect.isclass(obj) and hasattr(obj, "_fields"):  # a NamedTuple
+        names = list(obj._fields)
     doc = inspect.getdoc(obj) or ""
     if inspect.isclass(obj) and "Parameters" not in doc:
         doc += inspect.getdoc(target) or ""
@@ -162,8 +164,8 @@ def undocumented(obj) -> list[str]:
         return names
     section = doc.split("Parameters\n----------", 1)[1]
     section = re.split(r"\n\n[A-Z][a-z]+( [A-Z][a-z]+)?\n-+", section)[0]
-    named = set(re.findall(r"^(\*{0,2}\w+(?:, \*{0,2}\w+)*) ?:", section,
-                           re.M))
+    named = set(re.findall(r"^(\*{0,2}\w+(?:, \*{0,2}\w+)*)(?: ?:|$)",
+                           section, re.M))
     named = {n.strip("*") for group in named for n in group.split(", ")}
     return [n for n in names if n not in named]
 
