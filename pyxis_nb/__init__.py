@@ -23,6 +23,7 @@ available at the top level. One concept per module:
 ``generation``      ``TinyDecoder``: that model without MLPs, seeded; FLOPs
 ``attention_only``  a trainable attention-only transformer, backward by hand
 ``circuits``        a trained model's heads: maps, scores, ablation, layouts
+``evaluation``      bits per byte, from the bytes of the tokens scored
 ``source``          ``show_source``: the package's own code as a listing
 ``plotting``        labelled heatmaps and the chapters' figures (matplotlib)
 ``widgets``         interactive views that also work on the static website
@@ -57,6 +58,7 @@ from .model import *  # noqa: F401,F403
 from .generation import *  # noqa: F401,F403
 from .attention_only import *  # noqa: F401,F403
 from .circuits import *  # noqa: F401,F403
+from .evaluation import *  # noqa: F401,F403
 from .source import *  # noqa: F401,F403
 
 # Every module, in layers: a module imports only modules listed before it.
@@ -64,7 +66,7 @@ from .source import *  # noqa: F401,F403
 _MODULES = ["softmax", "masks", "attention", "head", "experiments",
             "positions", "engine", "batching", "memory", "norms", "rope",
             "multihead", "qwen3", "kv_cache", "tiled", "model", "generation",
-            "attention_only", "circuits", "source",
+            "attention_only", "circuits", "evaluation", "source",
             "plotting", "widgets"]
 _LAZY = ("plotting", "widgets")
 

@@ -437,6 +437,24 @@ ROWS += [
     # norms: mixed dtypes raise, as in torch (moved from test_norms.py)
     (px.rms_norm, dict(x=z(2, 8, dtype=np.float32), weight=np.ones(8)),
      ValueError, r"weight .*float64.*x .*float32"),
+    # evaluation: bits per byte of the tokens scored
+    (px.bits_per_byte, dict(loss=-0.5, labels=[0, 1], token_bytes=[1, 2]),
+     ValueError, r"loss must be a number >= 0, got -0\.5"),
+    (px.bits_per_byte, dict(loss=np.nan, labels=[0, 1], token_bytes=[1, 2]),
+     ValueError, r"loss must be a number >= 0, got nan"),
+    (px.bits_per_byte, dict(loss=1.0, labels=[0.0, 1.0], token_bytes=[1, 2]),
+     ValueError, r"labels must be a non-empty integer array of shape "
+     r"\(B, T\) or \(T,\), got shape \(2,\) and dtype float64"),
+    (px.bits_per_byte, dict(loss=1.0, labels=[0, 3], token_bytes=[1, 2, 1]),
+     ValueError, r"labels must lie in 0 \.\. 2, got 0 \.\. 3 "
+     r"\(vocab_size = 3\)"),
+    (px.bits_per_byte, dict(loss=1.0, labels=[0], token_bytes=[[1, 2]]),
+     ValueError, r"token_bytes .*shape \(V,\), got shape \(1, 2\)"),
+    (px.bits_per_byte, dict(loss=1.0, labels=[0], token_bytes=[1, -2]),
+     ValueError, r"token_bytes needs counts >= 0: got -2 bytes"),
+    (px.bits_per_byte, dict(loss=1.0, labels=[[0, 0]], token_bytes=[0, 2]),
+     ValueError, r"labels needs at least one byte of text: its 2 tokens "
+     r"stand for 0 bytes"),
 ]
 
 

@@ -26,6 +26,7 @@ import zlib
 
 import numpy as np
 import torch
+import pyxis_nb as px
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import (GenerationConfig, PreTrainedTokenizerFast,
                           Qwen3Config, Qwen3ForCausalLM)
@@ -79,21 +80,33 @@ def encode(tok: Tokenizer, texts: list[str]) -> np.ndarray:
     return np.asarray(ids, dtype=np.int64)
 
 
-def bigram_nats(train: np.ndarray, val: np.ndarray, alpha: float) -> float:
+def scored_blocks(val: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The held-out stream as blocks of inputs (n, BLOCK) and their labels.
+
+    The labels are the tokens every score below is over: the model's loss,
+    the bigram's, and the bytes of bits per byte.
+    """
+    n = (len(val) - 1) // BLOCK
+    return (val[: n * BLOCK].reshape(n, BLOCK),
+            val[1: n * BLOCK + 1].reshape(n, BLOCK))
+
+
+def bigram_nats(train: np.ndarray, inputs: np.ndarray, labels: np.ndarray,
+                alpha: float) -> float:
     """Mean cross-entropy (nats/token) of an add-alpha bigram model."""
     counts = np.zeros((VOCAB_SIZE, VOCAB_SIZE))
     np.add.at(counts, (train[:-1], train[1:]), 1.0)
     probs = (counts + alpha) / (counts + alpha).sum(axis=1, keepdims=True)
-    return float(-np.log(probs[val[:-1], val[1:]]).mean())
+    return float(-np.log(probs[inputs, labels]).mean())
 
 
 @torch.no_grad()
 def evaluate(model, val: np.ndarray) -> float:
-    """Mean cross-entropy (nats/token) over the whole held-out stream."""
+    """Mean cross-entropy (nats/token) over the held-out blocks."""
     model.eval()
-    n = (len(val) - 1) // BLOCK
-    x = torch.from_numpy(val[: n * BLOCK].reshape(n, BLOCK))
-    y = torch.from_numpy(val[1: n * BLOCK + 1].reshape(n, BLOCK))
+    inputs, labels = scored_blocks(val)
+    n = len(inputs)
+    x, y = torch.from_numpy(inputs), torch.from_numpy(labels)
     total = 0.0
     for i in range(0, n, 16):
         logits = model(input_ids=x[i:i + 16]).logits
@@ -174,13 +187,19 @@ def main() -> None:
     # with (bf16), against a bigram model and zlib on the same held-out text.
     nats = evaluate(model.to(torch.bfloat16).to(torch.float32), val)
     model = model.to(torch.bfloat16)
-    n_tok = len(val) - 1
-    bpb = lambda nats_per_token: nats_per_token * n_tok / math.log(2) / val_bytes  # noqa: E731
-    val_raw = "".join(val_texts).encode("utf-8")
-    bigram = bigram_nats(train, val, alpha=0.1)
+    # Bits per byte from the bytes of the very tokens scored, with the
+    # helper the chapter uses (pyxis_nb/evaluation.py).
+    inputs, labels = scored_blocks(val)
+    token_bytes = px.token_byte_lengths(tok)
+    bpb = lambda nats_per_token: px.bits_per_byte(  # noqa: E731
+        nats_per_token, labels, token_bytes)
+    val_raw = tok.decode(labels.ravel().tolist()).encode("utf-8")
+    bigram = bigram_nats(train, inputs, labels, alpha=0.1)
     report = {
         "heldout_plays": list(HELDOUT), "train_tokens": int(len(train)),
         "heldout_tokens": int(len(val)), "heldout_bytes": int(val_bytes),
+        "scored_tokens": int(labels.size),
+        "scored_bytes": int(token_bytes[labels].sum()),
         "parameters": int(n_params), "steps": args.steps, "seed": args.seed,
         "batch": BATCH, "block": BLOCK, "lr": args.lr,
         "seconds": round(seconds), "torch": torch.__version__,
