@@ -63,3 +63,36 @@ def test_a_tokenizer_that_is_not_byte_level_is_refused():
     with pytest.raises(ValueError, match=r"tokenizer needs a byte-level BPE "
                        r"vocabulary: token 1 'a b' has characters outside"):
         px.token_byte_lengths(_WordTokenizer())
+
+
+def _training_script():
+    """tools/train_qwen3.py as a module (it needs torch and transformers)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "tools" / "train_qwen3.py"
+    spec = importlib.util.spec_from_file_location("train_qwen3", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_training_scripts_kneser_ney_trigram_is_a_distribution():
+    tq = _training_script()
+    V = tq.VOCAB_SIZE
+    train = np.random.default_rng(0).integers(0, 40, 5_000)
+    train[::7] = 3                       # some structure to count
+    every = np.arange(V)
+    for u, v in [(3, 5), (-1, 5), (1_000, 2_000), (train[10], train[11])]:
+        p = tq.kneser_ney_trigram_probs(train, np.full(V, u), np.full(V, v),
+                                        every)           # P(w | u v), (V,)
+        assert p.min() > 0 and p.sum() == pytest.approx(1.0)
+
+
+def test_the_training_script_scores_every_baseline_on_the_same_blocks():
+    tq = _training_script()
+    val = np.arange(3 * tq.BLOCK + 7) % 50
+    inputs, labels = tq.scored_blocks(val)
+    assert inputs.shape == labels.shape == (3, tq.BLOCK)
+    np.testing.assert_array_equal(labels.ravel(), val[1:3 * tq.BLOCK + 1])
