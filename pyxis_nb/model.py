@@ -617,12 +617,16 @@ def _rope_parameters(cfg: dict, name: str) -> dict:
     As ``convert_rope_params_to_dict`` and ``standardize_rope_params`` do:
     the legacy ``rope_scaling`` wins over ``rope_parameters``; the top-level
     ``rope_theta`` (and ``partial_rotary_factor``) fill in what that dict
-    lacks; the type is ``rope_type``, else ``type``, else ``"default"``.
+    lacks; the type is ``rope_type``, else ``type``, else ``"default"``;
+    a dict nested by layer type gives its ``"full_attention"`` entry.
     Only the default RoPE is implemented: any other type, or any key
     beyond ``rope_theta``, raises rather than being run differently.
     """
     source = "rope_scaling" if cfg.get("rope_scaling") else "rope_parameters"
     rope = dict(cfg.get(source) or {})
+    if "full_attention" in rope:  # nested by layer type: the full layers'
+        source, rope = f"{source}['full_attention']", dict(
+            rope["full_attention"] or {})
     rope.setdefault("rope_theta", cfg["rope_theta"])
     if cfg.get("partial_rotary_factor") is not None:
         rope.setdefault("partial_rotary_factor", cfg["partial_rotary_factor"])

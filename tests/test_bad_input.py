@@ -818,6 +818,11 @@ CHECKPOINT_ROWS = [
          "partial_rotary_factor": 0.5}) or f,
      ValueError, r"rope_parameters keys beyond rope_theta is "
      r"\['partial_rotary_factor'\]"),
+    ("YaRN nested by layer type",
+     lambda f: _edit_config(f, rope_parameters={"full_attention": {
+         "rope_type": "yarn", "factor": 4.0, "rope_theta": 1e4}}) or f,
+     ValueError, r"rope_parameters\['full_attention'\] rope type is "
+     r"'yarn', expected 'default'"),
     ("partial rotary factor at the top level",
      lambda f: _edit_config(f, partial_rotary_factor=0.5) or f, ValueError,
      r"rope_parameters keys beyond rope_theta is "
@@ -878,6 +883,8 @@ ROPE_FORMS = [
     ("top-level rope_theta", dict(rope_parameters=None, rope_theta=1e6)),
     ("rope_scaling over rope_parameters",
      dict(rope_scaling={"rope_type": "default"}, rope_theta=2e4)),
+    ("nested by layer type", dict(rope_parameters={"full_attention": {
+        "rope_type": "default", "rope_theta": 5e4}})),
     ("legacy type key", dict(rope_parameters=None,
                              rope_scaling={"type": "default",
                                            "rope_theta": 3e4})),
@@ -894,6 +901,7 @@ def test_rope_theta_is_read_as_transformers_reads_it(tmp_path, changes):
     from pyxis_nb.model import read_qwen3_config
     config, _ = read_qwen3_config(folder / "config.json")
     ref = transformers.AutoConfig.from_pretrained(folder).rope_parameters
+    ref = ref.get("full_attention", ref)  # nested by layer type, or not
     assert ref["rope_type"] == "default"
     assert config.rope_theta == ref["rope_theta"]
 
