@@ -13,7 +13,7 @@ tests/test_conventions.py, drawn in CONTRIBUTING.md)::
 
     views        plotting  widgets                       matplotlib, ipywidgets
       |
-    analysis     circuits  attention_only  experiments  memory
+    analysis     circuits  evaluation  attention_only  experiments  memory
       |
     chapter kit  positions  head  engine  batching  source
       |
@@ -30,7 +30,8 @@ import importlib as _importlib
 from . import (stable_softmax, masks, attention, norms, rope,  # noqa
                multihead, qwen3, kv_cache, tiled, gguf_file, model)
 from . import positions, head, engine, batching, source  # noqa
-from . import circuits, attention_only, experiments, memory  # noqa
+from . import (circuits, evaluation, attention_only, experiments,  # noqa
+               memory)
 from .attention import scaled_dot_product_attention
 from .head import Head
 from .kv_cache import KVCache
@@ -57,7 +58,8 @@ LAYERS = {
                     "multihead", "qwen3", "kv_cache", "tiled", "gguf_file",
                     "model"],
     "chapter kit": ["positions", "head", "engine", "batching", "source"],
-    "analysis": ["circuits", "attention_only", "experiments", "memory"],
+    "analysis": ["circuits", "evaluation", "attention_only", "experiments",
+                 "memory"],
     "views": ["plotting", "widgets"],
 }
 _MODULES = [m for modules in LAYERS.values() for m in modules]

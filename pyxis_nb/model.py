@@ -962,9 +962,8 @@ def read_hf_config(file, model_type: str = "qwen3"
     """A Qwen3 / Llama ``config.json``: its sizes, ``tie_word_embeddings``.
 
     ``model_type``: the one wanted. Missing keys take the defaults of
-    ``transformers.Qwen3Config`` / ``LlamaConfig``. RoPE's base
-    is read from ``rope_parameters`` (transformers 5) or from the top-level
-    ``rope_theta`` with ``rope_scaling`` null (Qwen3's own files). What
+    ``transformers.Qwen3Config`` / ``LlamaConfig``. RoPE is read from the
+    keys transformers 5 reads (:func:`_rope_parameters`). What
     this code does not implement (RoPE scaling, sliding windows, biases,
     another activation) raises instead of being ignored.
     """
@@ -975,13 +974,7 @@ def read_hf_config(file, model_type: str = "qwen3"
                        (model_type,), f"this class runs {model_type} "
                        "checkpoints only")
     cfg = CONFIG_DEFAULTS[model_type] | raw
-    rope = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
-    check_config_value(name, "rope type", rope.get("rope_type",
-                        rope.get("type", "default")), ("default",),
-                        "RoPE scaling is not implemented")
-    extra = sorted(set(rope) - {"rope_type", "type", "rope_theta"})
-    check_config_value(name, "RoPE keys beyond rope_theta", extra, ([],),
-                        "RoPE scaling is not implemented")
+    rope = _rope_parameters(cfg, name)
     check_config_value(name, "use_sliding_window", cfg["use_sliding_window"],
                         (False,), "sliding-window attention is not "
                         "implemented")
@@ -1000,7 +993,7 @@ def read_hf_config(file, model_type: str = "qwen3"
         num_key_value_heads=cfg["num_key_value_heads"] or H,
         head_dim=cfg["head_dim"] or cfg["hidden_size"] // H,
         num_hidden_layers=cfg["num_hidden_layers"],
-        rope_theta=rope.get("rope_theta", cfg["rope_theta"]),
+        rope_theta=rope["rope_theta"],
         rms_norm_eps=cfg["rms_norm_eps"],
         intermediate_size=cfg["intermediate_size"],
         vocab_size=cfg["vocab_size"],
@@ -1010,6 +1003,32 @@ def read_hf_config(file, model_type: str = "qwen3"
                               cfg["tie_word_embeddings"])
 
 
+def _rope_parameters(cfg: dict, name: str) -> dict:
+    """RoPE's parameters, from the keys transformers 5.24 reads for them.
+
+    As ``convert_rope_params_to_dict`` and ``standardize_rope_params`` do:
+    the legacy ``rope_scaling`` wins over ``rope_parameters``; the top-level
+    ``rope_theta`` (and ``partial_rotary_factor``) fill in what that dict
+    lacks; the type is ``rope_type``, else ``type``, else ``"default"``;
+    a dict nested by layer type gives its ``"full_attention"`` entry.
+    Only the default RoPE is implemented: any other type, or any key
+    beyond ``rope_theta``, raises rather than being run differently.
+    """
+    source = "rope_scaling" if cfg.get("rope_scaling") else "rope_parameters"
+    rope = dict(cfg.get(source) or {})
+    if "full_attention" in rope:  # nested by layer type: the full layers'
+        source, rope = f"{source}['full_attention']", dict(
+            rope["full_attention"] or {})
+    rope.setdefault("rope_theta", cfg["rope_theta"])
+    if cfg.get("partial_rotary_factor") is not None:
+        rope.setdefault("partial_rotary_factor", cfg["partial_rotary_factor"])
+    check_config_value(name, f"{source} rope type", rope.get(
+        "rope_type", rope.get("type", "default")), ("default",),
+        "RoPE scaling is not implemented; transformers would apply it")
+    extra = sorted(set(rope) - {"rope_type", "type", "rope_theta"})
+    check_config_value(name, f"{source} keys beyond rope_theta", extra,
+                       ([],), "RoPE scaling is not implemented")
+    return rope
 
 
 def _checkpoint_folder(path) -> pathlib.Path:

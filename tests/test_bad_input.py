@@ -428,6 +428,24 @@ ROWS += [
     # norms: mixed dtypes raise, as in torch (moved from test_norms.py)
     (px.rms_norm, dict(x=z(2, 8, dtype=np.float32), weight=np.ones(8)),
      ValueError, r"weight .*float64.*x .*float32"),
+    # evaluation: bits per byte of the tokens scored
+    (px.evaluation.bits_per_byte, dict(loss=-0.5, labels=[0, 1], token_bytes=[1, 2]),
+     ValueError, r"loss must be a number >= 0, got -0\.5"),
+    (px.evaluation.bits_per_byte, dict(loss=np.nan, labels=[0, 1], token_bytes=[1, 2]),
+     ValueError, r"loss must be a number >= 0, got nan"),
+    (px.evaluation.bits_per_byte, dict(loss=1.0, labels=[0.0, 1.0], token_bytes=[1, 2]),
+     ValueError, r"labels must be a non-empty integer array of shape "
+     r"\(B, T\) or \(T,\), got shape \(2,\) and dtype float64"),
+    (px.evaluation.bits_per_byte, dict(loss=1.0, labels=[0, 3], token_bytes=[1, 2, 1]),
+     ValueError, r"labels must lie in 0 \.\. 2, got 0 \.\. 3 "
+     r"\(vocab_size = 3\)"),
+    (px.evaluation.bits_per_byte, dict(loss=1.0, labels=[0], token_bytes=[[1, 2]]),
+     ValueError, r"token_bytes .*shape \(V,\), got shape \(1, 2\)"),
+    (px.evaluation.bits_per_byte, dict(loss=1.0, labels=[0], token_bytes=[1, -2]),
+     ValueError, r"token_bytes needs counts >= 0: got -2 bytes"),
+    (px.evaluation.bits_per_byte, dict(loss=1.0, labels=[[0, 0]], token_bytes=[0, 2]),
+     ValueError, r"labels needs at least one byte of text: its 2 tokens "
+     r"stand for 0 bytes"),
 ]
 
 
@@ -715,6 +733,19 @@ def _edit_config(folder, **changes):
     (folder / "config.json").write_text(json.dumps(config | changes))
 
 
+#: A RoPE scaling transformers 5 runs (YaRN) and this package does not.
+YARN = {"rope_type": "yarn", "factor": 4.0,
+        "original_max_position_embeddings": 64}
+
+
+def _shipped_config(folder, **changes):
+    """The shipped model's config.json, changed, in place of the tiny one."""
+    import json
+    config = json.loads((px.SHAKESPEARE_CHECKPOINT / "config.json")
+                        .read_text())
+    (folder / "config.json").write_text(json.dumps(config | changes))
+
+
 def _rewrite_weights(folder, change):
     from checkpoints import tiny_model, write_safetensors
     state = tiny_model().state_dict()
@@ -762,18 +793,41 @@ CHECKPOINT_ROWS = [
     ("rope scaling (transformers 5 form)",
      lambda f: _edit_config(f, rope_parameters={
          "rope_type": "yarn", "factor": 4.0, "rope_theta": 1e6}) or f,
-     ValueError, r"rope type is 'yarn', expected 'default'.*RoPE scaling"),
+     ValueError, r"rope_parameters rope type is 'yarn', expected "
+     r"'default'.*RoPE scaling"),
     ("rope scaling (Qwen3's form)",
      lambda f: _edit_config(f, rope_parameters=None, rope_theta=1e6,
                             rope_scaling={"type": "linear",
                                           "factor": 2.0}) or f,
-     ValueError, r"rope type is 'linear'"),
+     ValueError, r"rope_scaling rope type is 'linear'"),
+    # transformers 5 merges a legacy rope_scaling over rope_parameters and
+    # runs YaRN: the shipped config with one key added must not load
+    ("the shipped config plus a YaRN rope_scaling",
+     lambda f: _shipped_config(f, rope_scaling=YARN) or f, ValueError,
+     r"rope_scaling rope type is 'yarn', expected 'default'"),
+    ("a rope_scaling-only config (YaRN)",
+     lambda f: _edit_config(f, rope_parameters=None, rope_theta=1e4,
+                            rope_scaling=YARN) or f,
+     ValueError, r"rope_scaling rope type is 'yarn', expected 'default'"),
+    ("a default rope_scaling with a scaling factor",
+     lambda f: _edit_config(f, rope_scaling={"rope_type": "default",
+                                             "factor": 4.0}) or f,
+     ValueError, r"rope_scaling keys beyond rope_theta is \['factor'\]"),
     ("partial rotary factor",
      lambda f: _edit_config(f, rope_parameters={
          "rope_type": "default", "rope_theta": 1e4,
          "partial_rotary_factor": 0.5}) or f,
-     ValueError,
-     r"RoPE keys beyond rope_theta is \['partial_rotary_factor'\]"),
+     ValueError, r"rope_parameters keys beyond rope_theta is "
+     r"\['partial_rotary_factor'\]"),
+    ("YaRN nested by layer type",
+     lambda f: _edit_config(f, rope_parameters={"full_attention": {
+         "rope_type": "yarn", "factor": 4.0, "rope_theta": 1e4}}) or f,
+     ValueError, r"rope_parameters\['full_attention'\] rope type is "
+     r"'yarn', expected 'default'"),
+    ("partial rotary factor at the top level",
+     lambda f: _edit_config(f, partial_rotary_factor=0.5) or f, ValueError,
+     r"rope_parameters keys beyond rope_theta is "
+     r"\['partial_rotary_factor'\]"),
     ("sliding window", lambda f: _edit_config(
         f, use_sliding_window=True, sliding_window=8) or f,
      ValueError, r"use_sliding_window is True, expected False"),
@@ -821,6 +875,36 @@ def test_bad_checkpoint_is_refused(tmp_path, edit, error, pattern):
     folder = edit(write_checkpoint(tmp_path / "ckpt"))
     with pytest.raises(error, match=pattern):
         px.Qwen3ForCausalLM.from_pretrained(folder)
+
+
+# The other side of the RoPE rows: configs with the default RoPE, written in
+# each form transformers 5 reads, load with the base transformers reads.
+ROPE_FORMS = [
+    ("rope_parameters", {}),
+    ("top-level rope_theta", dict(rope_parameters=None, rope_theta=1e6)),
+    ("rope_scaling over rope_parameters",
+     dict(rope_scaling={"rope_type": "default"}, rope_theta=2e4)),
+    ("nested by layer type", dict(rope_parameters={"full_attention": {
+        "rope_type": "default", "rope_theta": 5e4}})),
+    ("legacy type key", dict(rope_parameters=None,
+                             rope_scaling={"type": "default",
+                                           "rope_theta": 3e4})),
+]
+
+
+@pytest.mark.parametrize("changes", [r[1] for r in ROPE_FORMS],
+                         ids=[r[0] for r in ROPE_FORMS])
+def test_rope_theta_is_read_as_transformers_reads_it(tmp_path, changes):
+    transformers = pytest.importorskip("transformers")
+    from checkpoints import write_checkpoint
+    folder = write_checkpoint(tmp_path / "ckpt")
+    _edit_config(folder, **changes)
+    from pyxis_nb.model import read_hf_config
+    config, _ = read_hf_config(folder / "config.json")
+    ref = transformers.AutoConfig.from_pretrained(folder).rope_parameters
+    ref = ref.get("full_attention", ref)  # nested by layer type, or not
+    assert ref["rope_type"] == "default"
+    assert config.rope_theta == ref["rope_theta"]
 
 
 MODEL_ROWS = [

@@ -148,6 +148,40 @@ def test_unchecked_outputs_assert_their_bound(path):
     assert not bad, "\n".join(bad)
 
 
+def _ignored_cells():
+    """Every code cell tagged nbval-ignore-output: (chapter, index, cell)."""
+    return [(path.name, i, c) for path in CHAPTERS
+            for i, c in _code_cells(_read(path))
+            if "nbval-ignore-output" in c.metadata.get("tags", [])]
+
+
+# A cell whose output nbval does not compare says why, in its own first
+# comment: "# nbval-ignore-output: <the reason, in words>". The chapters
+# below are other developers' and have not been given theirs yet (issue 29):
+# their cells are expected to fail until they are, then this set shrinks.
+REASON = re.compile(r"^# nbval-ignore-output: \S+(?: \S+){3,}", re.M)
+REASONS_PENDING = {"long_context.ipynb", "permutation.ipynb"}
+IGNORED = [pytest.param(c, id=f"{name}-cell-{i}", marks=[pytest.mark.xfail(
+    strict=True, reason="reason comment not yet written (issue 29)")]
+    if name in REASONS_PENDING else []) for name, i, c in _ignored_cells()]
+
+
+def test_ignored_cells_are_listed():
+    """The list the next test walks: every ignored cell of every chapter
+    (21 when issue 29 was filed)."""
+    listed = [f"{name} cell {i}" for name, i, _ in _ignored_cells()]
+    assert 0 < len(listed) <= 25, listed
+
+
+@pytest.mark.parametrize("cell", IGNORED)
+def test_ignored_cell_says_why(cell):
+    """nbval-ignore-output hides a cell's printed numbers from the check, so
+    the cell says in a comment why its output may change from one machine
+    to another (rounding noise, an optional library), and what it asserts
+    instead."""
+    assert REASON.search(cell.source), cell.source.splitlines()[0]
+
+
 # a TeX command or a dollar sign left in plain text: maths MyST did not parse
 RAW_TEX = re.compile(r"\\[a-zA-Z]+|\$")
 

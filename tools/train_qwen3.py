@@ -26,6 +26,7 @@ import zlib
 
 import numpy as np
 import torch
+import pyxis_nb as px
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import (GenerationConfig, PreTrainedTokenizerFast,
                           Qwen3Config, Qwen3ForCausalLM)
@@ -79,21 +80,80 @@ def encode(tok: Tokenizer, texts: list[str]) -> np.ndarray:
     return np.asarray(ids, dtype=np.int64)
 
 
-def bigram_nats(train: np.ndarray, val: np.ndarray, alpha: float) -> float:
+def scored_blocks(val: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The held-out stream as blocks of inputs (n, BLOCK) and their labels.
+
+    The labels are the tokens every score below is over: the model's loss,
+    the bigram's, and the bytes of bits per byte.
+    """
+    n = (len(val) - 1) // BLOCK
+    return (val[: n * BLOCK].reshape(n, BLOCK),
+            val[1: n * BLOCK + 1].reshape(n, BLOCK))
+
+
+def bigram_nats(train: np.ndarray, inputs: np.ndarray, labels: np.ndarray,
+                alpha: float) -> float:
     """Mean cross-entropy (nats/token) of an add-alpha bigram model."""
     counts = np.zeros((VOCAB_SIZE, VOCAB_SIZE))
     np.add.at(counts, (train[:-1], train[1:]), 1.0)
     probs = (counts + alpha) / (counts + alpha).sum(axis=1, keepdims=True)
-    return float(-np.log(probs[val[:-1], val[1:]]).mean())
+    return float(-np.log(probs[inputs, labels]).mean())
+
+
+def _lookup(keys: np.ndarray, counts: np.ndarray, query: np.ndarray):
+    """The count of each ``query`` key in sorted ``keys``; 0 if absent."""
+    i = np.clip(np.searchsorted(keys, query), 0, len(keys) - 1)
+    return np.where(keys[i] == query, counts[i], 0)
+
+
+def kneser_ney_trigram_probs(train: np.ndarray, prev: np.ndarray,
+                             inputs: np.ndarray, labels: np.ndarray,
+                             discount: float = 0.75) -> np.ndarray:
+    """P(label | prev, input) of an interpolated Kneser-Ney trigram, flat.
+
+    Each label is predicted from the two tokens before it, ``prev`` and
+    ``inputs`` (``prev`` -1 where there is none: the bigram level alone).
+    Chen and Goodman's interpolated form, one discount at every order; the
+    lowest order is the continuation unigram mixed with a uniform one, so
+    every probability is above 0 and each distribution sums to 1.
+    """
+    V, D = VOCAB_SIZE, discount
+    t = train.astype(np.int64)
+    tri, c_tri = np.unique((t[:-2] * V + t[1:-1]) * V + t[2:],
+                           return_counts=True)          # c(u v w)
+    ctx, types_ctx = np.unique(tri // V, return_counts=True)  # (u v)
+    c_ctx = np.bincount(np.searchsorted(ctx, tri // V), weights=c_tri)
+    vw, n_vw = np.unique(tri % (V * V), return_counts=True)  # N1+(. v w)
+    n_v = np.bincount(vw // V, weights=n_vw, minlength=V)     # N1+(. v .)
+    types_v = np.bincount(vw // V, minlength=V)               # N1+(v .)
+    bigrams = np.unique(t[:-1] * V + t[1:])
+    n_w = np.bincount(bigrams % V, minlength=V)               # N1+(. w)
+    p1 = (np.maximum(n_w - D, 0) + D * (n_w > 0).sum() / V) / len(bigrams)
+    u, v, w = (a.ravel().astype(np.int64) for a in (prev, inputs, labels))
+    p2 = np.where(n_v[v] > 0, (np.maximum(_lookup(vw, n_vw, v * V + w) - D, 0)
+                               + D * types_v[v] * p1[w])
+                  / np.maximum(n_v[v], 1), p1[w])
+    uv = np.where(u >= 0, u * V + v, -1)
+    c_uv = _lookup(ctx, c_ctx, uv)
+    types_uv = _lookup(ctx, types_ctx, uv)
+    c_uvw = _lookup(tri, c_tri, uv * V + w)
+    return np.where(c_uv > 0, (np.maximum(c_uvw - D, 0) + D * types_uv * p2)
+                    / np.maximum(c_uv, 1), p2)
+
+
+def kneser_ney_trigram_nats(train, prev, inputs, labels) -> float:
+    """Mean cross-entropy (nats/token) of that trigram on ``labels``."""
+    return float(-np.log(kneser_ney_trigram_probs(train, prev, inputs,
+                                                  labels)).mean())
 
 
 @torch.no_grad()
 def evaluate(model, val: np.ndarray) -> float:
-    """Mean cross-entropy (nats/token) over the whole held-out stream."""
+    """Mean cross-entropy (nats/token) over the held-out blocks."""
     model.eval()
-    n = (len(val) - 1) // BLOCK
-    x = torch.from_numpy(val[: n * BLOCK].reshape(n, BLOCK))
-    y = torch.from_numpy(val[1: n * BLOCK + 1].reshape(n, BLOCK))
+    inputs, labels = scored_blocks(val)
+    n = len(inputs)
+    x, y = torch.from_numpy(inputs), torch.from_numpy(labels)
     total = 0.0
     for i in range(0, n, 16):
         logits = model(input_ids=x[i:i + 16]).logits
@@ -174,18 +234,28 @@ def main() -> None:
     # with (bf16), against a bigram model and zlib on the same held-out text.
     nats = evaluate(model.to(torch.bfloat16).to(torch.float32), val)
     model = model.to(torch.bfloat16)
-    n_tok = len(val) - 1
-    bpb = lambda nats_per_token: nats_per_token * n_tok / math.log(2) / val_bytes  # noqa: E731
-    val_raw = "".join(val_texts).encode("utf-8")
-    bigram = bigram_nats(train, val, alpha=0.1)
+    # Bits per byte from the bytes of the very tokens scored, with the
+    # helper the chapter uses (pyxis_nb/evaluation.py).
+    inputs, labels = scored_blocks(val)
+    token_bytes = px.evaluation.token_byte_lengths(tok)
+    bpb = lambda nats_per_token: px.evaluation.bits_per_byte(  # noqa: E731
+        nats_per_token, labels, token_bytes)
+    val_raw = tok.decode(labels.ravel().tolist()).encode("utf-8")
+    bigram = bigram_nats(train, inputs, labels, alpha=0.1)
+    before = np.concatenate([[-1], val[: inputs.size - 1]])  # (u) of (u v w)
+    trigram = kneser_ney_trigram_nats(train, before, inputs, labels)
     report = {
         "heldout_plays": list(HELDOUT), "train_tokens": int(len(train)),
         "heldout_tokens": int(len(val)), "heldout_bytes": int(val_bytes),
+        "scored_tokens": int(labels.size),
+        "scored_bytes": int(token_bytes[labels].sum()),
         "parameters": int(n_params), "steps": args.steps, "seed": args.seed,
         "batch": BATCH, "block": BLOCK, "lr": args.lr,
         "seconds": round(seconds), "torch": torch.__version__,
         "model_loss": round(nats, 4), "model_bits_per_byte": round(bpb(nats), 4),
         "bigram_loss": round(bigram, 4), "bigram_bits_per_byte": round(bpb(bigram), 4),
+        "kneser_ney_loss": round(trigram, 4),
+        "kneser_ney_bits_per_byte": round(bpb(trigram), 4),
         "zlib_bits_per_byte": round(8 * len(zlib.compress(val_raw, 9)) / len(val_raw), 4),
         "history": history,
     }
