@@ -696,7 +696,8 @@ _LEVELS = 10  # colour steps of the HTML heatmaps (viridis, as plots use)
 # height (_reserve_heights) is summed from the same numbers.
 _MV_CELL = ((28, 26), (34, 30))        # (width, height) of a heatmap cell
 _MV_FONT = (12, 13)                    # its numbers and labels
-_MV_LABEL = (52, 64)                   # row labels' width, column labels' height
+_MV_ROW_LABEL = (52, 64)               # row labels' width
+_MV_COL_LABEL = (40, 44)               # column labels' height (vertical)
 _MV_THUMB = ((40, 54, 30), (56, 66, 40))  # button width, height, picture
 _MV_LINE = 20                          # a line of text
 _MV_CONTROL = 36                       # a row of toggle buttons or a dropdown
@@ -748,7 +749,7 @@ def _model_view_css(thumbs: Sequence[bytes], T: int, H: int) -> str:
 
     def sizes(n: int) -> str:
         (cw, ch), font = _MV_CELL[n], _MV_FONT[n]
-        row_label, col_label = (_MV_LABEL[0] + 12 * n, _MV_LABEL[1] - 12 + 12 * n)
+        row_label, col_label = _MV_ROW_LABEL[n], _MV_COL_LABEL[n]
         bw, bh, pic = _MV_THUMB[n]
         return (
             f".pyxis-mv table{{font:{font}px/1 sans-serif}}"
@@ -810,7 +811,7 @@ def _reserve_heights(L: int, T: int, title: bool) -> tuple[int, int]:
     for n in (0, 1):
         lines = (2 if n == 0 else 1) * (2 + title) + (2 if n == 0 else 1)
         (_, ch), bh = _MV_CELL[n], _MV_THUMB[n][1]
-        col_label = _MV_LABEL[1] - 12 + 12 * n
+        col_label = _MV_COL_LABEL[n]
         out.append(lines * _MV_LINE + _MV_LINE            # the "head" label
                    + L * (bh + 2) + 6 + 2 * _MV_CONTROL   # grid, controls
                    + _MV_LINE + col_label + T * ch + 8)   # the table
