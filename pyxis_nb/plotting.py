@@ -949,8 +949,9 @@ def plot_head_scores(scores, *, outline=None, ncols: int = 3):
             check_needs(0 <= i < L and 0 <= h < H, f"outline[{n!r}]",
                         f"(layer, head) within ({L}, {H})", f"got {(i, h)}")
     nrows = -(-len(names) // ncols)
+    height = 1.55 * nrows * L / 4 + 0.6  # inches: 4 layers, 1.55 a row
     fig, axes = plt.subplots(nrows, ncols, squeeze=False, facecolor="white",
-                             figsize=(COLUMN_WIDTH, 1.55 * nrows * L / 4 + 0.6),
+                             figsize=(COLUMN_WIDTH, height),
                              layout="constrained")
     for ax, name, m in zip(axes.flat, names, maps):
         low = min(0.0, float(m.min()))

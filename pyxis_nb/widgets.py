@@ -740,8 +740,9 @@ def _model_view_css(thumbs: Sequence[bytes], T: int, H: int) -> str:
         f"{picked.format(q + 1)} tr.r{q}>*{{box-shadow:inset 0 2px #e8173a,"
         f"inset 0 -2px #e8173a}}{picked.format(q + 1)} p.s{q}"
         "{display:block}" for q in range(T))
-    cells = "".join(f".pyxis-mv .c{k}{{background:{c};color:{_text_colour(c)}}}"
-                    for k, c in enumerate(_palette()))
+    cells = "".join(
+        f".pyxis-mv .c{k}{{background:{c};color:{_text_colour(c)}}}"
+        for k, c in enumerate(_palette()))
     icons = "".join(
         f'.pyxis-mv-grid button[value="{k}"]{{background-image:url('
         f'data:image/png;base64,{base64.b64encode(png).decode("ascii")})}}'
@@ -791,7 +792,8 @@ def _model_view_css(thumbs: Sequence[bytes], T: int, H: int) -> str:
         ".pyxis-mv caption{caption-side:top;text-align:left;padding:0 0 4px;"
         f"color:#1a1a1a;background:#fff;font:14px/{_MV_LINE - 4}px sans-serif;"
         "white-space:nowrap}"
-        ".pyxis-mv .pyxis-mv-grid{flex-direction:column;align-items:flex-start}"
+        ".pyxis-mv .pyxis-mv-grid{flex-direction:column;"
+        "align-items:flex-start}"
         ".pyxis-mv-grid .widget-toggle-button{line-height:1;min-width:0;"
         "margin:0;background-repeat:no-repeat;background-position:center 3px;"
         "image-rendering:pixelated}"

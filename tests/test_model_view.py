@@ -142,7 +142,7 @@ def test_fallback_picture(view):
     alt = metadata["image/png"]["alt"]
     assert alt.startswith("The model view as it opens") and "L0 H0" in alt
     width, height = Image.open(io.BytesIO(png)).size
-    assert width >= 500 and height >= 400, (width, height)
+    assert width >= 400 and height >= 150, (width, height)
 
 
 def test_without_open_weights_one_view():

@@ -152,13 +152,13 @@ def test_display_equations_fit_a_phone(phone, path):
     assert wide == [], f"{path}: display equations wider than the screen [px, box px, text]: {wide}"
 
 
-@pytest.mark.parametrize("path", PAGES)
-def test_tables_fit_a_phone(phone, path):
-    """At 390 px no table reaches past the screen or hides columns behind a
-    sideways scroll (the first page's two stack their rows; issue #30,
-    item 10)."""
-    wide = phone(path)["tables"]
-    assert wide == [], f"{path}: tables too wide [right, scroll, client, first cell]: {wide}"
+def test_first_page_tables_fit_a_phone(phone):
+    """At 390 px the first page's two tables (the chapters, the notation)
+    neither reach past the screen nor hide columns behind a sideways scroll:
+    their rows stack (issue #30, item 10). A chapter's numeric table still
+    scrolls inside its own box (test_phone: the page itself never does)."""
+    wide = phone(PAGES[0])["tables"]
+    assert wide == [], f"{PAGES[0]}: tables too wide [right, scroll, client, first cell]: {wide}"
 
 
 def test_back_to_top_never_covers_a_widget(browser, base_url):
