@@ -158,7 +158,9 @@ if not {low} <= tuple(map(int, px.__version__.split(".")[:2])) < {high}:
 
 def install_cell(s: dict) -> nbformat.NotebookNode:
     cell = nbformat.v4.new_code_cell(install_source(s))
-    cell.metadata = {INSTALL_KEY: True, "tags": ["remove-cell"]}
+    # collapsed in JupyterLab, under its Markdown line (install_note)
+    cell.metadata = {INSTALL_KEY: True, "tags": ["remove-cell"],
+                     "jupyter": {"source_hidden": True}}
     return cell
 
 
@@ -337,6 +339,7 @@ def transform(nb: nbformat.NotebookNode, s: dict) -> nbformat.NotebookNode:
     old = next((c for c in nb.cells if c.metadata.get(INSTALL_KEY)), None)
     fresh = install_cell(s)
     if old is not None and old.source == fresh.source:
+        old.metadata = fresh.metadata
         fresh = old  # keep its (empty) outputs and execution count
     elif "id" in fresh:
         fresh["id"] = old["id"] if old is not None and "id" in old else "install"
