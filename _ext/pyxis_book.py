@@ -19,6 +19,9 @@
   body, and the widget manager's scripts are deferred (``_config.yml``), so
   neither holds up the first paint. The manager renders on the window's load
   event, when both are there.
+* The model view's output keeps the height the view will take (its
+  ``pyxis-reserve-N-W`` class) from the start, so the page does not jump
+  when the widgets appear.
 * ``_static/pyxis-figures.js`` (the "Full size" button of a figure scaled
   to its column), which Jupyter Book adds to every page, is deferred.
 * Static figures (matplotlib PNGs in ``_images/``) are stored as 256-colour
@@ -70,8 +73,48 @@ def _widget_state_last(app, pagename, templatename, context, doctree):
         for js in state)
 
 
+RESERVE = re.compile(r"pyxis-reserve-(\d+)-(\d+)")
+VIEW_OUTPUT = re.compile(
+    r'<div class="cell_output docutils container">(\s*<script type="'
+    r'application/vnd\.jupyter\.widget-view\+json">\{"model_id": "(\w+)")')
+
+
+def _reserve_heights(app, pagename, templatename, context, doctree):
+    """A view that says its height (the model view's ``pyxis-reserve-N-W``
+    class: N px on a phone, W px at 700 px and wider) gets that height
+    reserved on its output before the widget manager draws it, so the text
+    below it does not move when it appears (pyxis.css)."""
+    import json
+
+    heights = {}
+    for js in context.get("script_files", []):
+        attributes = getattr(js, "attributes", {})
+        if attributes.get("type") != WIDGET_STATE:
+            continue
+        state = json.loads(attributes["body"])  # its "<\\/" is JSON too
+        for model_id, model in state.get("state", {}).items():
+            classes = " ".join(model.get("state", {}).get("_dom_classes", []))
+            found = RESERVE.search(classes)
+            if found:
+                heights[model_id] = found.groups()
+    if not heights or "body" not in context:
+        return
+
+    def reserve(match):
+        if match.group(2) not in heights:
+            return match.group(0)
+        narrow, wide = heights[match.group(2)]
+        return ('<div class="cell_output docutils container pyxis-reserve" '
+                f'style="--pyxis-narrow:{narrow}px;--pyxis-wide:{wide}px">'
+                + match.group(1))
+    context["body"] = VIEW_OUTPUT.sub(reserve, context["body"])
+
+
 def _default_mode(app, config):
     config.html_context.setdefault("default_mode", "auto")
+    # one search, in the sidebar: the theme's top bar holds nothing but a
+    # second search field (navbar_persistent), so it goes, bar and all
+    config.html_theme_options["navbar_persistent"] = []
 
 
 def _used_icons(outdir: Path, css: str) -> set[int]:
@@ -156,6 +199,7 @@ def _prune(app, exception):
 def setup(app):
     app.connect("config-inited", _default_mode)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
+    app.connect("html-page-context", _reserve_heights, priority=905)
     app.connect("html-page-context", _widget_state_last, priority=910)
     app.connect("build-finished", _prune)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -75,6 +75,30 @@
     var img = e.target.closest && e.target.closest("img.pyxis-scaled");
     if (img && !img.closest("dialog")) zoom(img);
   });
+  // "Back to top" (the theme shows it while the reader scrolls up): hidden
+  // while it would cover a figure or a widget, checked a frame after the
+  // theme's own scroll handler has shown or hidden it
+  var OVER = "article .cell_output img, article .widget-subarea, article figure img";
+  function overlaps(a, b) {
+    return a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  }
+  var pending = false;
+  function placeBackToTop() {
+    pending = false;
+    var pill = document.getElementById("pst-back-to-top");
+    if (!pill) return;
+    pill.classList.remove("pyxis-over-figure");
+    if (pill.style.display === "none" || !pill.getClientRects().length) return;
+    var box = pill.getBoundingClientRect();
+    var covered = Array.prototype.some.call(document.querySelectorAll(OVER), function (el) {
+      return overlaps(box, el.getBoundingClientRect());
+    });
+    pill.classList.toggle("pyxis-over-figure", covered);
+  }
+  window.addEventListener("scroll", function () {
+    if (!pending) { pending = true; requestAnimationFrame(placeBackToTop); }
+  }, { passive: true });
+
   function start() {
     watch(document);
     // the widget manager draws its pictures on the window's load event

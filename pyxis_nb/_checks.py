@@ -63,11 +63,6 @@ def check_nonempty(name: str, x, what: dict[int, str] | str):
     return x
 
 
-#: The old name, until pyxis_nb/widgets.py (owned elsewhere for now)
-#: imports ``check_nonempty``; then this line goes.
-check_not_empty = check_nonempty
-
-
 def check_int(name: str, value, *, low: int | None = None,
               high: int | None = None) -> int:
     """``value`` as an int in ``low .. high`` (inclusive); bools refused."""

@@ -41,7 +41,7 @@ __all__ = ["plot_attention", "plot_attention_grid", "plot_gqa_mapping",
            # foundations chapters
            "plot_max_weight", "plot_std_growth", "plot_position_encodings",
            # heads chapters
-           "plot_rope_decay", "plot_rope_layout_bug"]
+           "plot_rope_decay", "plot_rope_layout_bug", "plot_head_scores"]
 
 CMAP = "viridis"
 COLUMN_WIDTH = 6.5  # inches: 650 px at 100 dpi, the website's column at 1280
@@ -911,3 +911,70 @@ def plot_rope_layout_bug(right, wrong, fixed, tokens: Sequence[str], *,
     for a in axes[:, 1]:
         a.set_ylabel("")
     return fig
+
+
+def plot_head_scores(scores, *, outline=None, ncols: int = 3):
+    """Each head score as a layers x heads heatmap, the named heads outlined.
+
+    Parameters
+    ----------
+    scores : mapping of str to ndarray, shape (L, H)
+        One score per head for each name ("previous token", "copying", ...).
+    outline : mapping of str to sequence of (layer, head), optional
+        The heads the text names, per score: drawn with a red box.
+    ncols : int, default 3
+        Panels per row.
+
+    Returns
+    -------
+    matplotlib Figure
+        One panel per score, its value written in each cell (two decimals).
+
+    Raises
+    ------
+    ValueError
+        If a score is not a 2-D float array, or an outlined head is not a
+        layer and head of its score.
+    """
+    names = list(scores)
+    maps = [as_float_array(f"scores[{n!r}]", scores[n], ndim=2) for n in names]
+    outline = dict(outline or {})
+    check_needs(set(outline) <= set(names), "outline", f"keys among {names}",
+                f"got {sorted(set(outline) - set(names))}")
+    ncols = check_positive_int("ncols", ncols)
+    L, H = maps[0].shape
+    for n, m in zip(names, maps):
+        check_shape(f"scores[{n!r}]", m, m.shape == (L, H), f"({L}, {H})")
+        for i, h in outline.get(n, ()):
+            check_needs(0 <= i < L and 0 <= h < H, f"outline[{n!r}]",
+                        f"(layer, head) within ({L}, {H})", f"got {(i, h)}")
+    nrows = -(-len(names) // ncols)
+    height = 1.55 * nrows * L / 4 + 0.6  # inches: 4 layers, 1.55 a row
+    fig, axes = plt.subplots(nrows, ncols, squeeze=False, facecolor="white",
+                             figsize=(COLUMN_WIDTH, height),
+                             layout="constrained")
+    for ax, name, m in zip(axes.flat, names, maps):
+        low = min(0.0, float(m.min()))
+        high = max(float(m.max()), 1e-9)
+        ax.imshow(m, cmap=CMAP, vmin=low, vmax=high, aspect="auto")
+        for i, h in np.ndindex(L, H):  # dark text on the light half
+            light = (m[i, h] - low) > 0.6 * (high - low)
+            ax.text(h, i, f"{m[i, h]:.2f}".replace("0.", "."), ha="center",
+                    va="center", fontsize=6.5,
+                    color="black" if light else "white")
+        for i, h in outline.get(name, ()):
+            ax.add_patch(Rectangle((h - 0.5, i - 0.5), 1, 1, fill=False,
+                                   edgecolor="#e8173a", linewidth=2))
+        ax.set_xticks(range(H), [f"H{h}" for h in range(H)], fontsize=7)
+        ax.set_yticks(range(L), [f"L{i}" for i in range(L)], fontsize=7)
+        ax.tick_params(length=0)
+        ax.set_title(name, fontsize=9)
+    for ax in list(axes.flat)[len(names):]:
+        ax.set_visible(False)
+    named = "; ".join(f"{n}: " + ", ".join(f"L{i} H{h}" for i, h in heads)
+                      for n, heads in outline.items() if heads)
+    return _describe(fig, (
+        f"Heatmaps of {len(names)} head scores ({', '.join(names)}), each "
+        f"layers 0 to {L - 1} by heads 0 to {H - 1} with its values written"
+        + (f"; outlined, the heads the text names ({named})" if named else "")
+        + "."))

@@ -29,11 +29,11 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
 import numpy as np
 
-from ._checks import (as_float_array, check_choice, check_int, check_keys,
-                      check_needs, check_not_empty, check_positive_int,
-                      check_shape)
-from .plotting import (CMAP, plot_attention, plot_rope_rotation,
-                       plot_tile_step)
+from ._checks import (as_float_array, check_bool, check_choice, check_int,
+                      check_keys, check_needs, check_nonempty,
+                      check_positive_int, check_shape)
+from .plotting import (CMAP, COLUMN_WIDTH, plot_attention,
+                       plot_rope_rotation, plot_tile_step)
 
 __all__ = [
     "AttentionExplorer",
@@ -107,8 +107,8 @@ def rope_rotation_frames(key_positions: Sequence[int],
     drawn on one figure whose layout is found once: each frame moves the
     arrows and rewrites the titles and legends.
     """
-    check_not_empty("key_positions", key_positions, "key position")
-    check_not_empty("query_positions", query_positions, "query position")
+    check_nonempty("key_positions", key_positions, "key position")
+    check_nonempty("query_positions", query_positions, "query position")
     fig = plot_rope_rotation(query_positions[0], key_positions[0],
                              pairs=pairs, start=start, head_dim=head_dim,
                              theta=theta)
@@ -364,9 +364,9 @@ def _as_view_widget(name: str, view, alt: str | None = None) -> widgets.Widget:
                                             data=data))
     if isinstance(view, str):
         return widgets.HTML(view)
-    check_needs(False, f"view {name!r}", "to be a matplotlib Figure, PNG "
-                "bytes, an HTML string or a widget",
-                f"got {type(view).__name__}")
+    raise ValueError(f"view {name!r} needs to be a matplotlib Figure, PNG "
+                     "bytes, an HTML string or a widget: got "
+                     f"{type(view).__name__}")
 
 
 def _alt_texts(name: str, alt, labels: list[str]) -> list[str | None]:
@@ -408,7 +408,7 @@ def view_switcher(views: Mapping[str, object], *, control: str = "toggle",
         Works after the kernel is gone: the link lives in the browser.
     """
     check_choice("control", control, tuple(sorted(_CONTROLS)))
-    check_not_empty("views", views, "view")
+    check_nonempty("views", views, "view")
     names = list(views)
     alts = _alt_texts("alt", alt, names)
     ctrl = _CONTROLS[control](options=names, description=description,
@@ -458,7 +458,7 @@ def view_grid(
     ValueError
         If ``views`` or an inner mapping is empty, or the inner keys differ.
     """
-    check_not_empty("views", views, "outer view")
+    check_nonempty("views", views, "outer view")
     outer_names = list(views)
     inner_names = list(views[outer_names[0]])
     for name in outer_names:
@@ -507,7 +507,8 @@ def _query_index(query_index, n: int) -> int:
 
 def describe_attention(weights_row, tokens: Sequence[str], query_index: int,
                        *, key_tokens=None, top: int = 3,
-                       min_share: float = 0.05) -> str:
+                       min_share: float = 0.05,
+                       positions: bool = False) -> str:
     """Say in words where one query token's attention goes.
 
     Parameters
@@ -525,6 +526,9 @@ def describe_attention(weights_row, tokens: Sequence[str], query_index: int,
         At most this many keys are named, largest weight first.
     min_share : float, default 0.05
         Keys below this weight are not named.
+    positions : bool, default False
+        Name each token with its position, ``'is' (7)``: for a line that
+        says a word twice (the model view does).
 
     Returns
     -------
@@ -538,13 +542,18 @@ def describe_attention(weights_row, tokens: Sequence[str], query_index: int,
     ValueError
         If ``weights_row`` is not a float array of shape (S,), ``query_index``
         is not a valid row of ``tokens``, or ``top`` is not an integer >= 1.
+    TypeError
+        If ``positions`` is not a bool.
     """
     w = as_float_array("weights_row", weights_row)
     keys = list(tokens if key_tokens is None else key_tokens)
     check_shape("weights_row", w, w.shape == (len(keys),), f"({len(keys)},)")
     query_index = _query_index(query_index, len(tokens))
     top = check_positive_int("top", top)
+    positions = check_bool("positions", positions)
     who = _quote(tokens[query_index])
+    if positions:
+        who = f"{who} ({query_index})"
     if not np.any(w > 0):  # a fully masked query row: SDPA gives it zeros
         return f"{who} attends to no key: every key is masked"
     same = key_tokens is None
@@ -554,6 +563,8 @@ def describe_attention(weights_row, tokens: Sequence[str], query_index: int,
         if w[j] < min_share and parts:
             break
         target = "itself" if same and j == query_index else _quote(keys[j])
+        if positions and target != "itself":
+            target = f"{target} ({j})"
         parts.append(f"{100 * w[j]:.0f} % to {target}")
     if len(parts) > 1:
         text = ", ".join(parts[:-1]) + " and " + parts[-1]
@@ -608,8 +619,8 @@ def attention_explorer(
         array, or ``query_index`` is not a valid row.
     """
     tokens = [str(t) for t in tokens]
-    check_not_empty("tokens", tokens, "query token")
-    check_not_empty("views", views, "(T, S) weights matrix")
+    check_nonempty("tokens", tokens, "query token")
+    check_nonempty("views", views, "(T, S) weights matrix")
     names = list(views)
     masks = dict(masks or {})
     check_keys("masks", masks, names)
@@ -680,6 +691,16 @@ def attention_explorer(
 
 # ------------------------------------------------------------ model view
 _LEVELS = 10  # colour steps of the HTML heatmaps (viridis, as plots use)
+# the model view's sizes in CSS px: (narrow screens, 700 px and wider).
+# A cell of the opened head, a thumbnail button, the text; the reserved
+# height (_reserve_heights) is summed from the same numbers.
+_MV_CELL = ((28, 26), (34, 30))        # (width, height) of a heatmap cell
+_MV_FONT = (12, 13)                    # its numbers and labels
+_MV_ROW_LABEL = (52, 64)               # row labels' width
+_MV_COL_LABEL = (40, 44)               # column labels' height (vertical)
+_MV_THUMB = ((40, 54, 30), (56, 66, 40))  # button width, height, picture
+_MV_LINE = 20                          # a line of text
+_MV_CONTROL = 36                       # a row of toggle buttons or a dropdown
 
 
 def _palette() -> list[str]:
@@ -689,58 +710,127 @@ def _palette() -> list[str]:
     return [to_hex(cmap(k / (_LEVELS - 1))) for k in range(_LEVELS)]
 
 
-def _model_view_css(thumbs: Sequence[bytes], T: int) -> str:
+def _luminance(colour: str) -> float:
+    """WCAG's relative luminance of ``#rrggbb``."""
+    rgb = [int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    lin = [v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4
+           for v in rgb]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def _text_colour(background: str) -> str:
+    """Black or white, whichever contrasts more with ``background``: black
+    on viridis' light half, white on its dark half (each >= 4.5:1)."""
+    lum = _luminance(background)
+    return "#000" if (lum + 0.05) / 0.05 > 1.05 / (lum + 0.05) else "#fff"
+
+
+def _model_view_css(thumbs: Sequence[bytes], T: int, H: int) -> str:
     """The view's stylesheet: cells, thumbnails, the chosen query row.
 
     The row and its sentence follow the query dropdown with CSS alone
-    (``:has(option:checked)``), so the page needs no frame per query.
+    (``:has(option:checked)``), so the page needs no frame per query. The
+    view keeps its own colours (dark text on white) in the site's dark mode,
+    every heatmap of a view has the same box (switching head or mask moves
+    nothing sideways), and cells are 34 px with 13 px numbers at 700 px and
+    wider, 28 px with 12 px numbers on a phone.
     """
     picked = ".pyxis-mv:has(.pyxis-mv-query option:nth-child({}):checked)"
     rows = "".join(
         f"{picked.format(q + 1)} tr.r{q}>*{{box-shadow:inset 0 2px #e8173a,"
         f"inset 0 -2px #e8173a}}{picked.format(q + 1)} p.s{q}"
         "{display:block}" for q in range(T))
-    cells = "".join(f".pyxis-mv .c{k}{{background:{c}}}"
-                    for k, c in enumerate(_palette()))
+    cells = "".join(
+        f".pyxis-mv .c{k}{{background:{c};color:{_text_colour(c)}}}"
+        for k, c in enumerate(_palette()))
     icons = "".join(
         f'.pyxis-mv-grid button[value="{k}"]{{background-image:url('
         f'data:image/png;base64,{base64.b64encode(png).decode("ascii")})}}'
         for k, png in enumerate(thumbs))
+
+    def sizes(n: int) -> str:
+        (cw, ch), font = _MV_CELL[n], _MV_FONT[n]
+        row_label, col_label = _MV_ROW_LABEL[n], _MV_COL_LABEL[n]
+        bw, bh, pic = _MV_THUMB[n]
+        return (
+            f".pyxis-mv table{{font:{font}px/1 sans-serif}}"
+            f".pyxis-mv td,.pyxis-mv thead th+th{{width:{cw}px;"
+            f"min-width:{cw}px;max-width:{cw}px}}"
+            f".pyxis-mv td{{height:{ch}px}}"
+            f".pyxis-mv th[scope=row],.pyxis-mv thead th:first-child"
+            f"{{width:{row_label}px;min-width:{row_label}px;"
+            f"max-width:{row_label}px}}"
+            f".pyxis-mv thead th{{height:{col_label}px}}"
+            f".pyxis-mv-grid .widget-toggle-button{{width:{bw}px;"
+            f"height:{bh}px;padding:{pic + 6}px 0 0;font-size:{font - 1}px;"
+            f"background-size:{pic}px {pic}px}}"
+            f".pyxis-mv-grid>div:last-child{{grid-template-columns:"
+            f"repeat({H},{bw}px)}}")
+
     return (
         "<style>"
-        ".pyxis-mv table{border-collapse:collapse;font:10px/1 sans-serif}"
-        ".pyxis-mv td{width:22px;min-width:22px;height:20px;padding:0;"
-        "text-align:center;color:#fff}"
-        ".pyxis-mv td.c6,.pyxis-mv td.c7,.pyxis-mv td.c8,.pyxis-mv td.c9"
-        "{color:#000}"
+        ".pyxis-mv{color:#1a1a1a;background:#fff}"
+        ".pyxis-mv .pyxis-mv-top p,.pyxis-mv .widget-label,"
+        ".pyxis-mv .pyxis-mv-describe p{color:#1a1a1a;margin:0;"
+        f"line-height:{_MV_LINE}px;font-size:14px}}"
+        ".pyxis-mv figure.pyxis-view{margin:0;width:max-content;"
+        "max-width:100%;overflow-x:auto;text-align:left}"
+        ".pyxis-mv table{border-collapse:collapse;color:#1a1a1a;"
+        "background:#fff;margin:0}"
+        ".pyxis-mv td{padding:0;text-align:center;position:relative}"
         ".pyxis-mv td.m{background:repeating-linear-gradient(45deg,"
         "#d9d9d9 0 3px,#a8a8a8 3px 4px)}"
-        ".pyxis-mv th{font-weight:normal;padding:0 4px 0 0;text-align:right;"
+        ".pyxis-mv .pyxis-sr{position:absolute;width:1px;height:1px;"
+        "overflow:hidden;clip:rect(0 0 0 0);clip-path:inset(50%);"
         "white-space:nowrap}"
+        ".pyxis-mv th{font-weight:normal;padding:0 4px 0 0;text-align:right;"
+        "white-space:nowrap;overflow:hidden;text-overflow:ellipsis;"
+        "color:#1a1a1a;background:#fff}"
         ".pyxis-mv thead th{writing-mode:vertical-rl;transform:rotate(180deg);"
-        "text-align:left;padding:4px 0}"
-        ".pyxis-mv .pyxis-mv-describe p{display:none}"
-        ".pyxis-mv caption{caption-side:top;text-align:left;padding:2px 0}"
-        ".pyxis-mv-grid .widget-toggle-button{width:40px;height:50px;"
-        "padding:36px 0 0;font-size:9px;line-height:1;min-width:0;"
-        "background-repeat:no-repeat;background-position:center 3px;"
-        "background-size:34px 34px;image-rendering:pixelated}"
+        "text-align:left;padding:4px 0;vertical-align:bottom}"
+        ".pyxis-mv .pyxis-mv-describe p{display:none;font-style:italic}"
+        ".pyxis-mv caption{caption-side:top;text-align:left;padding:0 0 4px;"
+        f"color:#1a1a1a;background:#fff;font:14px/{_MV_LINE - 4}px sans-serif;"
+        "white-space:nowrap}"
+        ".pyxis-mv .pyxis-mv-grid{flex-direction:column;"
+        "align-items:flex-start}"
+        ".pyxis-mv-grid .widget-toggle-button{line-height:1;min-width:0;"
+        "margin:0;background-repeat:no-repeat;background-position:center 3px;"
+        "image-rendering:pixelated}"
         ".pyxis-mv-grid{margin-bottom:6px}"
-        ".pyxis-mv-grid>div:last-child{display:grid;gap:2px;"
-        "grid-template-columns:repeat(8,40px)}"
+        ".pyxis-mv-grid>div:last-child{display:grid;gap:2px}"
+        f"{sizes(0)}@media (min-width:700px){{{sizes(1)}}}"
         f"{cells}{icons}{rows}</style>"
     )
 
 
+def _reserve_heights(L: int, T: int, title: bool) -> tuple[int, int]:
+    """The height in CSS px that the view takes once drawn, (narrow, wide):
+    the page reserves it (``_ext/pyxis_book.py``), so nothing below moves
+    when the widget manager draws the view. Text lines are counted as on a
+    phone (two for the longer ones), so it is an upper bound there."""
+    out = []
+    for n in (0, 1):
+        lines = (2 if n == 0 else 1) * (2 + title) + (2 if n == 0 else 1)
+        (_, ch), bh = _MV_CELL[n], _MV_THUMB[n][1]
+        col_label = _MV_COL_LABEL[n]
+        out.append(lines * _MV_LINE + _MV_LINE            # the "head" label
+                   + L * (bh + 2) + 6 + 2 * _MV_CONTROL   # grid, controls
+                   + _MV_LINE + col_label + T * ch + 8)   # the table
+    return out[0], out[1]
+
+
 def _heatmap_table(w, tokens, mask, caption: str) -> str:
-    """A (T, S) weights matrix as an HTML table, row ``i`` of class ``ri``."""
+    """A (T, S) weights matrix as an HTML table, row ``i`` of class ``ri``;
+    a masked cell says "masked" to a screen reader (visually hidden)."""
     level = np.clip((w * _LEVELS).astype(int), 0, _LEVELS - 1)  # (T, S)
     esc = [html.escape(t) for t in tokens]
     head = "".join(f'<th scope="col">{t}</th>' for t in esc)
     rows = []
     for i, t in enumerate(esc):
         cells = "".join(
-            '<td class=m></td>' if mask is not None and not mask[i, j]
+            '<td class=m><span class="pyxis-sr">masked</span></td>'
+            if mask is not None and not mask[i, j]
             else f"<td class=c{level[i, j]}>{round(100 * w[i, j])}</td>"
             for j in range(w.shape[1]))
         rows.append(f'<tr class="r{i}"><th scope="row">{t}</th>{cells}</tr>')
@@ -753,32 +843,36 @@ def _thumbnail_png(w, mask, scale: int = 3) -> bytes:
     """A (T, T) map as a tiny palette PNG, ``scale`` pixels a cell."""
     from PIL import Image
 
+    buf = io.BytesIO()
+    Image.fromarray(_thumbnail_rgb(w, mask, scale)).quantize(
+        colors=_LEVELS + 1).save(buf, format="png", optimize=True)
+    return buf.getvalue()
+
+
+def _thumbnail_rgb(w, mask, scale: int = 3) -> np.ndarray:
+    """(T * scale, S * scale, 3) pixels: a cell's level of the palette."""
     colours = np.array([[int(c[i:i + 2], 16) for i in (1, 3, 5)]
                         for c in _palette()], dtype=np.uint8)
     rgb = colours[np.clip((w * _LEVELS).astype(int), 0, _LEVELS - 1)]
     if mask is not None:
         rgb[~mask] = 217  # the hatched grey of a forbidden cell
-    big = rgb.repeat(scale, axis=0).repeat(scale, axis=1)  # (T*s, S*s, 3)
-    buf = io.BytesIO()
-    Image.fromarray(big).quantize(colors=_LEVELS + 1).save(
-        buf, format="png", optimize=True)
-    return buf.getvalue()
+    return rgb.repeat(scale, axis=0).repeat(scale, axis=1)
 
 
 def _table_figure(table: str, view: str, data: Mapping[str, str]) -> str:
     """An HTML ``<figure>`` around a table: the view name, data attributes."""
     attrs = "".join(f' data-{k}="{html.escape(v)}"' for k, v in data.items())
     return (f'<figure class="pyxis-view" data-view="{html.escape(view)}"'
-            f'{attrs} style="margin:0;overflow-x:auto;max-width:100%">'
-            f"{table}</figure>")
+            f"{attrs}>{table}</figure>")
 
 
 def _head_frame(w, tokens, mask, view: str, name: str) -> str:
-    """One head in one view: the table, then a sentence per query row."""
+    """One head in one view: the table, then a sentence per query row,
+    which names each token with its position (a line may say a word twice)."""
     said = "".join(
         f'<p class="pyxis-describe s{q}">'
-        f"{html.escape(describe_attention(w[q], tokens, q))}</p>"
-        for q in range(len(tokens)))
+        f"{html.escape(describe_attention(w[q], tokens, q, positions=True))}"
+        "</p>" for q in range(len(tokens)))
     rounded = np.round(w.astype(np.float64), 4)  # float32 reprs are long
     data = {"weights": json.dumps(rounded.tolist()), "head": name}
     table = _heatmap_table(w, tokens, mask, f"{name}, {view}")
@@ -788,38 +882,69 @@ def _head_frame(w, tokens, mask, view: str, name: str) -> str:
 
 
 class ModelView(LinkedViews):
-    """``model_view``'s widget; its picture for viewers without widgets."""
+    """``model_view``'s widget; its picture for viewers without widgets,
+    with its alt text in the output's metadata (nbconvert writes it)."""
 
-    def __init__(self, children, *, summary: str, png: bytes, **kwargs):
+    def __init__(self, children, *, summary: str, png: bytes, alt: str,
+                 **kwargs):
         super().__init__(children, summary=summary, **kwargs)
-        self._png = png
+        self._png, self._alt = png, alt
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = super()._repr_mimebundle_(**kwargs)
-        if bundle is not None:
-            bundle["image/png"] = base64.b64encode(self._png).decode("ascii")
-        return bundle
+        if bundle is None:
+            return None
+        bundle["image/png"] = base64.b64encode(self._png).decode("ascii")
+        return bundle, {"image/png": {"alt": self._alt}}
 
 
-def _grid_png(thumbs: Sequence[bytes], columns: int) -> bytes:
-    """The thumbnails side by side, 4 px apart: the model view as one PNG."""
-    from PIL import Image
-
-    tiles = [Image.open(io.BytesIO(t)).convert("RGB") for t in thumbs]
-    w, h = tiles[0].size
-    rows = -(-len(tiles) // columns)
-    sheet = Image.new("RGB", (columns * (w + 4), rows * (h + 4)), "white")
-    for k, tile in enumerate(tiles):
-        sheet.paste(tile, ((k % columns) * (w + 4), (k // columns) * (h + 4)))
-    buf = io.BytesIO()
-    sheet.quantize(colors=_LEVELS + 2).save(buf, format="png", optimize=True)
-    return buf.getvalue()
+def _default_view_png(w, tokens, mask, heads, query: int,
+                      title: str | None) -> bytes:
+    """The view as it opens, as one picture for viewers without widgets:
+    the grid of every head (layers by heads, labelled), and the first head
+    opened below it with its numbers and the query's row outlined."""
+    L, H = w.shape[:2]
+    T = len(tokens)
+    scale, gap = 3, 4
+    tile = T * scale
+    sheet = np.full((L * (tile + gap), H * (tile + gap), 3), 255, np.uint8)
+    for i, h in heads:
+        y, x = i * (tile + gap), h * (tile + gap)
+        sheet[y:y + tile, x:x + tile] = _thumbnail_rgb(w[i, h], mask, scale)
+    fig, (top, below) = plt.subplots(
+        1, 2, figsize=(COLUMN_WIDTH, 0.3 * T + 1.6), facecolor="white",
+        gridspec_kw={"width_ratios": [0.9, 1]}, layout="constrained")
+    top.imshow(sheet, interpolation="nearest")
+    top.set_xticks([h * (tile + gap) + tile / 2 for h in range(H)],
+                   [f"H{h}" for h in range(H)], fontsize=8)
+    top.set_yticks([i * (tile + gap) + tile / 2 for i in range(L)],
+                   [f"L{i}" for i in range(L)], fontsize=8)
+    top.tick_params(length=0)
+    for side in top.spines.values():
+        side.set_visible(False)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    top.set_xlabel("each head's weights; L0 H0 opened", fontsize=8)
+    i, h = heads[0]
+    plot_attention(w[i, h], tokens, mask=mask, ax=below, colorbar=False,
+                   title=f"L{i} H{h}, causal mask; query {query} "
+                   f"('{tokens[query]}') outlined")
+    below.title.set_fontsize(9)
+    below.xaxis.label.set_fontsize(8)
+    below.yaxis.label.set_fontsize(8)
+    below.tick_params(labelsize=8)
+    for t in below.texts:
+        t.set_fontsize(7)
+    below.add_patch(Rectangle((-0.5, query - 0.5), T, 1, fill=False,
+                              edgecolor="#e8173a", linewidth=2.5,
+                              clip_on=False, zorder=10))
+    return figure_png(fig)
 
 
 def model_view(tokens: Sequence[str], weights, *, open_weights=None,
                title: str | None = None, query_index: int | None = None
                ) -> ModelView:
-    """Every layer by every head as thumbnails, each one opening an explorer.
+    """Every layer by every head as thumbnails, each opening an explorer.
 
     Parameters
     ----------
@@ -838,7 +963,9 @@ def model_view(tokens: Sequence[str], weights, *, open_weights=None,
     ModelView
         Thumbnail ``L`` x ``H`` shows that head below (toggle: causal mask
         / no mask), as an HTML table, its query row outlined and described.
-        Head and view switch by ``jslink``, the query row by CSS alone.
+        Head and view switch by ``jslink``, the query row by CSS alone; the
+        thumbnails are one Tab stop, the arrow keys move by head and by
+        layer (``web/widgets-config.js``).
     """
     tokens = [str(t) for t in tokens]
     w = as_float_array("weights", weights, ndim=4)
@@ -858,7 +985,8 @@ def model_view(tokens: Sequence[str], weights, *, open_weights=None,
     thumbs = [_thumbnail_png(w[i, h], views["causal mask"][1])
               for i, h in heads]
     grid = widgets.ToggleButtons(
-        options=names, description="head:", style=_style("toggle"),
+        options=names, description="head (arrow keys: head, layer):",
+        style=_style("toggle"),
         tooltips=[f"layer {i}, head {h}" for i, h in heads])
     toggle = widgets.ToggleButtons(options=list(views), style=_style("toggle"))
     query = widgets.Dropdown(
@@ -880,14 +1008,23 @@ def model_view(tokens: Sequence[str], weights, *, open_weights=None,
     shown.add_class("pyxis-view-stack")
     grid.add_class("pyxis-mv-grid")
     grid.add_class("pyxis-inner-control")  # the website test's view_grid
-    top = widgets.HTML(_model_view_css(thumbs, T) + (
+    top = widgets.HTML(_model_view_css(thumbs, T, H) + (
         f"<p><b>{html.escape(title)}</b></p>" if title else "") +
         "<p>Each thumbnail is one head (rows: layers 0 to "
         f"{L - 1}); click one to open it below.</p>")
+    top.add_class("pyxis-mv-top")
     summary = (f"ModelView(tokens={tokens}, layers={L}, heads={H}, "
                f"views={list(views)})")
+    alt = (f"The model view as it opens: a grid of {L} layers by {H} heads, "
+           "each a thumbnail of its causal attention pattern, and head L0 H0 "
+           f"opened below as a heatmap of weights, the row of query "
+           f"{query_index} ('{tokens[query_index]}') outlined.")
+    png = _default_view_png(w, tokens, views["causal mask"][1], heads,
+                            query_index, title)
     root = ModelView([top, grid, toggle, query, shown], summary=summary,
-                     png=_grid_png(thumbs, H))
+                     png=png, alt=alt)
     root.add_class("pyxis-mv")
     root.add_class("pyxis-switcher")
+    narrow, wide = _reserve_heights(L, T, bool(title))
+    root.add_class(f"pyxis-reserve-{narrow}-{wide}")  # _ext/pyxis_book.py
     return root

@@ -118,7 +118,7 @@ def test_the_counter_counts_docstrings_and_checks():
 
 # widgets.py is being reworked elsewhere; its module-level names join the
 # test when that lands (its top-level names are in it already).
-HELP_NOT_YET = {"widgets"}
+HELP_NOT_YET = set()
 
 
 def public_callables():
@@ -417,11 +417,10 @@ def test_a_decoder_checks_its_inputs_once_for_every_layer(checked, build):
 # ``check_needs(False, ...)`` calls to pass it: that hid the raise, so the
 # rule changed). Every raise is one of the errors bad input gets.
 
-# Two stay, each for a reason outside _checks: ``check_positions`` (RoPE's
+# One stays, for a reason outside _checks: ``check_positions`` (RoPE's
 # alone) is one of the ARRAY_CHECKS the spy below patches in _checks, to
-# count that every array is checked once; ``check_not_empty`` is the old
-# name of ``check_nonempty``, kept until widgets.py imports the new one.
-ONE_MODULE_CHECKS = 2
+# count that every array is checked once.
+ONE_MODULE_CHECKS = 1
 ERRORS = {"ValueError", "TypeError", "FileNotFoundError",
           "AttributeError", "ImportError",
           "OSError",  # a download that failed (gguf_file.fetch_smollm2)

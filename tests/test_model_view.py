@@ -2,6 +2,7 @@
 explorer; head and mask linked client-side (jslink), the query row by CSS."""
 
 import base64
+import io
 import json
 import re
 
@@ -76,12 +77,45 @@ def test_frames_carry_the_heads_weights(view):
             # one row per token, a sentence per query row
             assert html.count("<tr class=\"r") == T
             for q, token in enumerate(TOKENS):
-                assert f"class=\"pyxis-describe s{q}\">'{token}' attends" \
-                    in html.replace("&#x27;", "'")
+                assert (f"class=\"pyxis-describe s{q}\">'{token}' ({q}) "
+                        "attends") in html.replace("&#x27;", "'")
     causal_html, _ = _frame(view, 0, 0)
     open_html, _ = _frame(view, 1, 0)
     assert causal_html.count('class=m>') == T * (T - 1) // 2  # hatched
     assert 'class=m>' not in open_html
+    # a screen reader hears "masked", not a blank cell (issue #30, item 15)
+    assert causal_html.count(
+        '<td class=m><span class="pyxis-sr">masked</span></td>') == \
+        T * (T - 1) // 2
+
+
+def test_sentences_name_positions():
+    """A line that says a word twice: each token with its position."""
+    row = np.array([0.1, 0.2, 0.7])
+    said = px.describe_attention(row, ["is", "foul", "is"], 2, positions=True)
+    assert said == "'is' (2) attends 70 % to itself, 20 % to 'foul' (1) " \
+        "and 10 % to 'is' (0)"
+    with pytest.raises(TypeError, match="positions must be True or False"):
+        px.describe_attention(row, ["a", "b", "c"], 0, positions=1)
+
+
+def _contrast(a: str, b: str) -> float:
+    from pyxis_nb.widgets import _luminance
+
+    x, y = sorted([_luminance(a), _luminance(b)], reverse=True)
+    return (x + 0.05) / (y + 0.05)
+
+
+def test_cell_numbers_contrast_with_their_colour(view):
+    """Every level's number reads at >= 4.5:1 (WCAG AA): dark text on
+    viridis' light half, white on its dark half."""
+    css = _parts(view)[0].value
+    levels = re.findall(r"\.pyxis-mv \.c(\d)\{background:(#\w{6});"
+                        r"color:(#\w{3,6})\}", css)
+    assert len(levels) == 10
+    for _, back, text in levels:
+        text = "#" + "".join(c * 2 for c in text[1:]) if len(text) == 4 else text
+        assert _contrast(back, text) >= 4.5, (back, text)
 
 
 def test_css_follows_the_query_and_draws_thumbnails(view):
@@ -96,9 +130,19 @@ def test_css_follows_the_query_and_draws_thumbnails(view):
 
 
 def test_fallback_picture(view):
-    bundle = view._repr_mimebundle_()
-    assert base64.b64decode(bundle["image/png"]).startswith(PNG_MAGIC)
+    """Outside the site the view is one picture of its default state (the
+    labelled grid and the first head opened, with its numbers), with alt
+    text in the output's metadata, which nbconvert writes as the img alt."""
+    from PIL import Image
+
+    bundle, metadata = view._repr_mimebundle_()
+    png = base64.b64decode(bundle["image/png"])
+    assert png.startswith(PNG_MAGIC)
     assert "application/vnd.jupyter.widget-view+json" in bundle
+    alt = metadata["image/png"]["alt"]
+    assert alt.startswith("The model view as it opens") and "L0 H0" in alt
+    width, height = Image.open(io.BytesIO(png)).size
+    assert width >= 400 and height >= 150, (width, height)
 
 
 def test_without_open_weights_one_view():

@@ -165,3 +165,55 @@ def test_the_website_ranks_a_listings_markdown_above_its_html():
     assert order.index("text/markdown") < order.index("text/html")
     assert order.index(WIDGET) < order.index("text/markdown")  # as before
     assert "pyxis_widget_views" in config["sphinx"]["local_extensions"]
+
+
+SOLUTION_TAG = "hide-cell"  # an exercise's solution (CONTRIBUTING.md)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_setup_and_solutions_say_what_they_are_in_nbconvert(converted, path):
+    """Outside the site (nbconvert, GitHub, Colab) the setup cells come
+    first: the install cell has a Markdown line before it that says what it
+    is, and every exercise's solution has a "Solution" line before it, so a
+    reader sees what follows before reading it (issue #30, item 14)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import portable_cells as pc
+
+    nb, _, cells = converted(path)
+    at = next(i for i, c in enumerate(nb.cells) if c.metadata.get(pc.INSTALL_KEY))
+    said = cells[at - 1].get_text(" ", strip=True)
+    assert said.startswith("Setup: installs the book's package if it is missing"), said
+    solutions = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
+                 and SOLUTION_TAG in c.metadata.get("tags", [])]
+    assert solutions, "a chapter ends with exercises and their solutions"
+    for i in solutions:
+        before = cells[i - 1].get_text(" ", strip=True)
+        assert nb.cells[i - 1].cell_type == "markdown" and before.startswith("Solution"), (
+            f"cell {i}: the solution follows {before[:60]!r}")
+    # the website removes both lines: it hides solutions behind a toggle
+    # and removes the install cell
+    for i in [at - 1] + [i - 1 for i in solutions]:
+        assert "remove-cell" in nb.cells[i].metadata.get("tags", [])
+
+
+def test_the_model_view_picture_shows_its_default_view(converted):
+    """Outside the site the model view is a picture of how it opens (the
+    labelled grid and the first head with its numbers, not a bare 272 x 136
+    grid of thumbnails), its alt text stored with it (the output's metadata,
+    which nbconvert's classic template writes; the lab template writes none),
+    and the Markdown before it says what the picture is (issue #30, item 7)."""
+    from PIL import Image
+
+    path = ROOT / "book" / "real_model.ipynb"
+    nb, page, cells = converted(path)
+    (i,) = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
+            and c.source.startswith("px.model_view(")]
+    img = cells[i].select_one('img[src^="data:image/png;base64,"]')
+    assert img is not None
+    png = base64.b64decode(img["src"].split(",", 1)[1])
+    width, height = Image.open(__import__("io").BytesIO(png)).size
+    assert width >= 600 and height >= 250, (width, height)
+    (out,) = nb.cells[i].outputs
+    assert out.metadata["image/png"]["alt"].startswith("The model view as it opens")
+    before = " ".join(c.source for c in nb.cells[i - 3:i] if c.cell_type == "markdown")
+    assert "is a picture" in before and "of how it opens" in before, before[-300:]

@@ -55,12 +55,15 @@ import pytest
 
 from website import (  # noqa: F401 (fixtures)
     CONTRAST_JS, DEFAULT_ANNOTATION_PX, MIN_CELL_NUMBER_PX, PAGE_MAX_GZIP_BYTES,
-    PAGES, PICTURES, SHOWCASE, SITE, SITE_MAX_BYTES, WAIT_FOR_MATHS,
+    PAGES, PICTURES, SHOWCASE, SITE, SITE_MAX_BYTES, TEXT_CONTRAST,
+    WAIT_FOR_MATHS,
     WIDGET_PAGES, PageWatch, bad_alt_texts, base_url, browser, choose,
     keyboard_focus, option_count, record, replay, screenshot, shot_name,
     shown_view, until, visible_views)
 
 MIN_DESKTOP_SCALE = 0.9        # a widget picture shown at >= 90 % of its size
+SETTINGS_REPO = __import__("yaml").safe_load(
+    (SITE.parent.parent / "_config.yml").read_text())["repository"]["url"].rstrip("/")
 MIN_ALT_WORDS = 6              # "step 1" is a label, not a sentence
 MODEL_VIEW_PAGES = [p for p in PAGES if "pyxis-mv-grid" in
                     (SITE / p).read_text(errors="ignore")] \
@@ -121,6 +124,41 @@ TABLE_FRAMES = r"""() => Array.from(document.querySelectorAll('.pyxis-view table
   .map(t => [t.closest('.pyxis-view').getAttribute('data-view') || '',
              t.caption ? t.caption.textContent.trim() : '',
              t.querySelectorAll('td').length])"""
+
+
+# the search fields and buttons a reader can see, and whether each sits in
+# the sidebar; the theme's top bar's height
+SEARCHES = """() => ({shown: Array.from(document.querySelectorAll(
+      'input[type=search], button.search-button__button, .search-button-field'))
+    .filter(e => e.getClientRects().length && getComputedStyle(e).visibility !== 'hidden')
+    .map(e => [e.tagName + '.' + e.className.split(' ').slice(0, 2).join('.'),
+               !!e.closest('.bd-sidebar-primary')]),
+  header: document.querySelector('#pst-header')
+    ? document.querySelector('#pst-header').getBoundingClientRect().height : 0})"""
+
+# the first page as a reader meets it (issue #30, item 11): the text of the
+# first screen, the "Start reading" link, the contributors' links, and any
+# URL written out as text but not a link
+FIRST_PAGE = r"""() => {
+  const article = document.querySelector('article');
+  const first = Array.from(article.querySelectorAll('p, li, h1, h2, td'))
+    .filter(e => e.getBoundingClientRect().top < window.innerHeight)
+    .map(e => e.textContent).join(' ');
+  const start = Array.from(article.querySelectorAll('a'))
+    .filter(a => a.textContent.trim().startsWith('Start reading'))
+    .map(a => [a.getAttribute('href'), Math.round(a.getBoundingClientRect().top)]);
+  const contribute = document.getElementById('how-to-contribute');
+  const links = contribute ? Array.from(contribute.querySelectorAll('a'))
+    .map(a => a.href) : [];
+  const bare = [];
+  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+  let n;
+  while ((n = walker.nextNode())) {
+    if (/https?:\/\//.test(n.textContent) && !n.parentElement.closest('a, pre, code, script'))
+      bare.push(n.textContent.trim().slice(0, 80));
+  }
+  return {first, start, links, bare};
+}"""
 
 
 # ---- the widget checks, run during the visit (see _desktop_visit) ----------
@@ -237,12 +275,14 @@ def check_model_view(path, watch):
     query = root.locator(".pyxis-mv-query").first
     n = option_count(grid)
     assert n >= 2
+    boxes = {}
     for k in [n - 1, 1, 0]:                 # a thumbnail opens its head
         label = choose(grid, k)
         for v in range(option_count(toggle)):
             view = choose(toggle, v)
             (shown,) = root.evaluate(MV_SHOWN)
             assert shown[:2] == [label, f"{view} / {label}"], shown[:2]
+            boxes[f"{view} / {label}"] = tuple(root.evaluate(MV_BOX))
             w = json.loads(shown[2])
             above = [w[i][j] for i in range(len(w))
                      for j in range(i + 1, len(w))]
@@ -254,11 +294,112 @@ def check_model_view(path, watch):
         token = choose(query, i).split(": ", 1)[1]
         assert root.evaluate(MV_OUTLINED) == [i]
         (said,) = root.evaluate(MV_SENTENCES)
-        assert said.startswith(f"'{token}' attends"), said
+        # the view names each token with its position: a line may say a
+        # word twice (issue #30, item 6)
+        assert said.startswith(f"'{token}' ({i}) attends"), said
+    # flicking between heads and masks moves nothing sideways (issue #30)
+    assert len(set(boxes.values())) == 1, (
+        f"{path}: the opened head's box moves [left, width, first cell]: {boxes}")
     backgrounds = grid.evaluate(
         """el => Array.from(el.querySelectorAll('button'))
               .map(b => getComputedStyle(b).backgroundImage)""")
     assert all(b.startswith('url("data:image/png') for b in backgrounds)
+    assert watch.errors == [], watch.errors
+
+
+# the shown heatmap of the model view: its left edge, width, and the left
+# edge of its first cell, rounded to the pixel
+MV_BOX = """el => { const t = Array.from(el.querySelectorAll('.pyxis-view table'))
+    .find(t => t.getClientRects().length > 0);
+  const r = t.getBoundingClientRect(), c = t.querySelector('td').getBoundingClientRect();
+  return [Math.round(r.left), Math.round(r.width), Math.round(c.left)]; }"""
+
+# how the model view reads at 1280 px: the opened head's cells and numbers,
+# the thumbnails' labels, every number's contrast with its cell (every head,
+# every view), and what a masked cell says
+MV_READS = f"""el => {{
+  const contrast = {TEXT_CONTRAST};
+  const table = Array.from(el.querySelectorAll('.pyxis-view table'))
+    .find(t => t.getClientRects().length > 0);
+  const td = table.querySelector('td:not(.m)');
+  const thumbs = Array.from(el.querySelectorAll('.pyxis-mv-grid button'));
+  const low = Array.from(el.querySelectorAll('.pyxis-view td:not(.m)'))
+    .map(c => [c.className, c.textContent, contrast(c)]).filter(x => x[2] < 4.5);
+  const masked = Array.from(el.querySelectorAll('.pyxis-view td.m'));
+  return {{cell: [td.getBoundingClientRect().width, td.getBoundingClientRect().height],
+           number_px: parseFloat(getComputedStyle(td).fontSize),
+           table_px: table.getBoundingClientRect().width,
+           label_px: Math.min(...thumbs.map(b => parseFloat(getComputedStyle(b).fontSize))),
+           low_contrast: low.slice(0, 5), n_low: low.length,
+           masked: masked.length, masked_said: masked.filter(c =>
+             c.textContent.trim() === 'masked'
+             && c.querySelector('.pyxis-sr').getBoundingClientRect().width <= 1).length}};
+}}"""
+MV_MIN_CELL_PX, MV_MIN_TEXT_PX, MV_MIN_CONTRAST = 32, 12, 4.5
+
+
+def check_model_view_reads(path, watch):
+    """At 1280 px the opened head is large (cells >= 32 px, numbers and
+    thumbnail labels >= 12 px), every number contrasts >= 4.5:1 with its
+    cell, and a masked cell says "masked" to a screen reader, unseen."""
+    root = watch.page.locator(".pyxis-mv").first
+    toggle = root.locator(".pyxis-view-control").first
+    seen = {}
+    for v in range(option_count(toggle)):  # each view: its numbers' contrast
+        choose(toggle, v)
+        now = root.evaluate(MV_READS)
+        seen = {**now, "masked": seen.get("masked", 0) + now["masked"],
+                "masked_said": seen.get("masked_said", 0) + now["masked_said"],
+                "n_low": seen.get("n_low", 0) + now["n_low"]}
+    assert min(seen["cell"]) >= MV_MIN_CELL_PX - 4 and seen["cell"][0] >= MV_MIN_CELL_PX, seen
+    assert seen["number_px"] >= MV_MIN_TEXT_PX, seen
+    assert seen["label_px"] >= MV_MIN_TEXT_PX, seen
+    assert seen["table_px"] >= 350, f"{path}: the opened head is {seen['table_px']} px wide"
+    assert seen["n_low"] == 0, f"{path}: numbers under 4.5:1 on their cell: {seen}"
+    assert seen["masked"] > 0 and seen["masked_said"] == seen["masked"], seen
+
+
+# the model view's thumbnails: their tabindex, which is pressed, which has
+# the focus, and the head shown
+MV_KEYS = """el => ({tabindex: Array.from(el.querySelectorAll('.pyxis-mv-grid button'))
+                   .map(b => b.getAttribute('tabindex')),
+               pressed: Array.from(el.querySelectorAll('.pyxis-mv-grid button'))
+                   .findIndex(b => b.getAttribute('aria-pressed') === 'true'),
+               focused: Array.from(el.querySelectorAll('.pyxis-mv-grid button'))
+                   .indexOf(document.activeElement),
+               head: (Array.from(el.querySelectorAll('.pyxis-view'))
+                   .find(v => v.getClientRects().length) || {getAttribute: () => null})
+                   .getAttribute('data-head')})"""
+
+
+def check_model_view_keys(path, watch):
+    """The thumbnails are one Tab stop (a roving tabindex: the selected
+    head's), and the arrow keys move the selection by head (left, right)
+    and by layer (up, down); the opened head follows."""
+    page = watch.page
+    root = page.locator(".pyxis-mv").first
+    grid = root.locator(".pyxis-mv-grid").first
+    buttons = grid.locator("button.widget-toggle-button")
+    n = buttons.count()
+    names = [buttons.nth(k).inner_text().strip() for k in range(n)]
+    columns = len({name.split()[1] for name in names})
+    choose(grid, 1)
+    until(lambda: root.evaluate(MV_KEYS)["tabindex"].count("0") == 1
+          and root.evaluate(MV_KEYS)["tabindex"][1] == "0")
+    keys = root.evaluate(MV_KEYS)
+    stops = [k for k, t in enumerate(keys["tabindex"]) if t != "-1"]
+    assert stops == [1], f"{path}: the thumbnails' Tab stops are {stops}, want only the selected one"
+    assert keyboard_focus(page, buttons.nth(1)) >= 2, f"{path}: thumbnail focus ring under 2 px"
+    for key, want in [("ArrowRight", 2), ("ArrowDown", 2 + columns), ("ArrowLeft", 1 + columns),
+                      ("ArrowUp", 1), ("End", n - 1), ("Home", 0)]:
+        page.keyboard.press(key)
+        until(lambda: root.evaluate(MV_KEYS)["head"] == names[want]
+              and root.evaluate(MV_KEYS)["tabindex"][want] == "0")
+        keys = root.evaluate(MV_KEYS)
+        assert (keys["pressed"], keys["focused"], keys["head"]) == (want, want, names[want]), (
+            f"{path}: after {key}, pressed {keys['pressed']}, focus {keys['focused']}, "
+            f"shown {keys['head']}; want {names[want]}")
+        assert [k for k, t in enumerate(keys["tabindex"]) if t != "-1"] == [want]
     assert watch.errors == [], watch.errors
 
 
@@ -275,7 +416,8 @@ BUTTON_CONTRAST = f"""(el, [k, o]) => {{
 def check_keyboard_and_screen_reader(path, watch):
     """Each control works from the keyboard alone, and says its state (ARIA)."""
     page = watch.page
-    groups = page.locator(".widget-toggle-buttons")
+    # the model view's thumbnails are one Tab stop: check_model_view_keys
+    groups = page.locator(".widget-toggle-buttons:not(.pyxis-mv-grid)")
     for g in range(groups.count()):
         group = groups.nth(g)
         buttons = group.locator("button.widget-toggle-button")
@@ -342,7 +484,9 @@ def _desktop_visit(browser, base_url: str, path: str) -> dict:
                     raw=page.evaluate(RAW_TEX), bad_maths=page.evaluate(BAD_MATHS),
                     wide_equations=page.evaluate(WIDE_EQUATIONS),
                     pictures=page.evaluate(PICTURES), frames=page.evaluate(FRAMES),
-                    tables=page.evaluate(TABLE_FRAMES))
+                    tables=page.evaluate(TABLE_FRAMES), searches=page.evaluate(SEARCHES))
+        if path == PAGES[0]:
+            seen["first_page"] = page.evaluate(FIRST_PAGE)
         seen["weight"], seen["files"] = watch.gzip_weight(base_url)
         screenshot(page, shot_name(path))
         seen.update(errors=list(watch.errors), offsite=list(watch.offsite),
@@ -352,6 +496,8 @@ def _desktop_visit(browser, base_url: str, path: str) -> dict:
             seen["explorer"] = record(check_explorer_mask_toggle, path, watch)
             if path in MODEL_VIEW_PAGES:
                 seen["model_view"] = record(check_model_view, path, watch)
+                seen["model_view_reads"] = record(check_model_view_reads, path, watch)
+                seen["model_view_keys"] = record(check_model_view_keys, path, watch)
             seen["keyboard"] = record(check_keyboard_and_screen_reader, path, watch)
         return seen
     finally:
@@ -427,6 +573,75 @@ def test_display_equations_fit_their_column(desktop, path):
 
 
 @pytest.mark.parametrize("path", PAGES)
+def test_one_search_box_in_the_sidebar(desktop, path):
+    """One search, in the sidebar: no top bar holding a second one (the
+    theme's navbar_persistent; issue #30, item 12)."""
+    searches = desktop(path)["searches"]
+    assert searches["header"] == 0, f"{path}: the top bar takes {searches['header']} px"
+    assert len(searches["shown"]) == 1 and searches["shown"][0][1], (
+        f"{path}: search controls shown [element, in the sidebar]: {searches['shown']}")
+
+
+def test_first_page_reads_right(desktop):
+    """The first screen is about the book, not its tests, and links to the
+    first chapter; "How to contribute" links to CONTRIBUTING.md, the issue
+    tracker and pull requests; every URL on the page is a link (issue #30,
+    item 11)."""
+    seen = desktop(PAGES[0])["first_page"]
+    assert "nbval" not in seen["first"], "the first screen talks about nbval"
+    assert [href for href, top in seen["start"] if top < 900] == ["qkv.html"], seen["start"]
+    repo = SETTINGS_REPO
+    for want in (f"{repo}/blob/", "/CONTRIBUTING.md", f"{repo}/issues", f"{repo}/pulls"):
+        assert any(want in link for link in seen["links"]), (want, seen["links"])
+    assert seen["bare"] == [], f"URLs written as text, not links: {seen['bare']}"
+
+
+# the model view's output, before the widget manager draws it and after:
+# the top of what follows it, and the output's height
+MV_BELOW = """() => { const out = document.querySelector('.cell_output.pyxis-reserve');
+  if (!out) return null;
+  const next = out.closest('.cell').nextElementSibling;
+  const view = out.querySelector('.widget-subarea');
+  return {below: Math.round(next.getBoundingClientRect().top + window.scrollY),
+          reserved: Math.round(out.getBoundingClientRect().height),
+          drawn: view ? Math.round(view.getBoundingClientRect().height) : null}; }"""
+MV_RESERVE_SLACK = 64  # px the reserved box may be taller than the view
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+@pytest.mark.parametrize("path", MODEL_VIEW_PAGES)
+def test_model_view_height_is_reserved(browser, base_url, path, width):
+    """What follows the model view does not move when the widget manager
+    draws it (it arrives seconds after the text on a slow line), so a link to
+    a section below lands where it should (issue #30, item 4). Measured with
+    the widget manager held back, then drawn."""
+    size = {"width": width, "height": 900 if width > 600 else 844}
+    seen = []
+    for held in (True, False):
+        context = browser.new_context(viewport=size)
+        try:
+            page = context.new_page()
+            if held:
+                page.route("**/widgets/embed.js", lambda route: route.abort())
+            page.goto(base_url + path, wait_until="load")
+            if not held:
+                page.wait_for_function(
+                    "() => document.querySelector('.pyxis-reserve .pyxis-mv')", timeout=30_000)
+            page.wait_for_function(WAIT_FOR_MATHS, timeout=30_000)
+            seen.append(page.evaluate(MV_BELOW))
+        finally:
+            context.close()
+    before, after = seen
+    assert before and after, f"{path}: no reserved model view output"
+    assert abs(after["below"] - before["below"]) <= 2, (
+        f"{path} at {width} px: the text below the view moves from {before['below']} "
+        f"to {after['below']} px when it is drawn")
+    assert after["reserved"] - after["drawn"] <= MV_RESERVE_SLACK, (
+        f"{path} at {width} px: {after['reserved']} px reserved for a "
+        f"{after['drawn']} px view")
+
+
+@pytest.mark.parametrize("path", PAGES)
 def test_widget_pictures_drawn_at_the_column_width(desktop, path):
     """At 1280 px a widget picture is shown at >= 90 % of its own size (drawn
     for the column, so its text keeps its point size), and the numbers of
@@ -490,6 +705,48 @@ def test_model_view_works_without_a_kernel(desktop, path):
     """Each thumbnail opens its head, the toggle switches the causal mask, the
     query dropdown outlines its row and shows its sentence (check_model_view)."""
     replay(desktop(path)["model_view"])
+
+
+@pytest.mark.parametrize("path", MODEL_VIEW_PAGES)
+def test_model_view_reads_at_desktop_width(desktop, path):
+    """Cells of >= 32 px with >= 12 px numbers, thumbnail labels >= 12 px,
+    numbers at >= 4.5:1 on their colour, masked cells said "masked"
+    (check_model_view_reads; issue #30, items 1 and 15)."""
+    replay(desktop(path)["model_view_reads"])
+
+
+@pytest.mark.parametrize("path", MODEL_VIEW_PAGES)
+def test_model_view_is_one_tab_stop_keyed_by_arrows(desktop, path):
+    """A roving tabindex over the thumbnails (check_model_view_keys; issue
+    #30, item 5)."""
+    replay(desktop(path)["model_view_keys"])
+
+
+# the model view's caption and labels in dark mode: their contrast
+MV_DARK = f"""el => {{
+  const contrast = {TEXT_CONTRAST};
+  return Array.from(el.querySelectorAll('caption, th, .widget-label, .pyxis-mv-top p'))
+    .filter(e => e.getClientRects().length && e.textContent.trim())
+    .map(e => [e.textContent.trim().slice(0, 30), contrast(e)]);
+}}"""
+
+
+@pytest.mark.parametrize("path", MODEL_VIEW_PAGES)
+def test_model_view_reads_in_dark_mode(browser, base_url, path):
+    """In dark mode the view keeps its own colours: its caption (which
+    head, which view), labels and text at >= 4.5:1 (issue #30, item 2)."""
+    watch = PageWatch(browser, (base_url, "data:", "blob:", "about:"), color_scheme="dark")
+    try:
+        watch.open(base_url + path)
+        assert watch.page.evaluate("() => document.documentElement.dataset.theme") == "dark"
+        texts = watch.page.locator(".pyxis-mv").first.evaluate(MV_DARK)
+        assert any(t.endswith("(weights in %)") or "weights" in t for t, _ in texts), texts
+        low = [(t, round(c, 2)) for t, c in texts if c < MV_MIN_CONTRAST]
+        assert low == [], f"{path}: dark mode, text under 4.5:1: {low}"
+        screenshot(watch.page, "dark_" + shot_name(path))
+        assert watch.errors == [], watch.errors
+    finally:
+        watch.close()
 
 
 # ---- the site as a whole ---------------------------------------------------

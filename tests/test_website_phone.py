@@ -23,7 +23,7 @@ import functools
 import pytest
 
 from website import (  # noqa: F401 (fixtures)
-    PAGES, PHONE, PICTURES, TWO_FRAMES, WAIT_FOR_MATHS, PageWatch, base_url,
+    PAGES, PHONE, PICTURES, SHOWCASE, TWO_FRAMES, WAIT_FOR_MATHS, PageWatch, base_url,
     browser, no_sideways_scroll, playwright_api, screenshot, shot_name)
 
 # each inline code name in a table cell that the browser laid out on more
@@ -38,6 +38,33 @@ TOO_WIDE = """() => Array.from(document.querySelectorAll('article *'))
   .filter(e => e.getBoundingClientRect().right > 391 && !e.closest('pre, mjx-container')
            && !e.classList.contains('skip-link'))
   .slice(0, 5).map(e => e.tagName + '.' + e.className + ': ' + e.textContent.slice(0, 40))"""
+
+# display equations wider than their box on the phone: [maths px, box px, text]
+WIDE_EQUATIONS = r"""() => Array.from(document.querySelectorAll('article mjx-container[display="true"]'))
+  .filter(m => m.getClientRects().length)
+  .map(m => [Math.round(m.querySelector('mjx-math').getBoundingClientRect().width),
+             Math.round(m.getBoundingClientRect().width),
+             (m.querySelector('mjx-assistive-mml') || m).textContent.slice(0, 50)])
+  .filter(([math, box]) => math > box + 1)"""
+
+# tables that reach past the screen or scroll inside their box:
+# [right edge px, scroll width, client width, first cell's text]
+WIDE_TABLES = """() => Array.from(document.querySelectorAll('article table'))
+  .filter(t => t.getClientRects().length && !t.closest('.pyxis-view'))
+  .map(t => [Math.round(t.getBoundingClientRect().right), t.scrollWidth, t.clientWidth,
+             (t.querySelector('td') || t).textContent.trim().slice(0, 30)])
+  .filter(([right, scroll, client]) => right > 390 || scroll > client + 1)"""
+
+# "Back to top", shown while the reader scrolls up: whether it covers a
+# figure or a widget, at each of the page's widgets
+BACK_TO_TOP = """() => { const pill = document.getElementById('pst-back-to-top');
+  const style = pill && getComputedStyle(pill);
+  if (!pill || style.display === 'none' || style.visibility === 'hidden') return null;
+  const p = pill.getBoundingClientRect();
+  return Array.from(document.querySelectorAll(
+      'article .cell_output img, article .widget-subarea'))
+    .map(e => e.getBoundingClientRect())
+    .some(r => p.left < r.right && r.left < p.right && p.top < r.bottom && r.top < p.bottom); }"""
 
 # the full-size dialog: open or not, and its picture's natural and shown width
 ZOOM = """() => { const d = document.querySelector('dialog.pyxis-zoom');
@@ -89,7 +116,9 @@ def _phone_visit(browser, base_url: str, path: str) -> dict:
         over = no_sideways_scroll(watch.page)
         seen = dict(over=over, wide=watch.page.evaluate(TOO_WIDE) if over > 0 else [],
                     split=watch.page.evaluate(SPLIT_NAMES),
-                    pictures=watch.page.evaluate(PICTURES))
+                    pictures=watch.page.evaluate(PICTURES),
+                    equations=watch.page.evaluate(WIDE_EQUATIONS),
+                    tables=watch.page.evaluate(WIDE_TABLES))
         seen["zoom"] = _open_full_size(watch.page)
         screenshot(watch.page, "phone/" + shot_name(path))
         seen["errors"] = list(watch.errors)
@@ -112,6 +141,55 @@ def test_phone(phone, path):
     assert over <= 0, f"{path} scrolls {over} px sideways at 390 px; too wide: {seen['wide']}"
     split = seen["split"]
     assert split == [], f"{path}: names broken across lines at 390 px: {split[:8]}"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_display_equations_fit_a_phone(phone, path):
+    """At 390 px every display equation fits its box: a long one is split
+    over lines (aligned, gathered), not cut off with no sign that it
+    scrolls (issue #30, item 9)."""
+    wide = phone(path)["equations"]
+    assert wide == [], f"{path}: display equations wider than the screen [px, box px, text]: {wide}"
+
+
+def test_first_page_tables_fit_a_phone(phone):
+    """At 390 px the first page's two tables (the chapters, the notation)
+    neither reach past the screen nor hide columns behind a sideways scroll:
+    their rows stack (issue #30, item 10). A chapter's numeric table still
+    scrolls inside its own box (test_phone: the page itself never does)."""
+    wide = phone(PAGES[0])["tables"]
+    assert wide == [], f"{PAGES[0]}: tables too wide [right, scroll, client, first cell]: {wide}"
+
+
+def test_back_to_top_never_covers_a_widget(browser, base_url):
+    """In dark mode on a phone, scrolling up through the explorer: "Back to
+    top" is never drawn over a figure or widget (issue #30, item 13)."""
+    watch = PageWatch(browser, (base_url, "data:", "blob:", "about:"), viewport=PHONE,
+                      device_scale_factor=1, is_mobile=True, has_touch=True,
+                      color_scheme="dark")
+    try:
+        watch.open(base_url + SHOWCASE)
+        page = watch.page
+        tops = page.evaluate("""() => Array.from(document.querySelectorAll(
+            'article .widget-subarea, article .cell_output img'))
+            .map(e => Math.round(e.getBoundingClientRect().top + window.scrollY))""")
+        covered, shown = [], 0
+        for top in tops[:6]:
+            for offset in (200, 500):  # the element near the pill, then above it
+                page.evaluate(f"() => window.scrollTo(0, {top - offset + 300})")
+                page.wait_for_function(TWO_FRAMES)
+                page.evaluate(f"() => window.scrollTo(0, {top - offset})")  # up
+                page.wait_for_function(TWO_FRAMES)
+                page.wait_for_function(TWO_FRAMES)
+                state = page.evaluate(BACK_TO_TOP)
+                shown += state is not None
+                if state:
+                    covered.append(top)
+        assert covered == [], f"Back to top covers a widget or figure at {covered}"
+        assert shown > 0, "Back to top never showed while scrolling up"
+        assert watch.errors == [], watch.errors
+    finally:
+        watch.close()
 
 
 @pytest.mark.parametrize("path", PAGES)

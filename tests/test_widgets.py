@@ -470,3 +470,23 @@ def test_rope_rotation_frames_are_fresh_figures_frames():
         assert frames[f"n = {n}"][f"m = {m}"] == px.widgets.figure_png(
             px.plotting.plot_rope_rotation(m, n)), (n, m)
     assert "m - n = 2" in px.widgets.png_description(frames["n = 3"]["m = 5"])
+
+
+# ---------------------------------------------------------------- head scores
+def test_plot_head_scores_outlines_the_named_heads():
+    """Each score a layers x heads heatmap with its values, the heads the
+    text names outlined, and a sentence of alt text (issue #30, item 8)."""
+    scores = {"previous token": np.linspace(0, 1, 8).reshape(2, 4),
+              "copying": -np.linspace(-1, 1, 8).reshape(2, 4)}
+    fig = px.plotting.plot_head_scores(scores, outline={"previous token": [(1, 2)]})
+    shown = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in shown] == list(scores)
+    assert [len(ax.texts) for ax in shown] == [8, 8]
+    boxes = [p for p in shown[0].patches if isinstance(p, Rectangle)]
+    assert [(b.get_x(), b.get_y()) for b in boxes] == [(1.5, 0.5)]
+    assert "previous token: L1 H2" in fig.pyxis_alt
+    plt.close(fig)
+    with pytest.raises(ValueError, match="outline"):
+        px.plotting.plot_head_scores(scores, outline={"previous token": [(2, 0)]})
+    with pytest.raises(ValueError, match="outline"):
+        px.plotting.plot_head_scores(scores, outline={"induction": [(0, 0)]})

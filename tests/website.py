@@ -312,6 +312,25 @@ CONTRAST_JS = """([a, b]) => {
 }"""
 
 
+# the contrast of an element's text against the background it is drawn on
+# (its own, else the nearest ancestor's that is not transparent)
+TEXT_CONTRAST = """el => {
+  const rgb = c => c.match(/[\\d.]+/g).map(Number);
+  const lum = ([r, g, b]) => [r, g, b].map(v => { v = v / 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
+    .reduce((s, v, k) => s + [0.2126, 0.7152, 0.0722][k] * v, 0);
+  let back = el, bg = null;
+  while (back) {
+    const c = rgb(getComputedStyle(back).backgroundColor);
+    if (c.length < 4 || c[3] > 0) { bg = c; break; }
+    back = back.parentElement;
+  }
+  bg = bg || [255, 255, 255];
+  const [x, y] = [lum(rgb(getComputedStyle(el).color)), lum(bg)].sort((p, q) => q - p);
+  return (x + 0.05) / (y + 0.05);
+}"""
+
+
 def keyboard_focus(page, locator) -> float:
     """Focus an element as a keyboard user does (Tab from the element before it);
     return the width in px of its focus outline."""

@@ -20,8 +20,12 @@ What it does to each chapter (nbformat, outputs of untouched cells kept):
   one line. The cell is plain Python: no magic, so pip's notes (and its
   "you may need to restart the kernel") never reach the reader.
   Code cells tagged ``before-install`` (environment variables that must be set
-  before numpy loads) stay ahead of it. The website removes the cell
-  (``remove-cell``); its first line says what it is for.
+  before numpy loads) stay ahead of it. A Markdown line before it says what
+  it is ("Setup: installs the book's package if it is missing"). The
+  website removes both (``remove-cell``).
+* puts a Markdown line "Solution" before each exercise's solution cell
+  (tag ``hide-cell``), which viewers other than the website show right
+  under the exercise; the website removes the line.
 * replaces every MyST ``literalinclude`` listing by a code cell
   ``px.show_source(px.<name>)`` whose output is the listing, read from the
   installed package. A listing inside a ``{dropdown} Source: ...`` gets a
@@ -35,7 +39,8 @@ What it does to each chapter (nbformat, outputs of untouched cells kept):
 
 And it writes the repository URL and the wheel's name into the marked blocks
 of README.md and book/intro.md (between ``<!-- portable:... -->`` comments),
-the clone command of book/intro.md included.
+the clone command and the contributors' links (CONTRIBUTING.md, the issue
+tracker, pull requests) of book/intro.md included.
 """
 
 from __future__ import annotations
@@ -112,23 +117,32 @@ def failure_message(s: dict) -> str:
             "(what pip said: print(pip_log.stderr))")
 
 
+INSTALL_NOTE_KEY = "pyxis_install_note"
+INSTALL_NOTE = ("**Setup:** installs the book's package if it is missing "
+                "(Colab, Binder, a bare kernel); where it is installed, the "
+                "cell only imports it.")
+
+
 def install_source(s: dict) -> str:
+    """The install cell: import, else pip quietly, else say what to run;
+    then the version check. Its messages are whole literals (a test
+    evaluates them), each line at most 79 columns."""
     low, high = s["low"], s["high"]
     message = _literal(failure_message(s), indent=12)
     upgrade = _literal(
         f"pyxis_nb {{px.__version__}} is installed, this chapter needs "
         f"{s['spec']}: run %pip install --upgrade {s['wheel_url']} and "
-        "restart the kernel", indent=8)
+        "restart the kernel", indent=4)
     # the f-string only for the piece that names the installed version
     upgrade = upgrade.replace("'pyxis_nb {", "f'pyxis_nb {", 1).replace(
         '"pyxis_nb {', 'f"pyxis_nb {', 1)
     return f'''\
-# Colab, Binder or a bare kernel: install the book's package if it is missing.
+# Setup: install the book's package if it is missing (see the line above).
 try:
     import pyxis_nb as px
-except ModuleNotFoundError:
+except ModuleNotFoundError:  # pip, quietly: its messages stay in pip_log
     import importlib, subprocess, sys
-    pip_log = subprocess.run(  # quiet; its messages stay in pip_log
+    pip_log = subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "{s["spec"]}"],
         capture_output=True, text=True)
     importlib.invalidate_caches()
@@ -139,12 +153,37 @@ except ModuleNotFoundError:
             {message}) from None
 if not {low} <= tuple(map(int, px.__version__.split(".")[:2])) < {high}:
     raise ImportError(
-        {upgrade})'''
+    {upgrade})'''
 
 
 def install_cell(s: dict) -> nbformat.NotebookNode:
     cell = nbformat.v4.new_code_cell(install_source(s))
-    cell.metadata = {INSTALL_KEY: True, "tags": ["remove-cell"]}
+    # collapsed in JupyterLab, under its Markdown line (install_note)
+    cell.metadata = {INSTALL_KEY: True, "tags": ["remove-cell"],
+                     "jupyter": {"source_hidden": True}}
+    return cell
+
+
+SOLUTION_TAG = "hide-cell"  # an exercise's solution (CONTRIBUTING.md)
+SOLUTION_KEY = "pyxis_solution_note"
+SOLUTION_NOTE = "**Solution** (try the exercise first):"
+
+
+def solution_note() -> nbformat.NotebookNode:
+    """The Markdown line before a solution cell: JupyterLab, Colab, GitHub
+    and nbconvert show the solution right under its exercise, so a reader
+    sees what follows before reading it. The website hides the solution
+    behind "Show solution" and removes the line."""
+    cell = nbformat.v4.new_markdown_cell(SOLUTION_NOTE)
+    cell.metadata = {SOLUTION_KEY: True, "tags": ["remove-cell"]}
+    return cell
+
+
+def install_note() -> nbformat.NotebookNode:
+    """The Markdown line before the install cell, which says what it is
+    (outside the website; the website removes both)."""
+    cell = nbformat.v4.new_markdown_cell(INSTALL_NOTE)
+    cell.metadata = {INSTALL_NOTE_KEY: True, "tags": ["remove-cell"]}
     return cell
 
 
@@ -269,9 +308,19 @@ def transform(nb: nbformat.NotebookNode, s: dict) -> nbformat.NotebookNode:
     """A portable copy of ``nb``; cells that need no change keep their outputs."""
     nb = copy.deepcopy(nb)
     cells = []
+    old_note = next((c for c in nb.cells
+                     if c.metadata.get(INSTALL_NOTE_KEY)), None)
     for cell in nb.cells:
-        if cell.cell_type == "code" and cell.metadata.get(INSTALL_KEY):
+        if cell.metadata.get(INSTALL_KEY) or cell.metadata.get(
+                INSTALL_NOTE_KEY):
             continue  # written afresh below
+        if (cell.cell_type == "code"
+                and SOLUTION_TAG in cell.metadata.get("tags", [])
+                and not (cells and cells[-1].metadata.get(SOLUTION_KEY))):
+            note = solution_note()
+            if "id" in note:  # stable: the solution's own id, prefixed
+                note["id"] = f"solution-{cell.get('id', len(cells))}"[:64]
+            cells.append(note)
         if (cell.cell_type == "code"
                 and re.fullmatch(r"px\.show_source\([^\n]*\)", cell.source)):
             tags = cell.metadata.setdefault("tags", [])
@@ -290,12 +339,18 @@ def transform(nb: nbformat.NotebookNode, s: dict) -> nbformat.NotebookNode:
     old = next((c for c in nb.cells if c.metadata.get(INSTALL_KEY)), None)
     fresh = install_cell(s)
     if old is not None and old.source == fresh.source:
+        old.metadata = fresh.metadata
         fresh = old  # keep its (empty) outputs and execution count
     elif "id" in fresh:
         fresh["id"] = old["id"] if old is not None and "id" in old else "install"
     at = next((i for i, c in enumerate(cells) if c.cell_type == "code"
                and BEFORE_TAG not in c.metadata.get("tags", [])), len(cells))
-    cells.insert(at, fresh)
+    note = install_note()
+    if old_note is not None and old_note.source == note.source:
+        note = old_note
+    elif "id" in note:
+        note["id"] = "install-note"
+    cells[at:at] = [note, fresh]
     nb.cells = cells
     return nb
 
@@ -327,7 +382,13 @@ def blocks_for_docs(s: dict) -> dict[str, str]:
             "```"),
         "book/intro.md:wheel": (
             f'The package itself: <a href="../_downloads/{wheel}" download>'
-            f"{wheel}</a> (`pip install {wheel}`), or from {repo}."),
+            f"{wheel}</a> (`pip install {wheel}`), or from <{repo}>."),
+        "book/intro.md:contribute": (
+            f"The book is written in the open, at <{repo}>: "
+            f"[CONTRIBUTING.md]({repo}/blob/{s['branch']}/CONTRIBUTING.md) "
+            "says how a chapter is written and checked,\n"
+            f"[the issue tracker]({repo}/issues) takes a mistake you found or "
+            f"a question, and [pull requests]({repo}/pulls) a fix."),
     }
 
 

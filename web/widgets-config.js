@@ -33,6 +33,7 @@ window.addEventListener("load", function () {
 // * a selection slider's handle is named by its label and reads its value as
 //   "head size 64", not as the option's index;
 // * a dropdown is named by its label;
+// * the model view's grid of thumbnails is one Tab stop, keyed by arrows;
 // * the attention explorer's sentence is a polite live region, so the new
 //   sentence is read out when the reader picks another token or view.
 (function () {
@@ -70,9 +71,39 @@ window.addEventListener("load", function () {
       var select = control.querySelector("select");
       if (select && !select.getAttribute("aria-label")) set(select, "aria-label", label(control) || "view");
     });
+    root.querySelectorAll(".pyxis-mv-grid").forEach(roving);
     root.querySelectorAll(".pyxis-describe-stack").forEach(function (stack) {
       set(stack, "aria-live", "polite");
       set(stack, "aria-atomic", "true");
+    });
+  }
+  // The model view's thumbnails are one Tab stop (a roving tabindex): the
+  // selected head takes the focus, and the arrow keys move the selection by
+  // head (left, right) and by layer (up, down), Home and End to the ends.
+  function roving(grid) {
+    var buttons = Array.prototype.slice.call(
+      grid.querySelectorAll("button.widget-toggle-button"));
+    if (!buttons.length) return;
+    var active = grid.querySelector("button.widget-toggle-button.mod-active") || buttons[0];
+    buttons.forEach(function (b) { set(b, "tabindex", b === active ? "0" : "-1"); });
+    if (grid.pyxisRoving) return;
+    grid.pyxisRoving = true;
+    grid.addEventListener("keydown", function (event) {
+      var all = Array.prototype.slice.call(
+        grid.querySelectorAll("button.widget-toggle-button"));
+      var now = all.indexOf(document.activeElement);
+      if (now < 0) return;
+      var columns = getComputedStyle(all[0].parentElement)
+        .gridTemplateColumns.split(" ").length || 1;
+      var step = {ArrowRight: 1, ArrowLeft: -1, ArrowDown: columns, ArrowUp: -columns}[event.key];
+      var next = event.key === "Home" ? 0 : event.key === "End" ? all.length - 1
+        : step === undefined ? -1 : now + step;
+      if (next < 0 || next >= all.length) return;
+      event.preventDefault();
+      if (next === now) return;
+      all.forEach(function (b, k) { b.setAttribute("tabindex", k === next ? "0" : "-1"); });
+      all[next].focus();
+      all[next].click();
     });
   }
   // patch() only writes an attribute that differs, and watches none it writes
