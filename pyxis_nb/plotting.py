@@ -470,7 +470,7 @@ def _state_bars(bx, stats, step, tokens, ylim) -> None:
 
 def plot_rope_rotation(m: int, n: int, *, pairs: Sequence[int] = (0, 8),
                        start=(0.8, 0.6), head_dim: int = 128,
-                       theta: float = 1_000_000.0):
+                       rope_theta: float = 1_000_000.0):
     """A query at position ``m`` and a key at ``n``, rotated pair by pair.
 
     Both start from the same point ``start``; each panel shows one pair
@@ -485,7 +485,7 @@ def plot_rope_rotation(m: int, n: int, *, pairs: Sequence[int] = (0, 8),
         The pairs drawn, one panel each.
     start : (float, float), default (0.8, 0.6)
     head_dim : int, default 128
-    theta : float, default 1_000_000.0
+    rope_theta : float, default 1_000_000.0
 
     Returns
     -------
@@ -494,7 +494,7 @@ def plot_rope_rotation(m: int, n: int, *, pairs: Sequence[int] = (0, 8),
     fig = _rope_rotation_figure(pairs, start, head_dim)
     # fig.pyxis_show(m, n) redraws it for other positions
     fig.pyxis_show = lambda m, n: _show_rope_rotation(
-        fig, m, n, pairs, start, head_dim, theta)
+        fig, m, n, pairs, start, head_dim, rope_theta)
     return fig.pyxis_show(m, n)
 
 
@@ -524,10 +524,10 @@ def _rope_rotation_figure(pairs, start, head_dim: int):
 
 
 def _show_rope_rotation(fig, m: int, n: int, pairs, start, head_dim: int,
-                        theta: float):
+                        rope_theta: float):
     """Point the arrows of a :func:`_rope_rotation_figure` at query ``m``
     and key ``n``; write the scores in the titles."""
-    inv_freq = rope_frequencies(head_dim, theta)  # (d_head/2,)
+    inv_freq = rope_frequencies(head_dim, rope_theta)  # (d_head/2,)
     p = np.asarray(start, dtype=float)
     for ax, i in zip(fig.axes, pairs):
         qm, kn = _rotate(p, m * inv_freq[i]), _rotate(p, n * inv_freq[i])

@@ -86,6 +86,18 @@ def figure_png(fig, dpi: int = 100, colors: int = 128, *,
     The sentence a ``pyxis_nb`` plot function attaches (``fig.pyxis_alt``)
     is stored as the PNG's ``Description``, which :func:`view_switcher`
     uses as the picture's alt text.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+    dpi : int, default 100
+    colors : int, default 128
+        Palette size; 0 for a full-colour PNG.
+    close : bool, default True
+
+    Returns
+    -------
+    bytes
     """
     rgba, _ = _draw_tight(fig, dpi)
     alt = getattr(fig, "pyxis_alt", None)
@@ -97,7 +109,8 @@ def figure_png(fig, dpi: int = 100, colors: int = 128, *,
 def rope_rotation_frames(key_positions: Sequence[int],
                          query_positions: Sequence[int], *,
                          pairs: Sequence[int] = (0, 8), start=(0.8, 0.6),
-                         head_dim: int = 128, theta: float = 1_000_000.0,
+                         head_dim: int = 128,
+                         rope_theta: float = 1_000_000.0,
                          dpi: int = 100) -> dict[str, dict[str, bytes]]:
     """:func:`pyxis_nb.plot_rope_rotation` for every key position ``n`` and
     query position ``m``, as PNGs for :func:`view_grid`:
@@ -106,12 +119,24 @@ def rope_rotation_frames(key_positions: Sequence[int],
     The same pictures as ``figure_png(plot_rope_rotation(m, n, ...))``,
     drawn on one figure whose layout is found once: each frame moves the
     arrows and rewrites the titles and legends.
+
+    Parameters
+    ----------
+    key_positions, query_positions : sequence of int
+        ``n`` and ``m``: one frame for each pair.
+    pairs : sequence of int, default (0, 8)
+        The rotation pairs drawn.
+    start : (float, float), default (0.8, 0.6)
+        The unrotated vector of each pair.
+    head_dim : int, default 128
+    rope_theta : float, default 1_000_000.0
+    dpi : int, default 100
     """
     check_nonempty("key_positions", key_positions, "key position")
     check_nonempty("query_positions", query_positions, "query position")
     fig = plot_rope_rotation(query_positions[0], key_positions[0],
                              pairs=pairs, start=start, head_dim=head_dim,
-                             theta=theta)
+                             rope_theta=rope_theta)
     pngs = iter(_redrawn(fig, [(m, n) for n in key_positions
                                for m in query_positions], dpi))
     return {f"n = {n}": {f"m = {m}": next(pngs) for m in query_positions}
@@ -126,6 +151,14 @@ def tile_step_frames(stats, tokens: Sequence[str] | None = None, *,
     The same pictures as ``figure_png(plot_tile_step(stats, i, tokens))``
     for each ``i``, drawn on one figure: its layout is found once, and each
     step redraws only what changed (the tiles, the outline, the bars).
+
+    Parameters
+    ----------
+    stats : TileStats
+        From ``tiled_attention(..., return_stats=True)``.
+    tokens : sequence of str, optional
+        Labels of the positions.
+    dpi : int, default 100
     """
     fig = plot_tile_step(stats, 0, tokens)
     steps = [(i,) for i in range(len(stats.steps))]
@@ -169,7 +202,16 @@ def _png(rgba: np.ndarray, dpi: int, colors: int,
 
 
 def png_description(png: bytes) -> str | None:
-    """The ``Description`` text of a PNG (see :func:`figure_png`), if any."""
+    """The ``Description`` text of a PNG (see :func:`figure_png`), if any.
+
+    Parameters
+    ----------
+    png : bytes
+
+    Returns
+    -------
+    str or None
+    """
     from PIL import PngImagePlugin
 
     try:
@@ -246,7 +288,22 @@ def _draw_tight(fig, dpi: int, box=None, on_top=None):
 
 def png_figure_html(png: bytes, *, alt: str, view: str,
                     data: Mapping[str, object] | None = None) -> str:
-    """An HTML ``<figure>``: a PNG inline, the view name, data attributes."""
+    """An HTML ``<figure>``: a PNG inline, the view name, data attributes.
+
+    Parameters
+    ----------
+    png : bytes
+    alt : str
+        The picture's alt text.
+    view : str
+        The view's name, shown under the picture.
+    data : mapping of str to object, optional
+        ``data-*`` attributes of the figure.
+
+    Returns
+    -------
+    str
+    """
     values = {k: v if isinstance(v, str) else json.dumps(v)
               for k, v in (data or {}).items()}
     attrs = "".join(f' data-{k}="{html.escape(v)}"' for k, v in values.items())
@@ -298,6 +355,15 @@ class LinkedViews(widgets.VBox):
     repr, which would print every child's full value. A view with a dropdown
     also holds a hidden Output that keeps the dropdown's arrow keys inside it
     in JupyterLab (``_KEEP_KEYS_JS``).
+
+    Parameters
+    ----------
+    children : sequence of widgets
+        The control first, then the views.
+    summary : str
+        The text form (``repr``).
+    **kwargs
+        Passed to ``ipywidgets.VBox``.
     """
 
     def __init__(self, children, *, summary: str, **kwargs):
@@ -574,7 +640,17 @@ def describe_attention(weights_row, tokens: Sequence[str], query_index: int,
 
 
 class AttentionExplorer(LinkedViews):
-    """The attention explorer: heatmaps per view, a sentence per query."""
+    """The attention explorer: heatmaps per view, a sentence per query.
+
+    Made by :func:`attention_explorer`.
+
+    Parameters
+    ----------
+    children : sequence of widgets
+    summary : str
+    **kwargs
+        As :class:`LinkedViews`.
+    """
 
 
 def attention_explorer(
@@ -883,7 +959,20 @@ def _head_frame(w, tokens, mask, view: str, name: str) -> str:
 
 class ModelView(LinkedViews):
     """``model_view``'s widget; its picture for viewers without widgets,
-    with its alt text in the output's metadata (nbconvert writes it)."""
+    with its alt text in the output's metadata (nbconvert writes it).
+
+    Parameters
+    ----------
+    children : sequence of widgets
+    summary : str
+        As :class:`LinkedViews`.
+    png : bytes
+        The picture of the default view.
+    alt : str
+        Its alt text.
+    **kwargs
+        Passed to ``ipywidgets.VBox``.
+    """
 
     def __init__(self, children, *, summary: str, png: bytes, alt: str,
                  **kwargs):
