@@ -19,6 +19,14 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture
+def close_figures():
+    """Close every matplotlib figure a test left open (plots and views)."""
+    yield
+    import matplotlib.pyplot as plt
+    plt.close("all")
+
+
+@pytest.fixture
 def rng():
     """A seeded generator, fresh for each test."""
     return np.random.default_rng(1234)

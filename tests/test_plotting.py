@@ -15,10 +15,7 @@ TOKENS = ["The", "cat", "sat"]
 W = np.array([[1.0, 0.0, 0.0], [0.4, 0.6, 0.0], [0.03, 0.26, 0.71]])
 
 
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
+pytestmark = pytest.mark.usefixtures("close_figures")
 
 
 def ticks(labels):
@@ -117,19 +114,6 @@ def test_grid_custom_titles_and_annotation():
     panels = [ax for ax in fig.axes if ax.images]
     assert [ax.get_title() for ax in panels] == ["a", "b"]
     assert [t.get_text() for t in panels[1].texts] == [f"{x:.2f}" for x in W.ravel()]
-
-
-def test_masked_cells_are_hatched_and_unnumbered():
-    w = np.array([[1.0, 0.0, 0.0], [0.4, 0.6, 0.0], [0.2, 0.3, 0.5]])
-    mask = px.causal_mask(3)
-    ax = px.plot_attention(w, ["a", "b", "c"], mask=mask)
-    hatched = [p for p in ax.patches if p.get_hatch()]
-    # one hatched square per forbidden cell, placed on that cell
-    assert sorted((round(p.get_x() + 0.5), round(p.get_y() + 0.5)) for p in hatched) == [
-        (1, 0), (2, 0), (2, 1)]
-    texts = [t.get_text() for t in ax.texts]
-    assert len(texts) == int(mask.sum()) == 6
-    assert "0.00" not in texts
 
 
 @pytest.mark.parametrize("H, H_kv, variant", [(16, 16, "MHA"), (16, 8, "GQA"), (16, 1, "MQA")])
@@ -246,16 +230,6 @@ def test_rope_rotation_scores_depend_on_m_minus_n():
 # --- inference chapters
 
 
-def test_decode_times_has_plain_context_ticks():
-    fig = px.plotting.plot_decode_times([64, 128, 256], [1e-3, 1.1e-3, 1.2e-3],
-                               [2e-3, 5e-3, 2e-2])
-    ax = fig.axes[0]
-    assert ticks(ax.get_xticklabels()) == ["64", "128", "256"]
-    assert not ax.get_xticks(minor=True).size
-    assert [len(line.get_xdata()) for line in ax.lines] == [3, 3]
-    plt.close(fig)
-
-
 def test_kv_cache_memory_lines_follow_the_heads():
     kv = {"MHA": 16, "GQA": 8}
     fig = px.plotting.plot_kv_cache_memory(px.QWEN3_1_7B, kv)
@@ -275,17 +249,6 @@ def test_online_softmax_figure_marks_the_final_state():
     assert len(fig.axes[0].patches) == 8
     assert fig.axes[1].lines[-1].get_ydata()[0] == 7.0
     plt.close(fig)
-
-
-def test_tiled_cost_has_plain_ticks_for_T():
-    Ts = [512, 1024, 2048]
-    fig = px.plotting.plot_tiled_cost(Ts, [3e6, 13e6, 50e6], [1e6, 1.5e6, 2e6],
-                             [1e8, 4e8, 16e8], [5e7, 2e8, 8e8])
-    for ax in fig.axes:
-        assert ticks(ax.get_xticklabels()) == ["512", "1,024", "2,048"]
-        assert not ax.get_xticks(minor=True).size
-    plt.close(fig)
-# --- foundations chapters
 
 
 def test_max_weight_one_curve_per_column_and_the_uniform_line():
