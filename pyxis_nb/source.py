@@ -183,7 +183,10 @@ def _shown(source: str, docstring: str, checks: bool) -> str:
         drop.update(range(first, last + 1))
         if docstring == "summary":
             summary = node.value.value.strip().splitlines()[0].strip()
-            replace[first] = [f'{indent(first)}"""{summary}"""']
+            line = f'{indent(first)}"""{summary}"""'
+            # as written when the quotes would pass 79 columns
+            replace[first] = [line] if len(line) <= 79 else [
+                f'{indent(first)}"""{summary}', f'{indent(first)}"""']
     previous_end = None
     for node in [] if checks else sorted(doors, key=lambda n: n.lineno):
         first, last = node.lineno - 1, node.end_lineno - 1

@@ -160,7 +160,7 @@ def _ignored_cells():
 # below are other developers' and have not been given theirs yet (issue 29):
 # their cells are expected to fail until they are, then this set shrinks.
 REASON = re.compile(r"^# nbval-ignore-output: \S+(?: \S+){3,}", re.M)
-REASONS_PENDING = {"long_context.ipynb", "permutation.ipynb"}
+REASONS_PENDING = set()
 IGNORED = [pytest.param(c, id=f"{name}-cell-{i}", marks=[pytest.mark.xfail(
     strict=True, reason="reason comment not yet written (issue 29)")]
     if name in REASONS_PENDING else []) for name, i, c in _ignored_cells()]

@@ -89,7 +89,8 @@ def test_a_listing_is_mostly_maths(expr):
     listing = displayed(expr, chapter_listings()[expr])
     _, doc, checks = seen_lines(listing)
     defs = len(re.findall(r"^\s*(def|class) ", listing, re.M))
-    assert doc <= defs, f"{expr}: {doc} docstring lines for {defs} defs"
+    # a summary line, and its closing quotes where they would not fit on it
+    assert doc <= 2 * defs, f"{expr}: {doc} docstring lines for {defs} defs"
     assert checks <= MAX_CHECKS, (
         f"{expr}: a reader sees {checks} check lines > {MAX_CHECKS}: "
         "show it with checks=False, or move the checks into one helper")
