@@ -32,29 +32,37 @@ __all__ = [
 ]
 
 
-def next_token_loss(logits, input_ids) -> float:
-    """Mean cross-entropy, in nats, of token ``t + 1`` given logits at ``t``.
+def next_token_loss(logits, input_ids, reduction: str = "mean"):
+    """Cross-entropy, in nats, of token ``t + 1`` given logits at ``t``.
 
     Parameters
     ----------
     logits : ndarray, shape (B, T, V)
     input_ids : ndarray of int, shape (B, T)
+    reduction : {"mean", "none"}, default "mean"
+        As torch's ``cross_entropy``: the mean over every predicted token,
+        or each token's loss.
 
     Returns
     -------
-    float
+    float, or ndarray of float64, shape (B, T - 1)
         torch: ``cross_entropy(logits[:, :-1].flatten(0, 1),
-        input_ids[:, 1:].flatten())``, what HF's ``labels=input_ids`` gives.
+        input_ids[:, 1:].flatten())``, what HF's ``labels=input_ids`` gives;
+        with ``reduction="none"``, entry ``[b, t]`` is the loss of token
+        ``t + 1`` of row ``b``.
     """
     z = as_float_array("logits", logits, ndim=3)
     ids = check_token_ids("input_ids", input_ids, z.shape[-1], batch=True)
     check_shape("input_ids", ids, ids.shape == z.shape[:2],
                 f"(B, T) = {z.shape[:2]}, as logits")
+    if reduction not in ("mean", "none"):
+        raise ValueError(f"reduction must be 'mean' or 'none', "
+                         f"got {reduction!r}")
     z = z[:, :-1].astype(np.float64)
     z = z - z.max(axis=-1, keepdims=True)  # (B, T-1, V), stable log-softmax
     logp = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
-    picked = np.take_along_axis(logp, ids[:, 1:, None], axis=-1)
-    return float(-picked.mean())
+    picked = np.take_along_axis(logp, ids[:, 1:, None], axis=-1)[..., 0]
+    return -picked if reduction == "none" else float(-picked.mean())
 
 
 def sink_score(weights) -> np.ndarray:
@@ -98,10 +106,11 @@ def ov_copying_score(model) -> np.ndarray:
     H, d_head = c.num_attention_heads, c.head_dim
     n_rep = H // c.num_key_value_heads
     unembed = model.lm_head * model.norm.weight  # (V, d_model)
+    # W_E^T W_U once, (d_model, d_model); each layer's gain scales its rows
+    shared = model.embed_tokens.T.astype(np.float64) @ unembed
     scores = np.zeros((c.num_hidden_layers, H))
     for i, layer in enumerate(model.layers):
-        embed = model.embed_tokens * layer.input_layernorm.weight  # (V, d)
-        inner = embed.T.astype(np.float64) @ unembed  # (d_model, d_model)
+        inner = layer.input_layernorm.weight[:, None] * shared  # (d, d)
         for h in range(H):
             g = h // n_rep  # the key/value head query head h reads
             w_v = layer.self_attn.v_proj[g * d_head:(g + 1) * d_head]

@@ -13,6 +13,14 @@ Each layer owns two arrays of shape (B, H_kv, max_cache_len, d_head),
 allocated once; an ``update`` writes ``T`` new positions after those
 already there and returns views of the first ``S``. Nothing is copied or
 reallocated while decoding.
+
+With ``window`` set, the cache is a sliding window that may keep the first
+``sink_tokens`` positions for good (Xiao et al. 2023's "attention sinks"):
+after each update it evicts the oldest other positions, so that the next
+query sees the sinks, the ``window - 1`` positions before it, and itself.
+Keys are cached after RoPE, so every kept token keeps its original
+position; the caller passes ``position_ids`` (StreamingLLM instead
+renumbers positions inside the cache).
 """
 
 from __future__ import annotations
@@ -43,6 +51,14 @@ class KVCache:
     dtype : numpy float dtype, default float64
         Every ``update`` must pass exactly this dtype (the package default,
         float64, as ``MultiHeadAttention`` and ``TinyDecoder``).
+    window : int, optional
+        Evict positions older than the last ``window - 1`` after each
+        update (default: never evict). A query decoded one at a time then
+        attends to ``window`` positions, itself included, plus the sinks:
+        the mask ``kv <= q and (q - kv < window or kv < sink_tokens)``.
+        Needs ``max_cache_len >= window + sink_tokens``.
+    sink_tokens : int, default 0
+        With ``window``: the first positions, never evicted.
 
     Attributes
     ----------
@@ -54,7 +70,9 @@ class KVCache:
     Raises
     ------
     ValueError
-        If a size is not an integer >= 1 or ``dtype`` is not a float dtype.
+        If a size is not an integer >= 1, ``dtype`` is not a float dtype,
+        ``sink_tokens`` is negative or given without ``window``, or
+        ``max_cache_len < window + sink_tokens``.
 
     See Also
     --------
@@ -65,7 +83,8 @@ class KVCache:
 
     def __init__(self, num_hidden_layers: int, batch_size: int,
                  num_key_value_heads: int, head_dim: int, max_cache_len: int,
-                 dtype=np.float64):
+                 dtype=np.float64, window: int | None = None,
+                 sink_tokens: int = 0):
         self.num_hidden_layers = check_positive_int(
             "num_hidden_layers", num_hidden_layers)
         self.batch_size = check_positive_int("batch_size", batch_size)
@@ -74,6 +93,18 @@ class KVCache:
         self.head_dim = check_positive_int("head_dim", head_dim)
         self.max_cache_len = check_positive_int("max_cache_len", max_cache_len)
         self.dtype = check_float_dtype("dtype", dtype)
+        self.window = (None if window is None
+                       else check_positive_int("window", window))
+        self.sink_tokens = check_int("sink_tokens", sink_tokens, low=0)
+        if self.window is None and self.sink_tokens:
+            raise ValueError(f"sink_tokens={self.sink_tokens} needs a "
+                             "window: sinks are what a window keeps")
+        if (self.window is not None
+                and self.max_cache_len < self.window + self.sink_tokens):
+            raise ValueError(
+                "max_cache_len must hold window + sink_tokens = "
+                f"{self.window} + {self.sink_tokens}, "
+                f"got {self.max_cache_len}")
         shape = (self.batch_size, self.num_key_value_heads, self.max_cache_len,
                  self.head_dim)
         layers = range(self.num_hidden_layers)
@@ -116,7 +147,8 @@ class KVCache:
         Returns
         -------
         keys, values : ndarray, shape (B, H_kv, S, d_head)
-            Views of the storage, which later updates leave unchanged.
+            Views of the storage, which later updates leave unchanged
+            (unless a ``window`` evicts: then they shift).
 
         Raises
         ------
@@ -133,7 +165,22 @@ class KVCache:
         self.key_cache[i][:, :, start:start + T] = k  # positions start..S-1
         self.value_cache[i][:, :, start:start + T] = v
         self._lengths[i] = S = start + T
-        return self.key_cache[i][:, :, :S], self.value_cache[i][:, :, :S]
+        keys = self.key_cache[i][:, :, :S]
+        values = self.value_cache[i][:, :, :S]
+        if self.window is not None:  # copies first: the views then shift
+            keys, values = keys.copy(), values.copy()
+            self._evict(i)
+        return keys, values
+
+    def _evict(self, i: int) -> None:
+        """Keep layer i's sinks and its last ``window - 1`` other positions."""
+        n, keep = self._lengths[i], self.window - 1
+        if n <= self.sink_tokens + keep:
+            return
+        for a in (self.key_cache[i], self.value_cache[i]):
+            a[:, :, self.sink_tokens:self.sink_tokens + keep] = (
+                a[:, :, n - keep:n])  # numpy buffers the overlapping copy
+        self._lengths[i] = self.sink_tokens + keep
 
     def _check_update(self, key_states, value_states, layer_idx):
         """update's door: the layer, and new keys and values that fit it."""
@@ -191,4 +238,7 @@ class KVCache:
                 f"num_key_value_heads={self.num_key_value_heads}, "
                 f"head_dim={self.head_dim}, "
                 f"max_cache_len={self.max_cache_len}, "
-                f"dtype={self.dtype}; {held})")
+                f"dtype={self.dtype}"
+                + ("" if self.window is None else
+                   f", window={self.window}, sink_tokens={self.sink_tokens}")
+                + f"; {held})")

@@ -988,10 +988,11 @@ class ModelView(LinkedViews):
 
 
 def _default_view_png(w, tokens, mask, heads, query: int,
-                      title: str | None) -> bytes:
+                      title: str | None, layers, opened: int) -> bytes:
     """The view as it opens, as one picture for viewers without widgets:
-    the grid of every head (layers by heads, labelled), and the first head
-    opened below it with its numbers and the query's row outlined."""
+    the grid of every head (layers by heads, labelled), and head
+    ``heads[opened]`` opened below it with its numbers and the query's
+    row outlined."""
     L, H = w.shape[:2]
     T = len(tokens)
     scale, gap = 3, 4
@@ -1007,16 +1008,17 @@ def _default_view_png(w, tokens, mask, heads, query: int,
     top.set_xticks([h * (tile + gap) + tile / 2 for h in range(H)],
                    [f"H{h}" for h in range(H)], fontsize=8)
     top.set_yticks([i * (tile + gap) + tile / 2 for i in range(L)],
-                   [f"L{i}" for i in range(L)], fontsize=8)
+                   [f"L{layers[i]}" for i in range(L)], fontsize=8)
     top.tick_params(length=0)
     for side in top.spines.values():
         side.set_visible(False)
     if title:
         fig.suptitle(title, fontsize=10)
-    top.set_xlabel("each head's weights; L0 H0 opened", fontsize=8)
-    i, h = heads[0]
+    i, h = heads[opened]
+    top.set_xlabel(f"each head's weights; L{layers[i]} H{h} opened",
+                   fontsize=8)
     plot_attention(w[i, h], tokens, mask=mask, ax=below, colorbar=False,
-                   title=f"L{i} H{h}, causal mask; query {query} "
+                   title=f"L{layers[i]} H{h}, causal mask; query {query} "
                    f"('{tokens[query]}') outlined")
     below.title.set_fontsize(9)
     below.xaxis.label.set_fontsize(8)
@@ -1030,9 +1032,39 @@ def _default_view_png(w, tokens, mask, heads, query: int,
     return figure_png(fig)
 
 
+def _layer_numbers(layers, L: int) -> list[int]:
+    """model_view's ``layers``: L distinct layer numbers >= 0."""
+    numbers = [check_int(f"layers[{j}]", x, low=0)
+               for j, x in enumerate(layers)]
+    if len(numbers) != L or len(set(numbers)) != L:
+        raise ValueError(f"layers must be {L} distinct layer numbers, one "
+                         f"per row of weights, got {list(layers)}")
+    return numbers
+
+
+def _opened(open_head, layers: list[int], H: int) -> int:
+    """model_view's ``open_head`` (layer, head): its index in the grid."""
+    if not (isinstance(open_head, tuple) and len(open_head) == 2
+            and open_head[0] in layers):
+        raise ValueError(f"open_head must be (layer, head) with the layer "
+                         f"in {layers}, got {open_head!r}")
+    head = check_int("open_head[1]", open_head[1], low=0, high=H - 1)
+    return layers.index(open_head[0]) * H + head
+
+
+def _layer_span(layers: list[int]) -> str:
+    """'0 to 3' for consecutive layers, else '17, 18 and 23' (or '17')."""
+    if len(layers) == 1:
+        return str(layers[0])
+    if layers == list(range(layers[0], layers[0] + len(layers))):
+        return f"{layers[0]} to {layers[-1]}"
+    return ", ".join(map(str, layers[:-1])) + f" and {layers[-1]}"
+
+
 def model_view(tokens: Sequence[str], weights, *, open_weights=None,
-               title: str | None = None, query_index: int | None = None
-               ) -> ModelView:
+               title: str | None = None, query_index: int | None = None,
+               layers: Sequence[int] | None = None,
+               open_head: tuple[int, int] | None = None) -> ModelView:
     """Every layer by every head as thumbnails, each opening an explorer.
 
     Parameters
@@ -1046,6 +1078,13 @@ def model_view(tokens: Sequence[str], weights, *, open_weights=None,
         A line above the thumbnails.
     query_index : int, optional
         The query row outlined at first (default: the last token).
+    layers : sequence of int, length L, optional
+        The model's layer numbers the rows of ``weights`` stand for, when
+        they are a selection (``weights = attentions[[17, 18]]``): the
+        labels then read L17, L18. Default: 0 .. L-1.
+    open_head : (int, int), optional
+        The (layer, head) opened below the grid at first, its layer named
+        as in ``layers``. Default: the first layer's head 0.
 
     Returns
     -------
@@ -1069,14 +1108,17 @@ def model_view(tokens: Sequence[str], weights, *, open_weights=None,
         views["no mask"] = (w_open, None)
     query_index = T - 1 if query_index is None else _query_index(
         query_index, T)
+    layers = list(range(L)) if layers is None else _layer_numbers(layers, L)
     heads = [(i, h) for i in range(L) for h in range(H)]
-    names = [f"L{i} H{h}" for i, h in heads]
+    names = [f"L{layers[i]} H{h}" for i, h in heads]
+    opened = 0 if open_head is None else _opened(open_head, layers, H)
     thumbs = [_thumbnail_png(w[i, h], views["causal mask"][1])
               for i, h in heads]
     grid = widgets.ToggleButtons(
         options=names, description="head (arrow keys: head, layer):",
         style=_style("toggle"),
-        tooltips=[f"layer {i}, head {h}" for i, h in heads])
+        tooltips=[f"layer {layers[i]}, head {h}" for i, h in heads],
+        index=opened)
     toggle = widgets.ToggleButtons(options=list(views), style=_style("toggle"))
     query = widgets.Dropdown(
         options=[(f"{i}: {t}", i) for i, t in enumerate(tokens)],
@@ -1088,7 +1130,7 @@ def model_view(tokens: Sequence[str], weights, *, open_weights=None,
         frames = [widgets.HTML(_head_frame(maps[i, h], tokens, mask, view,
                                            name), layout=plain)
                   for (i, h), name in zip(heads, names)]
-        stacks.append(widgets.Stack(frames, selected_index=0))
+        stacks.append(widgets.Stack(frames, selected_index=opened))
         widgets.jslink((grid, "index"), (stacks[-1], "selected_index"))
     shown = widgets.Stack(stacks, selected_index=0)
     widgets.jslink((toggle, "index"), (shown, "selected_index"))
@@ -1099,17 +1141,18 @@ def model_view(tokens: Sequence[str], weights, *, open_weights=None,
     grid.add_class("pyxis-inner-control")  # the website test's view_grid
     top = widgets.HTML(_model_view_css(thumbs, T, H) + (
         f"<p><b>{html.escape(title)}</b></p>" if title else "") +
-        "<p>Each thumbnail is one head (rows: layers 0 to "
-        f"{L - 1}); click one to open it below.</p>")
+        "<p>Each thumbnail is one head (rows: layers "
+        f"{_layer_span(layers)}); click one to open it below.</p>")
     top.add_class("pyxis-mv-top")
     summary = (f"ModelView(tokens={tokens}, layers={L}, heads={H}, "
                f"views={list(views)})")
     alt = (f"The model view as it opens: a grid of {L} layers by {H} heads, "
-           "each a thumbnail of its causal attention pattern, and head L0 H0 "
-           f"opened below as a heatmap of weights, the row of query "
+           "each a thumbnail of its causal attention pattern, and head "
+           f"{names[opened]} opened below as a heatmap of weights, the row of "
+           "query "
            f"{query_index} ('{tokens[query_index]}') outlined.")
     png = _default_view_png(w, tokens, views["causal mask"][1], heads,
-                            query_index, title)
+                            query_index, title, layers, opened)
     root = ModelView([top, grid, toggle, query, shown], summary=summary,
                      png=png, alt=alt)
     root.add_class("pyxis-mv")

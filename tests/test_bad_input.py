@@ -403,6 +403,17 @@ ROWS += [
     (px.KVCache, dict(num_hidden_layers=1, batch_size=1, num_key_value_heads=1,
                       head_dim=1, max_cache_len=4, dtype=np.int32), ValueError,
      r"dtype .*int32"),
+    *[(px.KVCache, dict(num_hidden_layers=1, batch_size=1,
+                        num_key_value_heads=1, head_dim=1, **bad), ValueError,
+       pattern) for bad, pattern in [
+        (dict(max_cache_len=4, window=0), r"window .*got 0"),
+        (dict(max_cache_len=4, window=2, sink_tokens=-1),
+         r"sink_tokens .*got -1"),
+        (dict(max_cache_len=4, sink_tokens=2),
+         r"sink_tokens=2 needs a window"),
+        (dict(max_cache_len=4, window=3, sink_tokens=2),
+         r"max_cache_len must hold window \+ sink_tokens = 3 \+ 2, got 4"),
+    ]],
 ]
 
 
@@ -1002,6 +1013,10 @@ CIRCUIT_ROWS = [
     ("next_token_loss", dict(logits=z(2, 9, 50),
                              input_ids=np.zeros((2, 8), int)),
      r"input_ids has shape \(2, 8\), expected \(B, T\) = \(2, 9\)"),
+    ("next_token_loss", dict(logits=z(2, 9, 50),
+                             input_ids=np.zeros((2, 9), int),
+                             reduction="sum"),
+     r"reduction must be 'mean' or 'none', got 'sum'"),
     ("sink_score", dict(weights=z(2, 4, 4)), r"weights must have 4 dim"),
     ("head_pair_distance", dict(weights=z(4, 4, dtype=int)),
      r"weights .*int64"),

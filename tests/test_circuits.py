@@ -105,6 +105,20 @@ def test_next_token_loss_against_torch(model):
                                                             rel=1e-10)
 
 
+def test_next_token_loss_per_token_against_torch(model):
+    """reduction="none" as torch's: token t + 1's loss at [b, t]."""
+    torch = pytest.importorskip("torch")
+    logits = model(IDS).logits
+    ref = torch.nn.functional.cross_entropy(
+        torch.tensor(logits[:, :-1]).transpose(1, 2),
+        torch.tensor(IDS[:, 1:]), reduction="none").numpy()
+    got = px.circuits.next_token_loss(logits, IDS, reduction="none")
+    assert got.shape == IDS[:, 1:].shape
+    np.testing.assert_allclose(got, ref, rtol=1e-10)
+    assert got.mean() == pytest.approx(
+        px.circuits.next_token_loss(logits, IDS), rel=1e-12)
+
+
 def test_sink_score():
     w = np.zeros((1, 2, 4, 4))
     w[0, 0, :, 0] = 1.0          # head 0: everything on token 0

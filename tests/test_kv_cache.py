@@ -1,6 +1,7 @@
 """Tests of pyxis_nb.kv_cache.KVCache: appends, views, lengths and every refusal."""
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -96,3 +97,37 @@ def test_a_cache_fills_exactly_to_max_cache_len():
     keys, _ = cache.update(*kv(t=1, seed=1), 0)
     assert cache.get_seq_length() == 4 and keys.shape == (2, 3, 4, 4)
     np.testing.assert_array_equal(keys[:, :, 3:], kv(t=1, seed=1)[0])
+
+
+def sink_window_mask(T, window, sink_tokens):
+    """(T, T) True = may attend: causal, in the window or a sink."""
+    q, kv = np.arange(T)[:, None], np.arange(T)[None, :]
+    return (kv <= q) & ((q - kv < window) | (kv < sink_tokens))
+
+
+def test_a_window_cache_keeps_the_sinks_and_the_last_positions():
+    cache = px.KVCache(1, 1, 1, 1, max_cache_len=6, window=3, sink_tokens=2)
+    for t in range(9):
+        x = np.full((1, 1, 1, 1), float(t))
+        keys, _ = cache.update(x, x, 0)
+        want = [s for s in range(t + 1) if s < 2 or t - s < 3]
+        assert keys[0, 0, :, 0].tolist() == want
+    assert cache.get_seq_length() == 2 + 2  # sinks + window - 1
+    assert "window=3, sink_tokens=2" in repr(cache)
+
+
+@pytest.mark.parametrize("sink_tokens", [0, 2])
+def test_decoding_through_a_window_cache_equals_one_masked_pass(sink_tokens):
+    model = px.TinyDecoder(num_hidden_layers=2, seed=0)
+    T, window = 14, 4
+    ids = np.random.default_rng(1).integers(0, model.vocab_size, (1, T))
+    mask = sink_window_mask(T, window, sink_tokens)[None, None]  # (1,1,T,T)
+    want = model(ids, attention_mask=mask).logits
+    cache = px.KVCache(2, 1, 2, 8, window + sink_tokens, window=window,
+                       sink_tokens=sink_tokens)  # TinyDecoder's sizes
+    got = [model(ids[:, t:t + 1], cache=cache,
+                 position_ids=np.array([[t]])).logits for t in range(T)]
+    np.testing.assert_allclose(np.concatenate(got, axis=1), want,
+                               rtol=1e-10, atol=1e-12)
+    if sink_tokens == 0:  # the window matters: a plain causal pass differs
+        assert not np.allclose(model(ids).logits, want)

@@ -164,3 +164,34 @@ def test_model_view_refuses(kwargs, match):
     kwargs = {"tokens": TOKENS, "weights": CAUSAL, **kwargs}
     with pytest.raises(ValueError, match=match):
         px.model_view(**kwargs)
+
+
+def test_a_selection_of_layers_is_labelled_and_opens_on_the_named_head():
+    """weights holding layers 17 and 23 of a model: the grid, the tooltips,
+    the text and the stored picture's alt name those layers, and the view
+    opens on open_head in the grid and in both stacks."""
+    view = px.model_view(TOKENS, CAUSAL, open_weights=OPEN,
+                         layers=[17, 23], open_head=(23, 1))
+    top, grid, toggle, query, shown = _parts(view)
+    assert grid.options == tuple(f"L{i} H{h}" for i in (17, 23)
+                                 for h in range(H))
+    assert grid.tooltips[H] == "layer 23, head 0"
+    opened = H + 1  # row 1 (layer 23), head 1
+    assert grid.index == opened
+    assert [stack.selected_index for stack in shown.children] == [opened] * 2
+    assert "rows: layers 17 and 23" in top.value
+    assert "head L23 H1 opened" in view._alt
+
+
+@pytest.mark.parametrize("kwargs, pattern", [
+    (dict(layers=[17]), r"layers must be 2 distinct layer numbers"),
+    (dict(layers=[3, 3]), r"layers must be 2 distinct"),
+    (dict(layers=[-1, 2]), r"layers\[0\]"),
+    (dict(layers=[17, 18], open_head=(0, 0)),
+     r"open_head must be \(layer, head\) with the layer in \[17, 18\], "
+     r"got \(0, 0\)"),
+    (dict(open_head=(1, H)), r"open_head\[1\]"),
+])
+def test_layers_and_open_head_refuse_what_does_not_fit(kwargs, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        px.model_view(TOKENS, CAUSAL, **kwargs)
