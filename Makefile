@@ -34,12 +34,15 @@ vendor:
 	bash tools/vendor_web.sh
 
 # The pyxis-nb wheel, built from the checkout; the website serves it from
-# _downloads/ (html_extra_path in _config.yml), linked from book/intro.md.
+# _downloads/ (html_extra_path in _config.yml), linked from book/intro.md,
+# beside index.html, a page of links to it that pip's --find-links reads:
+# a chapter's install cell asks pip to look there as well as on the index.
 WHEEL_DIR := _build/wheel/_downloads
 wheel: venv
 	rm -rf $(WHEEL_DIR) build
 	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w $(WHEEL_DIR) .
 	rm -rf build
+	$(PY) tools/portable_cells.py --links-page $(WHEEL_DIR)
 	@ls $(WHEEL_DIR)/*.whl
 
 site: venv vendor wheel

@@ -81,9 +81,7 @@ def test_code_cells_are_short(path):
            f"first line: {c.source.splitlines()[0]}"
            for i, c in cells
            if len(c.source.splitlines()) > MAX_LINES
-           and EXERCISE_TAG not in c.metadata.get("tags", [])
-           # written by tools/portable_cells.py, removed from the website
-           and not c.metadata.get("pyxis_install_cell")]
+           and EXERCISE_TAG not in c.metadata.get("tags", [])]
     assert not bad, "\n".join(bad)
 
 

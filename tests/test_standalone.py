@@ -1,15 +1,16 @@
-"""The two ways a chapter's install cell can go wrong for a reader: an older
-pyxis-nb already installed, and a pip that cannot find it (no index, or an
-index without it, as on Colab until it is released). Each must stop the
-chapter at its install cell with a message that says exactly what to run,
-and nothing of pip's own output in the way. The cell is the one
+"""The install cell as a reader meets it. It installs pyxis-nb from a
+page of links served over HTTP, as the website serves it; and it can go
+wrong in two ways: an older pyxis-nb already installed, and a pip that cannot
+find it (no index, or an index without it, and no website). Each must stop
+the chapter at its install cell with a message that says what to run, and
+nothing of pip's own output but what it said went wrong. The cell is the one
 tools/portable_cells.py writes into every chapter (tests/test_portable.py
 checks that the stored chapters carry it).
 
 That every chapter runs alone, as a reader gets it (downloaded into an empty
-folder, in a fresh Python with only numpy, matplotlib, ipywidgets, ipykernel,
-safetensors, tokenizers and threadpoolctl, installing pyxis-nb from this checkout's wheel
-with no index), is checked by nbval itself: ``make test`` runs nbval on
+folder, in a fresh Python with only numpy, matplotlib, ipywidgets, ipykernel
+and pyxis-nb's own dependencies, installing pyxis-nb from this checkout's
+wheel with no index), is checked by nbval itself: ``make test`` runs nbval on
 copies made by ``tools/run_standalone.py --prepare``, each with its own fresh
 kernel.
 
@@ -20,9 +21,11 @@ first time only) and cached under _build/standalone/.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tomllib
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import pytest
@@ -58,15 +61,21 @@ def _stopped_at_install_cell(path: Path) -> dict:
     return error
 
 
-def _run_until_install_cell(env: Path, wheels: Path, run: Path) -> dict:
-    """Run a chapter made of the install cell and one more cell in ``env``;
-    it must stop at its install cell."""
+def _install_chapter(run: Path, last: str = "import numpy as np") -> Path:
+    """A chapter made of the install cell and one more cell."""
     chapter = run.parent / "chapter" / "install.ipynb"
     chapter.parent.mkdir(parents=True)
     nb = nbformat.v4.new_notebook()
     nb.cells = [pc.install_cell(pc.settings()),
-                nbformat.v4.new_code_cell("import numpy as np")]
+                nbformat.v4.new_code_cell(last)]
     nbformat.write(nb, chapter)
+    return chapter
+
+
+def _run_until_install_cell(env: Path, wheels: Path, run: Path) -> dict:
+    """Run a chapter made of the install cell and one more cell in ``env``;
+    it must stop at its install cell."""
+    chapter = _install_chapter(run)
     with pytest.raises(CellExecutionError):
         rs.run_chapter(chapter, env, wheels, run, clear=True)
     return _stopped_at_install_cell(run / chapter.name)
@@ -75,6 +84,51 @@ def _run_until_install_cell(env: Path, wheels: Path, run: Path) -> dict:
 def _install_cell_outputs(run: Path) -> list:
     nb = nbformat.read(run / "install.ipynb", as_version=4)
     return [c for c in nb.cells if c.metadata.get(INSTALL_KEY)][0].outputs
+
+
+def test_installs_from_the_websites_page_of_links(standalone, tmp_path,
+                                                  monkeypatch):
+    """The site's ``_downloads/`` as ``make wheel`` writes it (the wheel and
+    its page of links), served over HTTP: with no index, the cell's pip
+    finds the wheel there and installs it, and the cell prints nothing."""
+    import functools
+    import http.server
+    import threading
+
+    base, wheels, _ = standalone
+    site = tmp_path / "site"
+    wheel = rs.wheel_into(site / "_downloads", wheels)
+    pc.write_links_page(site / "_downloads")
+    asked = []
+
+    class Site(http.server.SimpleHTTPRequestHandler):
+        """A static host: index.html for a folder, and no folder listings
+        (GitHub Pages lists none)."""
+
+        def list_directory(self, path):
+            self.send_error(404)
+
+        def log_message(self, format, *args):
+            asked.append(self.path)
+
+    handler = functools.partial(Site, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    monkeypatch.setenv("no_proxy", "127.0.0.1")
+    links = f"http://127.0.0.1:{server.server_address[1]}/_downloads/"
+    env = rs.child_env(base, tmp_path / "env")
+    chapter = _install_chapter(tmp_path / "run",
+                               "import pyxis_nb\nprint(pyxis_nb.__version__)")
+    try:
+        nb = rs.run_chapter(chapter, env, links, tmp_path / "run", clear=True)
+    finally:
+        server.shutdown()
+    install, last = nb.cells
+    assert install.outputs == []
+    assert last.outputs[0]["text"] == f"{VERSION}\n"
+    assert rs.installed_version(env) == VERSION
+    assert asked == ["/_downloads/", f"/_downloads/{wheel.name}"]
 
 
 def test_older_package_stops_with_one_line(standalone, tmp_path):
@@ -86,15 +140,18 @@ def test_older_package_stops_with_one_line(standalone, tmp_path):
                       env=rs.kernel_env(env, tmp_path / "old"))
     error = _run_until_install_cell(env, wheels, tmp_path / "run")
     assert error.ename == "ImportError"
+    old_px = SimpleNamespace(__version__="0.1.0")
+    assert error.evalue == pc.upgrade_message(pc.settings()).format(px=old_px)
     assert "\n" not in error.evalue
-    assert "pyxis_nb 0.1.0 is installed" in error.evalue
-    assert "pyxis-nb>=0.2,<0.3" in error.evalue and "%pip install --upgrade" in error.evalue
+    assert error.evalue.startswith("pyxis_nb 0.1.0 is installed")
+    assert "pyxis-nb>=0.2,<0.3" in error.evalue
+    assert "%pip uninstall -y pyxis-nb, restart the kernel" in error.evalue
     assert rs.installed_version(env) == "0.1.0"  # nothing was installed over it
 
 
 def test_pip_that_cannot_find_it_stops_saying_what_to_run(standalone, tmp_path):
-    """No wheel and no index: the reader sees our message alone, with the
-    two commands that install the package, and not pip's ERROR lines."""
+    """No wheel and no index: the reader sees what pip said went wrong and
+    the command that installs the package, in the cell's one output."""
     base, _, _ = standalone
     env = rs.child_env(base, tmp_path / "env")
     nothing = tmp_path / "no-wheels"
@@ -102,36 +159,17 @@ def test_pip_that_cannot_find_it_stops_saying_what_to_run(standalone, tmp_path):
     error = _run_until_install_cell(env, nothing, tmp_path / "run")
     s = pc.settings()
     assert error.ename == "ModuleNotFoundError"
-    assert error.evalue == pc.failure_message(s)
-    lines = error.evalue.splitlines()
-    assert f"%pip install {s['site']}_downloads/pyxis_nb-{VERSION}-py3-none-any.whl" in lines
-    assert f'%pip install "git+{s["repo"]}"' in lines
-    assert "index" not in error.evalue
-    # the error is the cell's one output: pip printed nothing
+    said = error.evalue.partition("Install it from GitHub")[0]
+    assert error.evalue == pc.failure_message(s).replace("{pip.stderr}", said)
+    # pip's own words, in its colours (ipykernel sets FORCE_COLOR, and
+    # Jupyter draws a traceback's colours)
+    said = re.sub(r"\x1b\[[0-9;]*m", "", said)
+    assert said.startswith("ERROR: ") and said.endswith("\n")
+    assert "No matching distribution found for pyxis-nb" in said
+    assert error.evalue.splitlines()[-1] == f'%pip install "git+{s["repo"]}"'
+    # the error is the cell's one output: pip printed nothing else
     outputs = _install_cell_outputs(tmp_path / "run")
     assert [o.output_type for o in outputs] == ["error"], outputs
-
-
-def test_what_pip_said_is_there_on_request(standalone, tmp_path):
-    """The cell's code as plain Python (it has no magic): after the failure,
-    ``pip_log.stderr`` holds pip's own explanation."""
-    base, _, _ = standalone
-    env = rs.child_env(base, tmp_path / "env")
-    nothing = tmp_path / "no-wheels"
-    nothing.mkdir()
-    source = pc.install_source(pc.settings())
-    script = (f"ns = {{}}\ntry:\n    exec({source!r}, ns)\n"
-              "except ModuleNotFoundError as err:\n"
-              "    print('RAISED', str(err).splitlines()[0])\n"
-              "    print('PIP', ns['pip_log'].returncode, ns['pip_log'].stderr)\n")
-    run = rs.subprocess.run([rs._bin(env), "-c", script], capture_output=True,
-                            text=True, env=rs.kernel_env(env, nothing),
-                            cwd=tmp_path, timeout=300)
-    assert run.stderr == "", run.stderr  # pip's noise went to pip_log only
-    assert run.stdout.startswith("RAISED pip could not install pyxis-nb>=")
-    said = run.stdout.split("PIP ", 1)[1]
-    assert int(said.split()[0]) != 0
-    assert "pyxis-nb" in said and "ERROR" in said
 
 
 def test_prepared_copies_run_alone_with_their_own_kernel(standalone, tmp_path):

@@ -4,6 +4,7 @@
     python tools/portable_cells.py book/x.ipynb    # some chapters (and README, intro)
     python tools/portable_cells.py --check         # change nothing; exit 1 if a
                                                    # file is not up to date
+    python tools/portable_cells.py --links-page DIR  # only DIR/index.html
 
 Run it with ``PYTHONPATH=$PWD`` (it imports ``pyxis_nb`` to name listings),
 then re-execute the chapters it changed (``make execute NB=...``).
@@ -11,14 +12,22 @@ then re-execute the chapters it changed (``make execute NB=...``).
 What it does to each chapter (nbformat, outputs of untouched cells kept):
 
 * inserts or updates the **install cell**, the first code cell: it imports
-  ``pyxis_nb`` and only if that fails runs pip, quietly and with its output
-  captured (``pip_log``), for ``pyxis-nb>=X.Y,<X.Y+1`` (the range from
-  pyproject.toml's version). If pip cannot install it, the cell stops with
-  the two commands that do: ``%pip install`` of the wheel's URL on the
-  website (``html.baseurl`` of _config.yml) and of
-  ``git+<repository.url>``. An older installed package stops the run with
-  one line. The cell is plain Python: no magic, so pip's notes (and its
-  "you may need to restart the kernel") never reach the reader.
+  ``pyxis_nb``, and only where it is missing runs one pip, for
+  ``pyxis-nb>=X.Y,<X.Y+1`` (the range from pyproject.toml's version), that
+  looks on the package index and on the website's page of links to its
+  wheels (``<html.baseurl>_downloads/``, written by ``make wheel``), so it
+  finds the package before its release and after. The website is the
+  default of PIP_FIND_LINKS: one already set replaces it, so the tests,
+  which set it to the checkout's wheel with no index, install that wheel
+  and never wait on an unreachable website (pip retries it five times).
+  If pip fails, the cell raises what pip said and the one command that
+  needs neither index nor website: ``%pip install "git+<repository.url>"``.
+  An older installed package stops the run with one line. The cell is
+  plain Python: no magic, so pip's notes (and its "you may need to restart
+  the kernel") never reach the reader; its output is captured and shown
+  only in the error. At most 20 lines, as every code cell (it was 26).
+  Where a chapter ran with the package installed (no output), a new
+  install cell keeps the old one's execution count, as a re-run would.
   Code cells tagged ``before-install`` (environment variables that must be set
   before numpy loads) stay ahead of it. A Markdown line before it says what
   it is ("Setup: installs the book's package if it is missing"). The
@@ -47,6 +56,8 @@ from __future__ import annotations
 
 import argparse
 import copy
+import hashlib
+import html
 import re
 import sys
 import tomllib
@@ -79,12 +90,13 @@ def settings(root: Path = ROOT) -> dict:
     return {
         "repo": config["repository"]["url"].rstrip("/"),
         "site": site,
-        "wheel_url": f"{site}_downloads/{wheel}",
+        # the page of links to the wheels that `make wheel` writes, which
+        # the site serves (pip's --find-links reads it)
+        "links": f"{site}_downloads/",
         "branch": config["repository"].get("branch", "main"),
         "dist": dist,
         "version": version,
         "low": (major, minor),
-        "high": (major, minor + 1),
         "spec": f"{dist}>={major}.{minor},<{major}.{minor + 1}",
         "wheel": wheel,
     }
@@ -92,8 +104,10 @@ def settings(root: Path = ROOT) -> dict:
 
 def _literal(text: str, indent: int, width: int = 79) -> str:
     """``text`` as adjacent string literals, one a line, each line at most
-    ``width`` columns; pieces end after a space or a slash where they can."""
-    room = width - indent - 2  # the quotes
+    ``width`` columns; pieces end after a space or a slash where they can.
+    A piece that holds ``{...}`` is an f-string (never split inside the
+    braces, which hold no space or slash)."""
+    room = width - indent - 3  # the quotes and an f
     pieces = []
     for rest in text.splitlines(keepends=True):  # a new line, a new literal
         while rest:
@@ -104,17 +118,26 @@ def _literal(text: str, indent: int, width: int = 79) -> str:
                 piece = piece[:cut + 1] if cut > 0 else piece[:room]
             pieces.append(piece)
             rest = rest[len(piece):]
-    return ("\n" + " " * indent).join(repr(p) for p in pieces)
+    quoted = [repr(p) if '"' in p else '"' + repr(p)[1:-1] + '"'
+              for p in pieces]  # double quotes, as the code around them
+    return ("\n" + " " * indent).join(
+        ("f" if "{" in p else "") + q for p, q in zip(pieces, quoted))
 
 
 def failure_message(s: dict) -> str:
-    """What the install cell says when pip could not install the package:
-    the two commands that do, then where pip's own messages are."""
-    return (f"pip could not install {s['spec']} here. Run one of these two "
-            "lines, then this cell again:\n"
-            f"%pip install {s['wheel_url']}\n"
-            f'%pip install "git+{s["repo"]}"\n'
-            "(what pip said: print(pip_log.stderr))")
+    """What the install cell raises when pip could not install the package:
+    what pip said (``{pip.stderr}``, filled in by the cell), then the one
+    command that installs it with neither the index nor the website."""
+    return ("{pip.stderr}Install it from GitHub, then run this cell again:\n"
+            f'%pip install "git+{s["repo"]}"')
+
+
+def upgrade_message(s: dict) -> str:
+    """What the install cell raises when an older pyxis-nb is installed
+    (``{px.__version__}`` filled in by the cell): one line, and what to
+    run; after the restart the cell installs the right one itself."""
+    return (f"pyxis_nb {{px.__version__}} is installed, this chapter needs "
+            f"{s['spec']}: %pip uninstall -y {s['dist']}, restart the kernel")
 
 
 INSTALL_NOTE_KEY = "pyxis_install_note"
@@ -124,36 +147,31 @@ INSTALL_NOTE = ("**Setup:** installs the book's package if it is missing "
 
 
 def install_source(s: dict) -> str:
-    """The install cell: import, else pip quietly, else say what to run;
-    then the version check. Its messages are whole literals (a test
+    """The install cell: import, else pip (the index and the website's page
+    of wheels, its output captured), else say what pip said and what to
+    run; then the version check. Its messages are whole literals (a test
     evaluates them), each line at most 79 columns."""
-    low, high = s["low"], s["high"]
-    message = _literal(failure_message(s), indent=12)
-    upgrade = _literal(
-        f"pyxis_nb {{px.__version__}} is installed, this chapter needs "
-        f"{s['spec']}: run %pip install --upgrade {s['wheel_url']} and "
-        "restart the kernel", indent=4)
-    # the f-string only for the piece that names the installed version
-    upgrade = upgrade.replace("'pyxis_nb {", "f'pyxis_nb {", 1).replace(
-        '"pyxis_nb {', 'f"pyxis_nb {', 1)
+    major, minor = s["low"]
+    links = _literal(s["links"], indent=13)
+    if "\n" in links:  # a long address: adjacent literals need parentheses
+        links = f"({links})"
     return f'''\
 # Setup: install the book's package if it is missing (see the line above).
-try:
-    import pyxis_nb as px
-except ModuleNotFoundError:  # pip, quietly: its messages stay in pip_log
-    import importlib, subprocess, sys
-    pip_log = subprocess.run(
+import importlib.util, os, subprocess, sys
+if importlib.util.find_spec("pyxis_nb") is None:  # pip: index or website
+    links = {links}
+    pip = subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "{s["spec"]}"],
+        env={{"PIP_FIND_LINKS": links, **os.environ}},  # unless it is set
         capture_output=True, text=True)
-    importlib.invalidate_caches()
-    try:
-        import pyxis_nb as px
-    except ModuleNotFoundError:
+    if pip.returncode:  # what pip said, and what to run instead
         raise ModuleNotFoundError(
-            {message}) from None
-if not {low} <= tuple(map(int, px.__version__.split(".")[:2])) < {high}:
+            {_literal(failure_message(s), indent=12)})
+    importlib.invalidate_caches()
+import pyxis_nb as px
+if not px.__version__.startswith("{major}.{minor}."):
     raise ImportError(
-    {upgrade})'''
+        {_literal(upgrade_message(s), indent=8)})'''
 
 
 def install_cell(s: dict) -> nbformat.NotebookNode:
@@ -162,6 +180,24 @@ def install_cell(s: dict) -> nbformat.NotebookNode:
     cell.metadata = {INSTALL_KEY: True, "tags": ["remove-cell"],
                      "jupyter": {"source_hidden": True}}
     return cell
+
+
+def write_links_page(folder: Path) -> Path:
+    """``folder/index.html``: a link to each wheel in ``folder``, with its
+    sha256 (pip checks it), the page pip's ``--find-links`` reads. ``make
+    wheel`` writes it; the site serves it at ``<html.baseurl>_downloads/``,
+    where the install cell's pip looks (``links``)."""
+    folder = Path(folder)
+    rows = []
+    for wheel in sorted(folder.glob("*.whl")):
+        digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+        name = html.escape(wheel.name)
+        rows.append(f'<a href="{name}#sha256={digest}">{name}</a><br>')
+    page = folder / "index.html"
+    page.write_text("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+                    "<title>pyxis-nb wheels</title></head><body>\n"
+                    + "\n".join(rows) + "\n</body></html>\n")
+    return page
 
 
 SOLUTION_TAG = "hide-cell"  # an exercise's solution (CONTRIBUTING.md)
@@ -341,8 +377,14 @@ def transform(nb: nbformat.NotebookNode, s: dict) -> nbformat.NotebookNode:
     if old is not None and old.source == fresh.source:
         old.metadata = fresh.metadata
         fresh = old  # keep its (empty) outputs and execution count
-    elif "id" in fresh:
-        fresh["id"] = old["id"] if old is not None and "id" in old else "install"
+    else:
+        if "id" in fresh:
+            fresh["id"] = (old["id"] if old is not None and "id" in old
+                           else "install")
+        if old is not None and not old.outputs:
+            # the stored run had the package: the new cell would print
+            # nothing either, and keeps the count a re-run would give it
+            fresh.execution_count = old.execution_count
     at = next((i for i, c in enumerate(cells) if c.cell_type == "code"
                and BEFORE_TAG not in c.metadata.get("tags", [])), len(cells))
     note = install_note()
@@ -370,6 +412,8 @@ def blocks_for_docs(s: dict) -> dict[str, str]:
             "```bash\n"
             f"pip install {wheel}              # the wheel the website offers\n"
             f'pip install "{s["spec"]}"           # from the package index, once released\n'
+            f'pip install "{s["spec"]}" -f {s["links"]}  # the index or the '
+            "website, as a chapter's install cell does\n"
             f"pip install git+{repo}  # straight from the repository\n"
             "```"),
         "book/intro.md:clone": (
@@ -416,7 +460,13 @@ def main(argv=None) -> int:
     parser.add_argument("notebooks", nargs="*", type=Path)
     parser.add_argument("--check", action="store_true",
                         help="change nothing; exit 1 if a file is not up to date")
+    parser.add_argument("--links-page", type=Path, metavar="DIR",
+                        help="only write DIR/index.html, the page of links "
+                             "to DIR's wheels (make wheel)")
     args = parser.parse_args(argv)
+    if args.links_page:
+        print(write_links_page(args.links_page))
+        return 0
     s = settings()
     paths = args.notebooks or sorted((ROOT / "book").glob("*.ipynb"))
     stale = update_docs(s, write=not args.check)

@@ -17,7 +17,8 @@ ipywidgets, ipykernel, safetensors, tokenizers, threadpoolctl, gguf and
 jinja2 (pyxis-nb's own dependencies), pinned with all they depend on by constraints.txt, and no
 pyxis_nb. Its install cell then runs ``pip install "pyxis-nb>=..."``,
 which pip satisfies from the wheel built from this checkout, with no index
-(PIP_NO_INDEX=1, PIP_FIND_LINKS=<wheel dir>, no pip config file).
+(PIP_NO_INDEX=1, PIP_FIND_LINKS=<wheel dir>, no pip config file; the
+PIP_FIND_LINKS replaces the website, where the cell has pip look by default).
 
 The environment with those packages is created once and cached under
 ``_build/standalone/env-<hash of the pins>``. Each chapter gets a throwaway
