@@ -563,6 +563,7 @@ def apply_chat_template(conversation, *, chat_template: str,
     import json
 
     import jinja2
+    import jinja2.ext  # loopcontrols; not loaded by "import jinja2" alone
     from jinja2.sandbox import ImmutableSandboxedEnvironment
     check_needs(isinstance(conversation, (list, tuple)) and all(
         isinstance(m, dict) for m in conversation), "conversation",

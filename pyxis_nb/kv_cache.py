@@ -14,13 +14,9 @@ allocated once; an ``update`` writes ``T`` new positions after those
 already there and returns views of the first ``S``. Nothing is copied or
 reallocated while decoding.
 
-With ``window`` set, the cache is a sliding window that may keep the first
-``sink_tokens`` positions for good (Xiao et al. 2023's "attention sinks"):
-after each update it evicts the oldest other positions, so that the next
-query sees the sinks, the ``window - 1`` positions before it, and itself.
-Keys are cached after RoPE, so every kept token keeps its original
-position; the caller passes ``position_ids`` (StreamingLLM instead
-renumbers positions inside the cache).
+:class:`SlidingWindowCache` is the same cache with an eviction rule: a
+window of the last positions, plus the first ``sink_tokens`` kept for good
+(Xiao et al. 2023's "attention sinks").
 """
 
 from __future__ import annotations
@@ -30,7 +26,7 @@ import numpy as np
 from ._checks import (as_float_array, check_float_dtype, check_int,
                       check_positive_int, check_same_dtype, check_shape)
 
-__all__ = ["KVCache"]
+__all__ = ["KVCache", "SlidingWindowCache"]
 
 
 class KVCache:
@@ -51,14 +47,6 @@ class KVCache:
     dtype : numpy float dtype, default float64
         Every ``update`` must pass exactly this dtype (the package default,
         float64, as ``MultiHeadAttention`` and ``TinyDecoder``).
-    window : int, optional
-        Evict positions older than the last ``window - 1`` after each
-        update (default: never evict). A query decoded one at a time then
-        attends to ``window`` positions, itself included, plus the sinks:
-        the mask ``kv <= q and (q - kv < window or kv < sink_tokens)``.
-        Needs ``max_cache_len >= window + sink_tokens``.
-    sink_tokens : int, default 0
-        With ``window``: the first positions, never evicted.
 
     Attributes
     ----------
@@ -70,9 +58,7 @@ class KVCache:
     Raises
     ------
     ValueError
-        If a size is not an integer >= 1, ``dtype`` is not a float dtype,
-        ``sink_tokens`` is negative or given without ``window``, or
-        ``max_cache_len < window + sink_tokens``.
+        If a size is not an integer >= 1 or ``dtype`` is not a float dtype.
 
     See Also
     --------
@@ -83,8 +69,7 @@ class KVCache:
 
     def __init__(self, num_hidden_layers: int, batch_size: int,
                  num_key_value_heads: int, head_dim: int, max_cache_len: int,
-                 dtype=np.float64, window: int | None = None,
-                 sink_tokens: int = 0):
+                 dtype=np.float64):
         self.num_hidden_layers = check_positive_int(
             "num_hidden_layers", num_hidden_layers)
         self.batch_size = check_positive_int("batch_size", batch_size)
@@ -93,18 +78,6 @@ class KVCache:
         self.head_dim = check_positive_int("head_dim", head_dim)
         self.max_cache_len = check_positive_int("max_cache_len", max_cache_len)
         self.dtype = check_float_dtype("dtype", dtype)
-        self.window = (None if window is None
-                       else check_positive_int("window", window))
-        self.sink_tokens = check_int("sink_tokens", sink_tokens, low=0)
-        if self.window is None and self.sink_tokens:
-            raise ValueError(f"sink_tokens={self.sink_tokens} needs a "
-                             "window: sinks are what a window keeps")
-        if (self.window is not None
-                and self.max_cache_len < self.window + self.sink_tokens):
-            raise ValueError(
-                "max_cache_len must hold window + sink_tokens = "
-                f"{self.window} + {self.sink_tokens}, "
-                f"got {self.max_cache_len}")
         shape = (self.batch_size, self.num_key_value_heads, self.max_cache_len,
                  self.head_dim)
         layers = range(self.num_hidden_layers)
@@ -147,8 +120,7 @@ class KVCache:
         Returns
         -------
         keys, values : ndarray, shape (B, H_kv, S, d_head)
-            Views of the storage, which later updates leave unchanged
-            (unless a ``window`` evicts: then they shift).
+            Views of the storage, which later updates leave unchanged.
 
         Raises
         ------
@@ -165,22 +137,7 @@ class KVCache:
         self.key_cache[i][:, :, start:start + T] = k  # positions start..S-1
         self.value_cache[i][:, :, start:start + T] = v
         self._lengths[i] = S = start + T
-        keys = self.key_cache[i][:, :, :S]
-        values = self.value_cache[i][:, :, :S]
-        if self.window is not None:  # copies first: the views then shift
-            keys, values = keys.copy(), values.copy()
-            self._evict(i)
-        return keys, values
-
-    def _evict(self, i: int) -> None:
-        """Keep layer i's sinks and its last ``window - 1`` other positions."""
-        n, keep = self._lengths[i], self.window - 1
-        if n <= self.sink_tokens + keep:
-            return
-        for a in (self.key_cache[i], self.value_cache[i]):
-            a[:, :, self.sink_tokens:self.sink_tokens + keep] = (
-                a[:, :, n - keep:n])  # numpy buffers the overlapping copy
-        self._lengths[i] = self.sink_tokens + keep
+        return self.key_cache[i][:, :, :S], self.value_cache[i][:, :, :S]
 
     def _check_update(self, key_states, value_states, layer_idx):
         """update's door: the layer, and new keys and values that fit it."""
@@ -238,7 +195,83 @@ class KVCache:
                 f"num_key_value_heads={self.num_key_value_heads}, "
                 f"head_dim={self.head_dim}, "
                 f"max_cache_len={self.max_cache_len}, "
-                f"dtype={self.dtype}"
-                + ("" if self.window is None else
-                   f", window={self.window}, sink_tokens={self.sink_tokens}")
-                + f"; {held})")
+                f"dtype={self.dtype}; {held})")
+
+
+class SlidingWindowCache(KVCache):
+    """A KVCache that keeps the sinks and the last ``window - 1`` positions.
+
+    After each update it evicts the oldest positions but the first
+    ``sink_tokens``, so a query decoded one at a time attends to the
+    sinks, the ``window - 1`` positions before it and itself: the mask
+    ``kv <= q and (q - kv < window or kv < sink_tokens)``. Keys are cached
+    after RoPE, so every kept token keeps its original position; the caller
+    passes ``position_ids``. (StreamingLLM instead renumbers the positions
+    inside the cache; transformers' ``SlidingWindowCache`` has no sinks.)
+
+    Parameters
+    ----------
+    num_hidden_layers, batch_size, num_key_value_heads, head_dim : int
+        As :class:`KVCache`.
+    max_cache_len : int
+        At least ``window + sink_tokens``: the most an update may hold
+        before it evicts.
+    dtype : numpy float dtype, default float64
+        As :class:`KVCache`.
+    window : int
+        Positions a query sees besides the sinks, itself included.
+    sink_tokens : int, default 0
+        The first positions, never evicted.
+
+    Raises
+    ------
+    ValueError
+        As :class:`KVCache`, and if ``window`` is not an integer >= 1,
+        ``sink_tokens`` is negative, or ``max_cache_len < window +
+        sink_tokens``.
+    """
+
+    def __init__(self, num_hidden_layers: int, batch_size: int,
+                 num_key_value_heads: int, head_dim: int, max_cache_len: int,
+                 dtype=np.float64, *, window: int, sink_tokens: int = 0):
+        super().__init__(num_hidden_layers, batch_size, num_key_value_heads,
+                         head_dim, max_cache_len, dtype)
+        self.window = check_positive_int("window", window)
+        self.sink_tokens = check_int("sink_tokens", sink_tokens, low=0)
+        if self.max_cache_len < self.window + self.sink_tokens:
+            raise ValueError(
+                "max_cache_len must hold window + sink_tokens = "
+                f"{self.window} + {self.sink_tokens}, "
+                f"got {self.max_cache_len}")
+
+    def update(self, key_states, value_states, layer_idx: int):
+        """Append T positions, return all held, then evict for the next.
+
+        Parameters
+        ----------
+        key_states, value_states : ndarray, shape (B, H_kv, T, d_head)
+        layer_idx : int
+
+        Returns
+        -------
+        keys, values : ndarray, shape (B, H_kv, S, d_head)
+            Copies (the eviction then moves the storage).
+        """
+        keys, values = super().update(key_states, value_states, layer_idx)
+        keys, values = keys.copy(), values.copy()
+        self._evict(layer_idx)
+        return keys, values
+
+    def _evict(self, i: int) -> None:
+        """Keep layer i's sinks and its last ``window - 1`` other positions."""
+        n, keep, sinks = self._lengths[i], self.window - 1, self.sink_tokens
+        if n <= sinks + keep:
+            return
+        for a in (self.key_cache[i], self.value_cache[i]):
+            a[:, :, sinks:sinks + keep] = a[:, :, n - keep:n]  # buffered copy
+        self._lengths[i] = sinks + keep
+
+    def __repr__(self) -> str:
+        return (super().__repr__()[:-1].replace(
+            "KVCache(", "SlidingWindowCache(", 1)
+            + f"; window={self.window}, sink_tokens={self.sink_tokens})")

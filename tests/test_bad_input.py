@@ -403,14 +403,12 @@ ROWS += [
     (px.KVCache, dict(num_hidden_layers=1, batch_size=1, num_key_value_heads=1,
                       head_dim=1, max_cache_len=4, dtype=np.int32), ValueError,
      r"dtype .*int32"),
-    *[(px.KVCache, dict(num_hidden_layers=1, batch_size=1,
-                        num_key_value_heads=1, head_dim=1, **bad), ValueError,
-       pattern) for bad, pattern in [
+    *[(px.kv_cache.SlidingWindowCache, dict(
+        num_hidden_layers=1, batch_size=1, num_key_value_heads=1, head_dim=1,
+        **bad), ValueError, pattern) for bad, pattern in [
         (dict(max_cache_len=4, window=0), r"window .*got 0"),
         (dict(max_cache_len=4, window=2, sink_tokens=-1),
          r"sink_tokens .*got -1"),
-        (dict(max_cache_len=4, sink_tokens=2),
-         r"sink_tokens=2 needs a window"),
         (dict(max_cache_len=4, window=3, sink_tokens=2),
          r"max_cache_len must hold window \+ sink_tokens = 3 \+ 2, got 4"),
     ]],

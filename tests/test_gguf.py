@@ -260,6 +260,20 @@ def test_smollm2_chat_template_renders_as_transformers(hf_smol_tokenizer,
     assert ids[:1] == [1] and ids.count(2) == 4  # <|im_start|>, <|im_end|>
 
 
+def test_chat_template_renders_in_a_fresh_interpreter():
+    """A bare kernel has imported neither transformers nor jinja2.ext (which
+    ``import jinja2`` alone does not load): the template still renders."""
+    import sys
+    code = ("import pyxis_nb as px; print(px.gguf_file.apply_chat_template("
+            "[{'role': 'user', 'content': 'Hi'}], chat_template=\"{% for m in "
+            "messages %}{% if loop.first %}{{ m['content'] }}{% break %}"
+            "{% endif %}{% endfor %}\"), end='')")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "Hi"
+
+
 @needs_smol
 def test_smollm2_rows_as_stored_are_llama_cpp_s(smol):
     stored = px.gguf_file.read_gguf(SMOL, unpermute_qk=False).state_dict

@@ -106,14 +106,16 @@ def sink_window_mask(T, window, sink_tokens):
 
 
 def test_a_window_cache_keeps_the_sinks_and_the_last_positions():
-    cache = px.KVCache(1, 1, 1, 1, max_cache_len=6, window=3, sink_tokens=2)
+    cache = px.kv_cache.SlidingWindowCache(1, 1, 1, 1, max_cache_len=6,
+                                           window=3, sink_tokens=2)
     for t in range(9):
         x = np.full((1, 1, 1, 1), float(t))
         keys, _ = cache.update(x, x, 0)
         want = [s for s in range(t + 1) if s < 2 or t - s < 3]
         assert keys[0, 0, :, 0].tolist() == want
     assert cache.get_seq_length() == 2 + 2  # sinks + window - 1
-    assert "window=3, sink_tokens=2" in repr(cache)
+    assert repr(cache).startswith("SlidingWindowCache(num_hidden_layers=1")
+    assert repr(cache).endswith("; window=3, sink_tokens=2)")
 
 
 @pytest.mark.parametrize("sink_tokens", [0, 2])
@@ -123,8 +125,9 @@ def test_decoding_through_a_window_cache_equals_one_masked_pass(sink_tokens):
     ids = np.random.default_rng(1).integers(0, model.vocab_size, (1, T))
     mask = sink_window_mask(T, window, sink_tokens)[None, None]  # (1,1,T,T)
     want = model(ids, attention_mask=mask).logits
-    cache = px.KVCache(2, 1, 2, 8, window + sink_tokens, window=window,
-                       sink_tokens=sink_tokens)  # TinyDecoder's sizes
+    cache = px.kv_cache.SlidingWindowCache(  # TinyDecoder's sizes
+        2, 1, 2, 8, window + sink_tokens, window=window,
+        sink_tokens=sink_tokens)
     got = [model(ids[:, t:t + 1], cache=cache,
                  position_ids=np.array([[t]])).logits for t in range(T)]
     np.testing.assert_allclose(np.concatenate(got, axis=1), want,

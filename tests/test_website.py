@@ -600,7 +600,9 @@ def test_first_page_reads_right(desktop):
 # the top of what follows it, and the output's height
 MV_BELOW = """() => { const out = document.querySelector('.cell_output.pyxis-reserve');
   if (!out) return null;
-  const next = out.closest('.cell').nextElementSibling;
+  let cell = out.closest('.cell');  // the view may end its section
+  while (!cell.nextElementSibling) cell = cell.parentElement;
+  const next = cell.nextElementSibling;
   const view = out.querySelector('.widget-subarea');
   return {below: Math.round(next.getBoundingClientRect().top + window.scrollY),
           reserved: Math.round(out.getBoundingClientRect().height),
