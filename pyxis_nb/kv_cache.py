@@ -258,18 +258,14 @@ class SlidingWindowCache(KVCache):
             Copies (the eviction then moves the storage).
         """
         keys, values = super().update(key_states, value_states, layer_idx)
-        keys, values = keys.copy(), values.copy()
-        self._evict(layer_idx)
+        keys, values = keys.copy(), values.copy()  # the storage moves next
+        i, keep, sinks = layer_idx, self.window - 1, self.sink_tokens
+        n = self._lengths[i]
+        if n > sinks + keep:  # keep the sinks and the last window - 1
+            for a in (self.key_cache[i], self.value_cache[i]):
+                a[:, :, sinks:sinks + keep] = a[:, :, n - keep:n]
+            self._lengths[i] = sinks + keep
         return keys, values
-
-    def _evict(self, i: int) -> None:
-        """Keep layer i's sinks and its last ``window - 1`` other positions."""
-        n, keep, sinks = self._lengths[i], self.window - 1, self.sink_tokens
-        if n <= sinks + keep:
-            return
-        for a in (self.key_cache[i], self.value_cache[i]):
-            a[:, :, sinks:sinks + keep] = a[:, :, n - keep:n]  # buffered copy
-        self._lengths[i] = sinks + keep
 
     def __repr__(self) -> str:
         return (super().__repr__()[:-1].replace(
