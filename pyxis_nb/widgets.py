@@ -776,6 +776,7 @@ _MV_ROW_LABEL = (52, 64)               # row labels' width
 _MV_COL_LABEL = (40, 44)               # column labels' height (vertical)
 _MV_THUMB = ((40, 54, 30), (56, 66, 40))  # button width, height, picture
 _MV_LINE = 20                          # a line of text
+_MV_PHONE_GRID = 336                   # px a phone gives the thumbnails
 _MV_CONTROL = 36                       # a row of toggle buttons or a dropdown
 
 
@@ -828,6 +829,10 @@ def _model_view_css(thumbs: Sequence[bytes], T: int, H: int) -> str:
         (cw, ch), font = _MV_CELL[n], _MV_FONT[n]
         row_label, col_label = _MV_ROW_LABEL[n], _MV_COL_LABEL[n]
         bw, bh, pic = _MV_THUMB[n]
+        label = f"font-size:{font - 1}px"
+        if n == 0 and H * bw + 2 * (H - 1) > _MV_PHONE_GRID:  # 9 heads
+            bw = (_MV_PHONE_GRID - 2 * (H - 1)) // H
+            label = "font-size:9px;font-weight:normal!important"  # L17 H0
         return (
             f".pyxis-mv table{{font:{font}px/1 sans-serif}}"
             f".pyxis-mv td,.pyxis-mv thead th+th{{width:{cw}px;"
@@ -838,7 +843,7 @@ def _model_view_css(thumbs: Sequence[bytes], T: int, H: int) -> str:
             f"max-width:{row_label}px}}"
             f".pyxis-mv thead th{{height:{col_label}px}}"
             f".pyxis-mv-grid .widget-toggle-button{{width:{bw}px;"
-            f"height:{bh}px;padding:{pic + 6}px 0 0;font-size:{font - 1}px;"
+            f"height:{bh}px;padding:{pic + 6}px 0 0;{label};"
             f"background-size:{pic}px {pic}px}}"
             f".pyxis-mv-grid>div:last-child{{grid-template-columns:"
             f"repeat({H},{bw}px)}}")

@@ -55,6 +55,14 @@ WIDE_TABLES = """() => Array.from(document.querySelectorAll('article table'))
              (t.querySelector('td') || t).textContent.trim().slice(0, 30)])
   .filter(([right, scroll, client]) => right > 390 || scroll > client + 1)"""
 
+# model-view thumbnails cut off by the view's right edge, or whose label
+# ("L17 H0") is cut short: their labels
+MV_THUMBS_CUT = """() => Array.from(document.querySelectorAll('.pyxis-mv-grid .widget-toggle-button'))
+  .filter(b => b.getClientRects().length)
+  .filter(b => b.getBoundingClientRect().right > b.closest('.pyxis-mv').getBoundingClientRect().right + 1
+               || b.scrollWidth > b.clientWidth + 1)
+  .map(b => b.textContent.trim())"""
+
 # "Back to top", shown while the reader scrolls up: whether it covers a
 # figure or a widget, at each of the page's widgets
 BACK_TO_TOP = """() => { const pill = document.getElementById('pst-back-to-top');
@@ -118,7 +126,8 @@ def _phone_visit(browser, base_url: str, path: str) -> dict:
                     split=watch.page.evaluate(SPLIT_NAMES),
                     pictures=watch.page.evaluate(PICTURES),
                     equations=watch.page.evaluate(WIDE_EQUATIONS),
-                    tables=watch.page.evaluate(WIDE_TABLES))
+                    tables=watch.page.evaluate(WIDE_TABLES),
+                    thumbs=watch.page.evaluate(MV_THUMBS_CUT))
         seen["zoom"] = _open_full_size(watch.page)
         screenshot(watch.page, "phone/" + shot_name(path))
         seen["errors"] = list(watch.errors)
@@ -141,6 +150,15 @@ def test_phone(phone, path):
     assert over <= 0, f"{path} scrolls {over} px sideways at 390 px; too wide: {seen['wide']}"
     split = seen["split"]
     assert split == [], f"{path}: names broken across lines at 390 px: {split[:8]}"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_model_view_thumbnails_fit_a_phone(phone, path):
+    """At 390 px every thumbnail of a model view shows whole, its label
+    too: SmolLM2's 9 heads a layer are narrower than the Shakespeare
+    model's 8, not cut off at the ninth."""
+    cut = phone(path)["thumbs"]
+    assert cut == [], f"{path}: model-view thumbnails cut at 390 px: {cut[:9]}"
 
 
 @pytest.mark.parametrize("path", PAGES)
