@@ -196,7 +196,12 @@ def test_setup_and_solutions_say_what_they_are_in_nbconvert(converted, path):
         assert "remove-cell" in nb.cells[i].metadata.get("tags", [])
 
 
-def test_the_model_view_picture_shows_its_default_view(converted):
+MODEL_VIEW_CHAPTERS = [p for p in sorted((ROOT / "book").glob("*.ipynb"))
+                       if "px.model_view(" in p.read_text(encoding="utf-8")]
+
+
+@pytest.mark.parametrize("path", MODEL_VIEW_CHAPTERS, ids=lambda p: p.stem)
+def test_the_model_view_picture_shows_its_default_view(converted, path):
     """Outside the site the model view is a picture of how it opens (the
     labelled grid and the first head with its numbers, not a bare 272 x 136
     grid of thumbnails), its alt text stored with it (the output's metadata,
@@ -204,7 +209,6 @@ def test_the_model_view_picture_shows_its_default_view(converted):
     and the Markdown before it says what the picture is (issue #30, item 7)."""
     from PIL import Image
 
-    path = ROOT / "book" / "real_model.ipynb"
     nb, page, cells = converted(path)
     (i,) = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
             and c.source.startswith("px.model_view(")]
