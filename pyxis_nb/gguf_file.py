@@ -53,6 +53,7 @@ __all__ = [
     "cache_folder",
     "fetch_smollm2",
     "gguf_metadata",
+    "gguf_tensor_data",
     "gguf_tensor_types",
     "gguf_tokenizer",
     "read_gguf",
@@ -290,6 +291,37 @@ def gguf_tensor_types(path) -> dict:
     """
     return {t.name: (t.tensor_type.name, tuple(int(n) for n in t.shape[::-1]))
             for t in _reader(path)[0].tensors}
+
+
+def gguf_tensor_data(path, name: str) -> np.ndarray:
+    """One tensor as the file stores it: its blocks' raw bytes, not weights.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A GGUF file.
+    name : str
+        llama.cpp's tensor name, such as ``"blk.0.attn_q.weight"``.
+
+    Returns
+    -------
+    ndarray
+        ``gguf.GGUFReader``'s data of the tensor, a read-only view of the
+        file: for a quantized type, uint8 of shape (out, bytes a row)
+        (Q4_1: 20 bytes per 32 weights); for F32, the float32 weights.
+        ``gguf.quants.dequantize(data, type)`` turns blocks into weights.
+
+    Raises
+    ------
+    ValueError
+        If the file has no tensor ``name``.
+    """
+    tensors = {t.name: t for t in _reader(path)[0].tensors}
+    if name not in tensors:
+        raise ValueError(f"name {name!r} is not a tensor of "
+                         f"{pathlib.Path(path).name}; it has "
+                         f"{', '.join(list(tensors)[:3])}, ...")
+    return tensors[name].data
 
 
 def _config(fields: dict, tensors: dict, name: str):
