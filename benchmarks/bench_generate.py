@@ -137,7 +137,7 @@ def measure(name, ours, theirs, torch, n_new: int, repeats: int,
     t_prompt = torch.from_numpy(prompt)[None]
 
     def px_generate():
-        return ours.generate(prompt, n_new)[0]
+        return ours.generate(prompt, n_new)  # a 1-D prompt: (P + N,)
 
     def hf_generate():
         with torch.no_grad():
