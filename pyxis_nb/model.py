@@ -251,7 +251,8 @@ class Qwen3DecoderLayer:
         self.layer_idx = layer_idx
 
     def forward(self, hidden_states, attention_mask, position_embeddings,
-                cache=None, head_mask=None, rope_layout="half"):
+                cache=None, head_mask=None, rope_layout="half",
+                output_attentions=True):
         """Unchecked (the model checks once): (B, T, d_model) -> same.
 
         Parameters
@@ -267,11 +268,13 @@ class Qwen3DecoderLayer:
             Multiplies each head's attention weights.
         rope_layout : {"half", "interleaved"}
             Which pairs RoPE rotates (see ``Qwen3ForCausalLM.forward``).
+        output_attentions : bool, default True
+            False: the attention may skip its weights (``attend``).
 
         Returns
         -------
         hidden_states : ndarray, shape (B, T, d_model)
-        attn_weights : ndarray, shape (B, H, T, S)
+        attn_weights : ndarray, shape (B, H, T, S), or None
 
         See Also
         --------
@@ -282,7 +285,7 @@ class Qwen3DecoderLayer:
         # Self Attention
         hidden_states, attn_weights = self.self_attn.attend(
             hidden_states, attention_mask, position_embeddings, cache,
-            self.layer_idx, head_mask, rope_layout)
+            self.layer_idx, head_mask, rope_layout, output_attentions)
         hidden_states = residual + hidden_states
         if self.mlp is None:  # an attention-only decoder
             return hidden_states, attn_weights
@@ -639,7 +642,9 @@ class Qwen3ForCausalLM:
         logits_to_keep : int, default 0
             The last this many positions only (0: all).
         output_attentions : bool, default False
-            Also return every layer's attention weights.
+            Also return every layer's attention weights. Without them (and
+            without ``head_mask``) the layers attend in tiles
+            (``sdpa_tiled_core``) and never hold (B, H, T, S) weights.
         output_hidden_states : bool, default False
             Also return the residual stream at the input of every layer.
         head_mask : array_like, shape (L, H), optional
@@ -676,8 +681,9 @@ class Qwen3ForCausalLM:
         for i, layer in enumerate(self.layers):
             hidden_states.append(h)  # the layer's input
             h, w = layer(h, mask, rope, cache, None if heads is None
-                         else heads[i], rope_layout)  # (B, T, d_model)
-            attentions.append(w)  # (B, H, T, S)
+                         else heads[i], rope_layout,
+                         output_attentions)  # (B, T, d_model)
+            attentions.append(w)  # (B, H, T, S), or None
         h = self.norm(h)
         hidden_states.append(h)
         logits = (h[:, -keep:] if keep else h) @ self.lm_head.T  # (B, T, V)

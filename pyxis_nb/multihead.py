@@ -27,7 +27,7 @@ from ._checks import (as_float_array, check_01_mask, check_bool, check_even,
                       check_heads, check_int, check_keys, check_needs,
                       check_nonempty, check_number, check_positive_int,
                       check_same_dtype, check_shape, check_theta)
-from .attention import sdpa_core
+from .attention import sdpa_core, sdpa_tiled_core
 from .masks import causal_mask
 from .norms import rms_norm_core
 from .rope import apply_rotary, rotary_cos_sin
@@ -577,7 +577,8 @@ class MultiHeadAttention:
         return (out, weights) if output_attentions else out
 
     def attend(self, x, attn_mask, position_embeddings, cache=None,
-               layer_idx=0, head_mask=None, rope_layout="half"):
+               layer_idx=0, head_mask=None, rope_layout="half",
+               output_attentions=True):
         """Unchecked core of :meth:`forward`: project, rotate, cache, attend.
 
         A model calls it for every layer with what it built once (HF:
@@ -602,11 +603,16 @@ class MultiHeadAttention:
         rope_layout : {"half", "interleaved"}, default "half"
             "interleaved" rotates neighbouring pairs: the layout bug the
             chapters demonstrate.
+        output_attentions : bool, default True
+            False: no weights are wanted, and without a ``head_mask`` the
+            attention runs in tiles (``sdpa_tiled_core``, FlashAttention's
+            way), never holding the (B, H, T, S) weights.
 
         Returns
         -------
         out : ndarray, shape (B, T, d_model)
-        weights : ndarray, shape (B, H, T, S)
+        weights : ndarray, shape (B, H, T, S), or None
+            None when ``output_attentions`` is False and no ``head_mask``.
         """
         q, k, v = self.project(x)  # (B, H or H_kv, T, d_head)
         if position_embeddings is not None:  # rotate before caching
@@ -616,9 +622,12 @@ class MultiHeadAttention:
             k = apply_rotary(k, cos, sin, rope_layout)
         if cache is not None:  # -> (B, H_kv, S, d_head)
             k, v = cache.update(k, v, layer_idx)
-        out, weights = sdpa_core(q, k, v, attn_mask=attn_mask,
-                                 enable_gqa=True,
-                                 head_mask=head_mask)  # (B, H, T, d_head)
+        if output_attentions or head_mask is not None:  # the weights too
+            out, weights = sdpa_core(q, k, v, attn_mask=attn_mask,
+                                     enable_gqa=True,
+                                     head_mask=head_mask)  # (B, H, T, d_head)
+        else:  # in tiles, as FlashAttention: no (T, S) array, no weights
+            out, weights = sdpa_tiled_core(q, k, v, attn_mask), None
         # (B, T, H*d_head) @ (H*d_head, d_model) -> (B, T, d_model)
         out = merge_heads_core(out) @ self.o_proj.T
         return out, weights

@@ -112,6 +112,36 @@ def test_output_attentions_are_each_layers_causal_softmax():
     np.testing.assert_allclose(w[1, 0], w1[0], atol=1e-12)
 
 
+def test_without_weights_the_layers_attend_in_tiles(monkeypatch):
+    """Without output_attentions (or a head_mask) every layer runs
+    sdpa_tiled_core: the logits of the weights' path (sdpa_core) to
+    rounding, with left padding and a cache, and no weights kept."""
+    import pyxis_nb.multihead as multihead
+    calls = []
+    tiled = multihead.sdpa_tiled_core
+    monkeypatch.setattr(multihead, "sdpa_tiled_core",
+                        lambda *a, **k: calls.append(1) or tiled(*a, **k))
+    config = px.ModelConfig(**SIZES | dict(max_position_embeddings=160))
+    model = px.Qwen3ForCausalLM.from_config(config, seed=4)
+    rng = np.random.default_rng(0)
+    ids, mask = left_pad([list(rng.integers(1, 64, n)) for n in (90, 71)])
+    cache = model.new_cache(100, 2)
+    fast = model(ids, attention_mask=mask, cache=cache)
+    assert len(calls) == 2 and fast.attentions is None  # one per layer
+    slow = model(ids, attention_mask=mask, output_attentions=True)
+    assert len(calls) == 2 and slow.attentions.shape == (2, 2, 4, 90, 90)
+    np.testing.assert_allclose(fast.logits, slow.logits, rtol=0, atol=1e-12)
+    x = rng.standard_normal((1, 70, SMALL.hidden_size))
+    rope = px.rotary_cos_sin(np.arange(70), 4, rope_theta=1e4,
+                             dtype=np.float64)
+    attn = model.layers[0].self_attn
+    assert attn.attend(x, px.causal_mask(70), rope,
+                       output_attentions=False)[1] is None
+    _, w = attn.attend(x, px.causal_mask(70), rope, head_mask=np.ones(4),
+                       output_attentions=False)  # a head_mask needs them
+    assert w.shape == (1, 4, 70, 70)
+
+
 # ---------------------------------------------------------------- loading
 
 @pytest.mark.parametrize("shards", [1, 3])
