@@ -219,9 +219,14 @@ class Qwen3MLP:
         """
         gate = x @ self.gate_proj.T  # (B, T, d_model) @ (d_model, d_ff)
         up = x @ self.up_proj.T  # (B, T, d_model) @ (d_model, d_ff)
+        # silu(x) = x * sigmoid(x) = x / (1 + exp(-x)), as torch; in place,
+        # in one more (B, T, d_ff) array, not five
+        denom = np.negative(gate)
         with np.errstate(over="ignore"):  # exp(-x) = inf: silu(x) = -0.0
-            silu = gate / (1 + np.exp(-gate))  # x * sigmoid(x), as torch
-        return (silu * up) @ self.down_proj.T  # (B, T, d_ff) @ (d_ff, .)
+            np.exp(denom, out=denom)
+        denom += 1
+        up *= np.divide(gate, denom, out=denom)  # silu(gate) * up
+        return up @ self.down_proj.T  # (B, T, d_ff) @ (d_ff, d_model)
 
     __call__ = forward
 
