@@ -217,6 +217,7 @@ class _Tile:
         self.n_rep, self.dtype = n_rep, np.dtype(dtype)
         self.buffer = np.empty(B * H_kv * block_q * n_rep * block_k, dtype)
         self.ones = np.ones((1, block_k), dtype)  # ones @ p: column sums
+        self.biases = {}  # the causal diagonal repeats from tile to tile
 
     def attend(self, rows_t, key, value, mask):
         """The tile's block_q * n_rep query rows, transposed (B, H_kv,
@@ -256,12 +257,14 @@ class _Tile:
         the first column not every query may see (the causal diagonal) on.
         """
         c0 = int(tile.all(axis=(0, 1)).argmin())  # first partly hidden key
-        Bm, rows, cols = tile.shape
-        bias = np.where(tile[..., c0:], self.dtype.type(0),
-                        self.dtype.type(-np.inf))  # (B or 1, rows, cols - c0)
-        # -> (B or 1, 1, cols - c0, rows * n_rep): keys by (t, rep) rows
-        bias = np.repeat(bias.transpose(0, 2, 1), self.n_rep, axis=-1)[:, None]
-        s[..., c0:, :] += bias
+        part = tile[..., c0:]  # (B or 1, rows, cols - c0)
+        key = (part.shape, np.packbits(part).tobytes())
+        if key not in self.biases:
+            bias = np.where(part, self.dtype.type(0), self.dtype.type(-np.inf))
+            # -> (B or 1, 1, cols - c0, rows * n_rep): keys by (t, rep) rows
+            self.biases[key] = np.repeat(bias.transpose(0, 2, 1), self.n_rep,
+                                         axis=-1)[:, None]
+        s[..., c0:, :] += self.biases[key]
 
     def update(self, s, v, m, l, acc):
         """Fold one tile of scores (B, H_kv, cols, rows), overwritten, into
