@@ -63,7 +63,7 @@ if "numpy" not in sys.modules:  # too late to change once numpy (and BLAS) are l
 import numpy as np  # noqa: E402
 
 import pyxis_nb as px  # noqa: E402
-from timing import best_of  # noqa: E402  (benchmarks/timing.py)
+from timing import best_of, interleaved  # noqa: E402  (benchmarks/timing.py)
 
 THREADS = int(os.environ.get("OPENBLAS_NUM_THREADS", "1"))
 PROMPT = 16
@@ -160,8 +160,10 @@ def measure(name, ours, theirs, torch, n_new: int, repeats: int,
         with torch.no_grad():
             theirs(t_long, use_cache=True, logits_to_keep=1)
 
-    px_pre = best_of(px_prefill, prefill_repeats)
-    hf_pre = best_of(hf_prefill, prefill_repeats)
+    px_prefill(), hf_prefill()  # warm up
+    # in turn, so that a change of the machine's load hits both sides
+    times = interleaved({"px": px_prefill, "hf": hf_prefill}, prefill_repeats)
+    px_pre, hf_pre = min(times["px"]), min(times["hf"])
     row = dict(name=name, px_tps=n_new / px_gen, hf_tps=n_new / hf_gen,
                px_pre=prefill / px_pre, hf_pre=prefill / hf_pre, same=same, n=n_new)
     print(f"{name:<24} decode px {row['px_tps']:8.1f} tok/s  HF {row['hf_tps']:8.1f} tok/s  "
