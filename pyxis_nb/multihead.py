@@ -625,7 +625,8 @@ class MultiHeadAttention:
         out : ndarray, shape (B, T, d_model)
             (B, logits_to_keep, d_model) with ``logits_to_keep``.
         weights : ndarray, shape (B, H, T, S), or None
-            None when ``output_attentions`` is False and no ``head_mask``.
+            None when ``output_attentions`` is False and no ``head_mask``
+            (``T``: the kept queries with ``logits_to_keep``).
         """
         q, k, v = self.project(x)  # (B, H or H_kv, T, d_head)
         if position_embeddings is not None:  # rotate before caching

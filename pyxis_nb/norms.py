@@ -67,7 +67,6 @@ def rms_norm_core(x: np.ndarray, weight: np.ndarray, eps: float = 1e-6):
     # h / rms, written over the squares: one temporary array, not three
     h = np.divide(h, np.sqrt(ms + np.dtype(work).type(eps)), out=squares)
     h = h.astype(x.dtype, copy=False)
-    if (np.result_type(weight, h) != h.dtype
-            or np.broadcast_shapes(np.shape(weight), h.shape) != h.shape):
-        return weight * h
+    if getattr(weight, "dtype", None) != h.dtype or weight.ndim > 1:
+        return weight * h  # a weight that would widen or broadcast h
     return np.multiply(h, weight, out=h)  # weight * h, in place
