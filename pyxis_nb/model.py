@@ -219,9 +219,14 @@ class Qwen3MLP:
         """
         gate = x @ self.gate_proj.T  # (B, T, d_model) @ (d_model, d_ff)
         up = x @ self.up_proj.T  # (B, T, d_model) @ (d_model, d_ff)
+        # silu(x) = x * sigmoid(x) = x / (1 + exp(-x)), as torch; in place,
+        # in one more (B, T, d_ff) array, not five
+        denom = np.negative(gate)
         with np.errstate(over="ignore"):  # exp(-x) = inf: silu(x) = -0.0
-            silu = gate / (1 + np.exp(-gate))  # x * sigmoid(x), as torch
-        return (silu * up) @ self.down_proj.T  # (B, T, d_ff) @ (d_ff, .)
+            np.exp(denom, out=denom)
+        denom += 1
+        up *= np.divide(gate, denom, out=denom)  # silu(gate) * up
+        return up @ self.down_proj.T  # (B, T, d_ff) @ (d_ff, d_model)
 
     __call__ = forward
 
@@ -251,7 +256,8 @@ class Qwen3DecoderLayer:
         self.layer_idx = layer_idx
 
     def forward(self, hidden_states, attention_mask, position_embeddings,
-                cache=None, head_mask=None, rope_layout="half"):
+                cache=None, head_mask=None, rope_layout="half",
+                output_attentions=True, logits_to_keep=0):
         """Unchecked (the model checks once): (B, T, d_model) -> same.
 
         Parameters
@@ -267,11 +273,20 @@ class Qwen3DecoderLayer:
             Multiplies each head's attention weights.
         rope_layout : {"half", "interleaved"}
             Which pairs RoPE rotates (see ``Qwen3ForCausalLM.forward``).
+        output_attentions : bool, default True
+            False: the attention may skip its weights (``attend``).
+        logits_to_keep : int, default 0
+            Attend with the last this many queries, and go on with their
+            positions only (0: all); every position's keys and values are
+            still cached. The model's last layer gets its
+            ``logits_to_keep``: no other position's output is needed
+            (llama.cpp skips them too).
 
         Returns
         -------
         hidden_states : ndarray, shape (B, T, d_model)
-        attn_weights : ndarray, shape (B, H, T, S)
+            (B, logits_to_keep, d_model) with ``logits_to_keep``.
+        attn_weights : ndarray, shape (B, H, T, S), or None
 
         See Also
         --------
@@ -282,7 +297,10 @@ class Qwen3DecoderLayer:
         # Self Attention
         hidden_states, attn_weights = self.self_attn.attend(
             hidden_states, attention_mask, position_embeddings, cache,
-            self.layer_idx, head_mask, rope_layout)
+            self.layer_idx, head_mask, rope_layout, output_attentions,
+            logits_to_keep)
+        if logits_to_keep:  # the last layer: only these positions go on
+            residual = residual[:, -logits_to_keep:]
         hidden_states = residual + hidden_states
         if self.mlp is None:  # an attention-only decoder
             return hidden_states, attn_weights
@@ -637,9 +655,14 @@ class Qwen3ForCausalLM:
             Without ``cache``: start a new one of ``max_position_embeddings``
             positions and return it.
         logits_to_keep : int, default 0
-            The last this many positions only (0: all).
+            The last this many positions only (0: all). The last layer
+            attends with their queries only and goes on with them, unless
+            ``output_hidden_states`` or ``output_attentions`` asks for
+            every position.
         output_attentions : bool, default False
-            Also return every layer's attention weights.
+            Also return every layer's attention weights. Without them (and
+            without ``head_mask``) the layers attend in tiles
+            (``sdpa_tiled_core``) and never hold (B, H, T, S) weights.
         output_hidden_states : bool, default False
             Also return the residual stream at the input of every layer.
         head_mask : array_like, shape (L, H), optional
@@ -675,9 +698,12 @@ class Qwen3ForCausalLM:
         attentions, hidden_states = [], []
         for i, layer in enumerate(self.layers):
             hidden_states.append(h)  # the layer's input
+            last = i == len(self.layers) - 1 and not (
+                output_hidden_states or output_attentions)
             h, w = layer(h, mask, rope, cache, None if heads is None
-                         else heads[i], rope_layout)  # (B, T, d_model)
-            attentions.append(w)  # (B, H, T, S)
+                         else heads[i], rope_layout, output_attentions,
+                         keep if last else 0)  # (B, T or keep, d_model)
+            attentions.append(w)  # (B, H, T, S), or None
         h = self.norm(h)
         hidden_states.append(h)
         logits = (h[:, -keep:] if keep else h) @ self.lm_head.T  # (B, T, V)

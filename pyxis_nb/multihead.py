@@ -27,7 +27,7 @@ from ._checks import (as_float_array, check_01_mask, check_bool, check_even,
                       check_heads, check_int, check_keys, check_needs,
                       check_nonempty, check_number, check_positive_int,
                       check_same_dtype, check_shape, check_theta)
-from .attention import sdpa_core
+from .attention import sdpa_core, sdpa_tiled_core
 from .masks import causal_mask
 from .norms import rms_norm_core
 from .rope import apply_rotary, rotary_cos_sin
@@ -330,6 +330,14 @@ def attention_inputs(attention_mask, position_ids, B, T, past,
                                      max_position_embeddings)
 
 
+def _last_rows(attn_mask, n):
+    """The mask of the last ``n`` queries: (..., T, S) -> (..., n, S); one
+    broadcast over the queries (T axis 1, or none) stays as it is."""
+    if attn_mask is None or attn_mask.ndim < 2 or attn_mask.shape[-2] == 1:
+        return attn_mask
+    return attn_mask[..., -n:, :]
+
+
 def _linear(x, weight, bias):
     """torch's ``F.linear``: (B, T, in) @ (in, out) -> (B, T, out), + bias."""
     y = x @ weight.T
@@ -577,7 +585,8 @@ class MultiHeadAttention:
         return (out, weights) if output_attentions else out
 
     def attend(self, x, attn_mask, position_embeddings, cache=None,
-               layer_idx=0, head_mask=None, rope_layout="half"):
+               layer_idx=0, head_mask=None, rope_layout="half",
+               output_attentions=True, logits_to_keep=0):
         """Unchecked core of :meth:`forward`: project, rotate, cache, attend.
 
         A model calls it for every layer with what it built once (HF:
@@ -602,11 +611,22 @@ class MultiHeadAttention:
         rope_layout : {"half", "interleaved"}, default "half"
             "interleaved" rotates neighbouring pairs: the layout bug the
             chapters demonstrate.
+        output_attentions : bool, default True
+            False: no weights are wanted, and without a ``head_mask`` the
+            attention runs in tiles (``sdpa_tiled_core``, FlashAttention's
+            way), never holding the (B, H, T, S) weights.
+        logits_to_keep : int, default 0
+            Attend with the last this many queries only (0: all); every
+            position's keys and values are still cached. A model's last
+            layer, whose other positions no logit needs.
 
         Returns
         -------
         out : ndarray, shape (B, T, d_model)
-        weights : ndarray, shape (B, H, T, S)
+            (B, logits_to_keep, d_model) with ``logits_to_keep``.
+        weights : ndarray, shape (B, H, T, S), or None
+            None when ``output_attentions`` is False and no ``head_mask``
+            (``T``: the kept queries with ``logits_to_keep``).
         """
         q, k, v = self.project(x)  # (B, H or H_kv, T, d_head)
         if position_embeddings is not None:  # rotate before caching
@@ -616,9 +636,15 @@ class MultiHeadAttention:
             k = apply_rotary(k, cos, sin, rope_layout)
         if cache is not None:  # -> (B, H_kv, S, d_head)
             k, v = cache.update(k, v, layer_idx)
-        out, weights = sdpa_core(q, k, v, attn_mask=attn_mask,
-                                 enable_gqa=True,
-                                 head_mask=head_mask)  # (B, H, T, d_head)
+        if logits_to_keep:  # the last queries only: (B, H, keep, d_head)
+            q = q[:, :, -logits_to_keep:]
+            attn_mask = _last_rows(attn_mask, logits_to_keep)
+        if output_attentions or head_mask is not None:  # the weights too
+            out, weights = sdpa_core(q, k, v, attn_mask=attn_mask,
+                                     enable_gqa=True,
+                                     head_mask=head_mask)  # (B, H, T, d_head)
+        else:  # in tiles, as FlashAttention: no (T, S) array, no weights
+            out, weights = sdpa_tiled_core(q, k, v, attn_mask), None
         # (B, T, H*d_head) @ (H*d_head, d_model) -> (B, T, d_model)
         out = merge_heads_core(out) @ self.o_proj.T
         return out, weights

@@ -61,7 +61,12 @@ def rms_norm_core(x: np.ndarray, weight: np.ndarray, eps: float = 1e-6):
     """
     work = np.float32 if x.dtype.itemsize < 4 else x.dtype  # float16 -> 32
     h = x.astype(work, copy=False)
+    squares = h * h
     # the mean over the last axis (np.mean's arithmetic, without its wrapper)
-    ms = np.add.reduce(h * h, axis=-1, keepdims=True) / h.shape[-1]
-    h = h / np.sqrt(ms + np.dtype(work).type(eps))  # / (..., 1)
-    return weight * h.astype(x.dtype)
+    ms = np.add.reduce(squares, axis=-1, keepdims=True) / h.shape[-1]
+    # h / rms, written over the squares: one temporary array, not three
+    h = np.divide(h, np.sqrt(ms + np.dtype(work).type(eps)), out=squares)
+    h = h.astype(x.dtype, copy=False)
+    if getattr(weight, "dtype", None) != h.dtype or weight.ndim > 1:
+        return weight * h  # a weight that would widen or broadcast h
+    return np.multiply(h, weight, out=h)  # weight * h, in place

@@ -190,12 +190,19 @@ def apply_rotary(x, cos, sin, layout="half"):
     elements form a pair: "half" (``i``, ``i + d_head/2``), as
     ``x * cos + rotate_half(x) * sin``; "interleaved" (``2i``, ``2i + 1``).
     """
-    cos, sin = cos.astype(x.dtype), sin.astype(x.dtype)
+    cos, sin = cos.astype(x.dtype, copy=False), sin.astype(x.dtype,
+                                                           copy=False)
+    half = x.shape[-1] // 2
     if layout == "half":  # pairs (i, i + d_head/2)
-        x1, x2 = np.split(x, 2, axis=-1)  # (..., d_head/2) each
-        rotated = np.concatenate([-x2, x1], axis=-1)  # rotate_half(x)
-        return x * cos + rotated * sin
-    half = x.shape[-1] // 2  # pairs (2i, 2i + 1), one angle each
+        # x * cos + rotate_half(x) * sin, rotate_half(x) = [-x2, x1], one
+        # half at a time (the same sums, bit for bit, without the copies)
+        x1, x2 = x[..., :half], x[..., half:]  # (..., d_head/2) each
+        out = x * cos
+        term = x2 * sin[..., :half]
+        out[..., :half] -= term  # + (-x2) * sin
+        out[..., half:] += np.multiply(x1, sin[..., half:], out=term)
+        return out
+    # pairs (2i, 2i + 1), one angle each
     cos, sin = cos[..., :half], sin[..., :half]
     out = np.empty_like(x)
     out[..., 0::2], out[..., 1::2] = rotate_pairs(x[..., 0::2], x[..., 1::2],

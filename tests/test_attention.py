@@ -275,3 +275,65 @@ def test_batched_equals_one_at_a_time(B, H, L, S, dtype, seed):
             o1, w1 = sdpa(q[b, h], k[b, h], v[b, h], attn_mask=mask[b, 0], output_attentions=True)
             np.testing.assert_allclose(out[b, h], o1, rtol=tol, atol=tol)
             np.testing.assert_allclose(w[b, h], w1, rtol=tol, atol=tol)
+
+
+# ------------------------------------ sdpa_tiled_core: the model's fast path
+
+def _tiled_case(rng, dtype, H, H_kv, mask_kind, B=2, T=70, past=37):
+    """q (B, H, T, 16), k and v (B, H_kv, S, 16 and 19), and a mask."""
+    S = T + past
+    q = rng.standard_normal((B, H, T, 16)).astype(dtype)
+    k = rng.standard_normal((B, H_kv, S, 16)).astype(dtype)
+    v = rng.standard_normal((B, H_kv, S, 19)).astype(dtype)
+    causal = px.causal_mask(T, S)  # bottom-right: the cache's mask
+    keys = np.ones((B, S), bool)
+    keys[0, :40] = False  # row 0 left-padded
+    empty = causal.copy()
+    empty[[3, -1]] = False  # two queries see no key at all
+    mask = {"none": None, "causal": causal,
+            "padded": keys[:, None, None, :] & causal,
+            "random": rng.random((B, 1, T, S)) < 0.3,
+            "empty rows": empty[None, None],
+            "window": causal & px.sliding_window_mask(T, S, window=20)}
+    return q, k, v, mask[mask_kind]
+
+
+@pytest.mark.parametrize("dtype, atol", [(np.float64, 1e-12),
+                                         (np.float32, 2e-5)])
+@pytest.mark.parametrize("H, H_kv", [(4, 4), (8, 4), (9, 3), (6, 1)])
+@pytest.mark.parametrize("mask_kind", ["none", "causal", "padded", "random",
+                                       "empty rows", "window"])
+@pytest.mark.parametrize("block_k", [1024, 48])  # one key tile, or three
+def test_the_tiled_core_gives_sdpa_cores_output(rng, dtype, atol, H, H_kv,
+                                                mask_kind, block_k):
+    from pyxis_nb.attention import sdpa_core, sdpa_tiled_core
+    q, k, v, mask = _tiled_case(rng, dtype, H, H_kv, mask_kind)
+    want = sdpa_core(q, k, v, attn_mask=mask, enable_gqa=True)[0]
+    got = sdpa_tiled_core(q, k, v, mask, block_q=32, block_k=block_k)
+    assert got.shape == want.shape and got.dtype == dtype
+    np.testing.assert_allclose(got, want, rtol=0, atol=atol)
+    if mask_kind == "empty rows":  # no allowed key: zeros, as sdpa_core
+        assert np.all(got[:, :, [3, -1]] == 0)
+
+
+def test_the_tiled_core_lays_its_output_out_for_merging(rng):
+    from pyxis_nb.attention import sdpa_tiled_core
+    from pyxis_nb.multihead import merge_heads_core
+    q, k, v, mask = _tiled_case(rng, np.float32, 8, 4, "causal")
+    out = sdpa_tiled_core(q, k, v, mask)
+    assert np.shares_memory(merge_heads_core(out), out)  # no copy
+
+
+@pytest.mark.parametrize("case", ["short T", "float mask", "mask per head"])
+def test_the_tiled_core_leaves_what_it_does_not_take_to_sdpa_core(rng, case):
+    """Below 64 queries, and for masks it does not handle, it is sdpa_core
+    itself, bit for bit."""
+    from pyxis_nb.attention import sdpa_core, sdpa_tiled_core
+    q, k, v, mask = _tiled_case(rng, np.float32, 8, 4, "causal",
+                                T=20 if case == "short T" else 70)
+    if case == "float mask":
+        mask = np.where(mask, 0.0, -np.inf).astype(np.float32)
+    elif case == "mask per head":
+        mask = np.broadcast_to(mask, (2, 8) + mask.shape)
+    want = sdpa_core(q, k, v, attn_mask=mask, enable_gqa=True)[0]
+    np.testing.assert_array_equal(sdpa_tiled_core(q, k, v, mask), want)

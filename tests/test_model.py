@@ -112,6 +112,86 @@ def test_output_attentions_are_each_layers_causal_softmax():
     np.testing.assert_allclose(w[1, 0], w1[0], atol=1e-12)
 
 
+def test_without_weights_the_layers_attend_in_tiles(monkeypatch):
+    """Without output_attentions (or a head_mask) every layer runs
+    sdpa_tiled_core: the logits of the weights' path (sdpa_core) to
+    rounding, with left padding and a cache, and no weights kept."""
+    import pyxis_nb.multihead as multihead
+    calls = []
+    tiled = multihead.sdpa_tiled_core
+    monkeypatch.setattr(multihead, "sdpa_tiled_core",
+                        lambda *a, **k: calls.append(1) or tiled(*a, **k))
+    config = px.ModelConfig(**SIZES | dict(max_position_embeddings=160))
+    model = px.Qwen3ForCausalLM.from_config(config, seed=4)
+    rng = np.random.default_rng(0)
+    ids, mask = left_pad([list(rng.integers(1, 64, n)) for n in (90, 71)])
+    cache = model.new_cache(100, 2)
+    fast = model(ids, attention_mask=mask, cache=cache)
+    assert len(calls) == 2 and fast.attentions is None  # one per layer
+    slow = model(ids, attention_mask=mask, output_attentions=True)
+    assert len(calls) == 2 and slow.attentions.shape == (2, 2, 4, 90, 90)
+    np.testing.assert_allclose(fast.logits, slow.logits, rtol=0, atol=1e-12)
+    x = rng.standard_normal((1, 70, SMALL.hidden_size))
+    rope = px.rotary_cos_sin(np.arange(70), 4, rope_theta=1e4,
+                             dtype=np.float64)
+    attn = model.layers[0].self_attn
+    assert attn.attend(x, px.causal_mask(70), rope,
+                       output_attentions=False)[1] is None
+    _, w = attn.attend(x, px.causal_mask(70), rope, head_mask=np.ones(4),
+                       output_attentions=False)  # a head_mask needs them
+    assert w.shape == (1, 4, 70, 70)
+
+
+def test_the_last_layer_goes_on_with_the_kept_positions_only():
+    """With logits_to_keep the last layer's MLP sees those positions only
+    (every position's keys and values are still cached); the kept logits
+    are those of the full pass. output_hidden_states and output_attentions
+    need them all."""
+    model = px.Qwen3ForCausalLM.from_config(SMALL, seed=6)
+    seen = []
+    mlp = model.layers[-1].mlp
+    model.layers[-1].mlp = lambda x: seen.append(x.shape[1]) or mlp(x)
+    ids, mask = left_pad([[5, 6, 7, 8, 9, 10, 11], [9, 10, 3]])
+    full = model(ids, attention_mask=mask, output_hidden_states=True)
+    cache = model.new_cache(8, 2)
+    kept = model(ids, attention_mask=mask, logits_to_keep=2, cache=cache)
+    assert seen == [7, 2] and cache.get_seq_length() == 7
+    np.testing.assert_allclose(kept.logits, full.logits[:, -2:], atol=1e-12)
+    both = model(ids, attention_mask=mask, logits_to_keep=2,
+                 output_hidden_states=True)
+    assert seen[-1] == 7
+    np.testing.assert_allclose(both.hidden_states, full.hidden_states,
+                               atol=1e-12)
+    weights = model(ids, attention_mask=mask, logits_to_keep=2,
+                    output_attentions=True).attentions
+    assert seen[-1] == 7 and weights.shape == (2, 2, 4, 7, 7)
+
+
+@pytest.mark.parametrize("T", [5, 70])  # sdpa_core's queries, or tiles
+def test_attend_with_the_last_queries_only(T):
+    """attend(logits_to_keep=n): the last n rows of the full output; every
+    key and value cached; the padding mask's rows cut with the queries."""
+    layer = px.random_attention(16, 4, 2, 8, seed=2, qk_norm=True,
+                                rope_theta=1e4)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, T, 16))
+    real = np.ones((2, T), bool)
+    real[1, :3] = False
+    mask = real[:, None, None, :] & px.causal_mask(T)  # (B, 1, T, T)
+    rope = px.rotary_cos_sin(np.arange(T), 8, rope_theta=1e4,
+                             dtype=np.float64)
+    full, _ = layer.attend(x, mask, rope, output_attentions=False)
+    for m in (mask, px.causal_mask(T)):
+        want = full if m is mask else layer.attend(
+            x, m, rope, output_attentions=False)[0]
+        cache = px.KVCache(1, 2, 2, 8, T)
+        out, w = layer.attend(x, m, rope, cache, output_attentions=False,
+                              logits_to_keep=3)
+        assert out.shape == (2, 3, 16) and w is None
+        assert cache.get_seq_length() == T
+        np.testing.assert_allclose(out, want[:, -3:], atol=1e-12)
+
+
 # ---------------------------------------------------------------- loading
 
 @pytest.mark.parametrize("shards", [1, 3])
