@@ -276,11 +276,10 @@ class Qwen3DecoderLayer:
         output_attentions : bool, default True
             False: the attention may skip its weights (``attend``).
         logits_to_keep : int, default 0
-            Attend with the last this many queries, and go on with their
-            positions only (0: all); every position's keys and values are
-            still cached. The model's last layer gets its
-            ``logits_to_keep``: no other position's output is needed
-            (llama.cpp skips them too).
+            After the attention, go on with the last this many positions
+            only (0: all). The model's last layer gets its ``logits_to_keep``:
+            every position's keys and values are cached, but no other
+            position's output is needed (llama.cpp skips them too).
 
         Returns
         -------
@@ -297,10 +296,10 @@ class Qwen3DecoderLayer:
         # Self Attention
         hidden_states, attn_weights = self.self_attn.attend(
             hidden_states, attention_mask, position_embeddings, cache,
-            self.layer_idx, head_mask, rope_layout, output_attentions,
-            logits_to_keep)
+            self.layer_idx, head_mask, rope_layout, output_attentions)
         if logits_to_keep:  # the last layer: only these positions go on
             residual = residual[:, -logits_to_keep:]
+            hidden_states = hidden_states[:, -logits_to_keep:]
         hidden_states = residual + hidden_states
         if self.mlp is None:  # an attention-only decoder
             return hidden_states, attn_weights
@@ -655,10 +654,9 @@ class Qwen3ForCausalLM:
             Without ``cache``: start a new one of ``max_position_embeddings``
             positions and return it.
         logits_to_keep : int, default 0
-            The last this many positions only (0: all). The last layer
-            attends with their queries only and goes on with them, unless
-            ``output_hidden_states`` or ``output_attentions`` asks for
-            every position.
+            The last this many positions only (0: all). Their logits are all
+            that the last layer computes after its attention, unless
+            ``output_hidden_states`` asks for every position.
         output_attentions : bool, default False
             Also return every layer's attention weights. Without them (and
             without ``head_mask``) the layers attend in tiles
@@ -698,8 +696,7 @@ class Qwen3ForCausalLM:
         attentions, hidden_states = [], []
         for i, layer in enumerate(self.layers):
             hidden_states.append(h)  # the layer's input
-            last = i == len(self.layers) - 1 and not (
-                output_hidden_states or output_attentions)
+            last = i == len(self.layers) - 1 and not output_hidden_states
             h, w = layer(h, mask, rope, cache, None if heads is None
                          else heads[i], rope_layout, output_attentions,
                          keep if last else 0)  # (B, T or keep, d_model)

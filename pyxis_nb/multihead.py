@@ -330,14 +330,6 @@ def attention_inputs(attention_mask, position_ids, B, T, past,
                                      max_position_embeddings)
 
 
-def _last_rows(attn_mask, n):
-    """The mask of the last ``n`` queries: (..., T, S) -> (..., n, S); one
-    broadcast over the queries (T axis 1, or none) stays as it is."""
-    if attn_mask is None or attn_mask.ndim < 2 or attn_mask.shape[-2] == 1:
-        return attn_mask
-    return attn_mask[..., -n:, :]
-
-
 def _linear(x, weight, bias):
     """torch's ``F.linear``: (B, T, in) @ (in, out) -> (B, T, out), + bias."""
     y = x @ weight.T
@@ -586,7 +578,7 @@ class MultiHeadAttention:
 
     def attend(self, x, attn_mask, position_embeddings, cache=None,
                layer_idx=0, head_mask=None, rope_layout="half",
-               output_attentions=True, logits_to_keep=0):
+               output_attentions=True):
         """Unchecked core of :meth:`forward`: project, rotate, cache, attend.
 
         A model calls it for every layer with what it built once (HF:
@@ -615,15 +607,10 @@ class MultiHeadAttention:
             False: no weights are wanted, and without a ``head_mask`` the
             attention runs in tiles (``sdpa_tiled_core``, FlashAttention's
             way), never holding the (B, H, T, S) weights.
-        logits_to_keep : int, default 0
-            Attend with the last this many queries only (0: all); every
-            position's keys and values are still cached. A model's last
-            layer, whose other positions no logit needs.
 
         Returns
         -------
         out : ndarray, shape (B, T, d_model)
-            (B, logits_to_keep, d_model) with ``logits_to_keep``.
         weights : ndarray, shape (B, H, T, S), or None
             None when ``output_attentions`` is False and no ``head_mask``
             (``T``: the kept queries with ``logits_to_keep``).
@@ -636,9 +623,6 @@ class MultiHeadAttention:
             k = apply_rotary(k, cos, sin, rope_layout)
         if cache is not None:  # -> (B, H_kv, S, d_head)
             k, v = cache.update(k, v, layer_idx)
-        if logits_to_keep:  # the last queries only: (B, H, keep, d_head)
-            q = q[:, :, -logits_to_keep:]
-            attn_mask = _last_rows(attn_mask, logits_to_keep)
         if output_attentions or head_mask is not None:  # the weights too
             out, weights = sdpa_core(q, k, v, attn_mask=attn_mask,
                                      enable_gqa=True,

@@ -145,8 +145,7 @@ def test_without_weights_the_layers_attend_in_tiles(monkeypatch):
 def test_the_last_layer_goes_on_with_the_kept_positions_only():
     """With logits_to_keep the last layer's MLP sees those positions only
     (every position's keys and values are still cached); the kept logits
-    are those of the full pass. output_hidden_states and output_attentions
-    need them all."""
+    are those of the full pass. output_hidden_states needs them all."""
     model = px.Qwen3ForCausalLM.from_config(SMALL, seed=6)
     seen = []
     mlp = model.layers[-1].mlp
@@ -162,34 +161,6 @@ def test_the_last_layer_goes_on_with_the_kept_positions_only():
     assert seen[-1] == 7
     np.testing.assert_allclose(both.hidden_states, full.hidden_states,
                                atol=1e-12)
-    weights = model(ids, attention_mask=mask, logits_to_keep=2,
-                    output_attentions=True).attentions
-    assert seen[-1] == 7 and weights.shape == (2, 2, 4, 7, 7)
-
-
-@pytest.mark.parametrize("T", [5, 70])  # sdpa_core's queries, or tiles
-def test_attend_with_the_last_queries_only(T):
-    """attend(logits_to_keep=n): the last n rows of the full output; every
-    key and value cached; the padding mask's rows cut with the queries."""
-    layer = px.random_attention(16, 4, 2, 8, seed=2, qk_norm=True,
-                                rope_theta=1e4)
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal((2, T, 16))
-    real = np.ones((2, T), bool)
-    real[1, :3] = False
-    mask = real[:, None, None, :] & px.causal_mask(T)  # (B, 1, T, T)
-    rope = px.rotary_cos_sin(np.arange(T), 8, rope_theta=1e4,
-                             dtype=np.float64)
-    full, _ = layer.attend(x, mask, rope, output_attentions=False)
-    for m in (mask, px.causal_mask(T)):
-        want = full if m is mask else layer.attend(
-            x, m, rope, output_attentions=False)[0]
-        cache = px.KVCache(1, 2, 2, 8, T)
-        out, w = layer.attend(x, m, rope, cache, output_attentions=False,
-                              logits_to_keep=3)
-        assert out.shape == (2, 3, 16) and w is None
-        assert cache.get_seq_length() == T
-        np.testing.assert_allclose(out, want[:, -3:], atol=1e-12)
 
 
 # ---------------------------------------------------------------- loading
