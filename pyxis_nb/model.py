@@ -257,7 +257,7 @@ class Qwen3DecoderLayer:
 
     def forward(self, hidden_states, attention_mask, position_embeddings,
                 cache=None, head_mask=None, rope_layout="half",
-                output_attentions=True, logits_to_keep=0):
+                output_attentions=True):
         """Unchecked (the model checks once): (B, T, d_model) -> same.
 
         Parameters
@@ -275,16 +275,10 @@ class Qwen3DecoderLayer:
             Which pairs RoPE rotates (see ``Qwen3ForCausalLM.forward``).
         output_attentions : bool, default True
             False: the attention may skip its weights (``attend``).
-        logits_to_keep : int, default 0
-            After the attention, go on with the last this many positions
-            only (0: all). The model's last layer gets its ``logits_to_keep``:
-            every position's keys and values are cached, but no other
-            position's output is needed (llama.cpp skips them too).
 
         Returns
         -------
         hidden_states : ndarray, shape (B, T, d_model)
-            (B, logits_to_keep, d_model) with ``logits_to_keep``.
         attn_weights : ndarray, shape (B, H, T, S), or None
 
         See Also
@@ -297,9 +291,6 @@ class Qwen3DecoderLayer:
         hidden_states, attn_weights = self.self_attn.attend(
             hidden_states, attention_mask, position_embeddings, cache,
             self.layer_idx, head_mask, rope_layout, output_attentions)
-        if logits_to_keep:  # the last layer: only these positions go on
-            residual = residual[:, -logits_to_keep:]
-            hidden_states = hidden_states[:, -logits_to_keep:]
         hidden_states = residual + hidden_states
         if self.mlp is None:  # an attention-only decoder
             return hidden_states, attn_weights
@@ -654,9 +645,7 @@ class Qwen3ForCausalLM:
             Without ``cache``: start a new one of ``max_position_embeddings``
             positions and return it.
         logits_to_keep : int, default 0
-            The last this many positions only (0: all). Their logits are all
-            that the last layer computes after its attention, unless
-            ``output_hidden_states`` asks for every position.
+            The last this many positions only (0: all).
         output_attentions : bool, default False
             Also return every layer's attention weights. Without them (and
             without ``head_mask``) the layers attend in tiles
@@ -696,10 +685,9 @@ class Qwen3ForCausalLM:
         attentions, hidden_states = [], []
         for i, layer in enumerate(self.layers):
             hidden_states.append(h)  # the layer's input
-            last = i == len(self.layers) - 1 and not output_hidden_states
             h, w = layer(h, mask, rope, cache, None if heads is None
-                         else heads[i], rope_layout, output_attentions,
-                         keep if last else 0)  # (B, T or keep, d_model)
+                         else heads[i], rope_layout,
+                         output_attentions)  # (B, T, d_model)
             attentions.append(w)  # (B, H, T, S), or None
         h = self.norm(h)
         hidden_states.append(h)

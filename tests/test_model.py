@@ -142,27 +142,6 @@ def test_without_weights_the_layers_attend_in_tiles(monkeypatch):
     assert w.shape == (1, 4, 70, 70)
 
 
-def test_the_last_layer_goes_on_with_the_kept_positions_only():
-    """With logits_to_keep the last layer's MLP sees those positions only
-    (every position's keys and values are still cached); the kept logits
-    are those of the full pass. output_hidden_states needs them all."""
-    model = px.Qwen3ForCausalLM.from_config(SMALL, seed=6)
-    seen = []
-    mlp = model.layers[-1].mlp
-    model.layers[-1].mlp = lambda x: seen.append(x.shape[1]) or mlp(x)
-    ids, mask = left_pad([[5, 6, 7, 8, 9, 10, 11], [9, 10, 3]])
-    full = model(ids, attention_mask=mask, output_hidden_states=True)
-    cache = model.new_cache(8, 2)
-    kept = model(ids, attention_mask=mask, logits_to_keep=2, cache=cache)
-    assert seen == [7, 2] and cache.get_seq_length() == 7
-    np.testing.assert_allclose(kept.logits, full.logits[:, -2:], atol=1e-12)
-    both = model(ids, attention_mask=mask, logits_to_keep=2,
-                 output_hidden_states=True)
-    assert seen[-1] == 7
-    np.testing.assert_allclose(both.hidden_states, full.hidden_states,
-                               atol=1e-12)
-
-
 # ---------------------------------------------------------------- loading
 
 @pytest.mark.parametrize("shards", [1, 3])
