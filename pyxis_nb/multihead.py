@@ -612,8 +612,7 @@ class MultiHeadAttention:
         -------
         out : ndarray, shape (B, T, d_model)
         weights : ndarray, shape (B, H, T, S), or None
-            None when ``output_attentions`` is False and no ``head_mask``
-            (``T``: the kept queries with ``logits_to_keep``).
+            None when ``output_attentions`` is False and no ``head_mask``.
         """
         q, k, v = self.project(x)  # (B, H or H_kv, T, d_head)
         if position_embeddings is not None:  # rotate before caching
