@@ -226,11 +226,7 @@ class _Tile:
         S, block_k = key.shape[-2], self.ones.shape[-1]
         lo, hi = 0, S
         if mask is not None:  # the keys some row of the tile may see
-            seen = mask.any(axis=(0, 1))  # (S,)
-            if not seen.any():  # no query of the tile sees a key: zeros
-                return np.zeros(rows_t.shape[:-2] + (rows_t.shape[-1],
-                                                     value.shape[-1]),
-                                self.dtype)
+            seen = mask.any(axis=(0, 1))  # (S,); none: no tile runs, zeros
             lo, hi = int(seen.argmax()), S - int(seen[::-1].argmax())
         m = l = acc = None  # running max and sum (.., 1, rows), output
         for j0 in range(lo, hi, block_k):
@@ -245,7 +241,7 @@ class _Tile:
             if tile is not None and not tile.all():
                 self.hide(s, tile)
             m, l, acc = self.update(s, value[..., j0:j1, :], m, l, acc)
-        if acc is None:
+        if acc is None:  # no query of the tile may see any key
             return np.zeros(rows_t.shape[:-2] + (rows_t.shape[-1],
                                                  value.shape[-1]), self.dtype)
         # acc / l; a row that saw no allowed key: 0 / 1 = 0

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array, check_shape, check_token_ids
+from ._checks import (as_float_array, check_choice, check_shape,
+                      check_token_ids)
 
 __all__ = [
     "offset_score",
@@ -55,9 +56,7 @@ def next_token_loss(logits, input_ids, reduction: str = "mean"):
     ids = check_token_ids("input_ids", input_ids, z.shape[-1], batch=True)
     check_shape("input_ids", ids, ids.shape == z.shape[:2],
                 f"(B, T) = {z.shape[:2]}, as logits")
-    if reduction not in ("mean", "none"):
-        raise ValueError(f"reduction must be 'mean' or 'none', "
-                         f"got {reduction!r}")
+    check_choice("reduction", reduction, ("mean", "none"))
     z = z[:, :-1].astype(np.float64)
     z = z - z.max(axis=-1, keepdims=True)  # (B, T-1, V), stable log-softmax
     logp = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))

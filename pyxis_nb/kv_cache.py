@@ -190,7 +190,8 @@ class KVCache:
         same = len(set(self._lengths)) == 1
         held = (f"every layer holds {self._lengths[0]}" if same
                 else f"lengths={self._lengths}")
-        return (f"KVCache(num_hidden_layers={self.num_hidden_layers}, "
+        return (f"{type(self).__name__}("
+                f"num_hidden_layers={self.num_hidden_layers}, "
                 f"batch_size={self.batch_size}, "
                 f"num_key_value_heads={self.num_key_value_heads}, "
                 f"head_dim={self.head_dim}, "
@@ -268,6 +269,5 @@ class SlidingWindowCache(KVCache):
         return keys, values
 
     def __repr__(self) -> str:
-        return (super().__repr__()[:-1].replace(
-            "KVCache(", "SlidingWindowCache(", 1)
-            + f"; window={self.window}, sink_tokens={self.sink_tokens})")
+        return (super().__repr__()[:-1]  # its name, sizes and lengths
+                + f"; window={self.window}, sink_tokens={self.sink_tokens})")

@@ -1014,7 +1014,7 @@ CIRCUIT_ROWS = [
     ("next_token_loss", dict(logits=z(2, 9, 50),
                              input_ids=np.zeros((2, 9), int),
                              reduction="sum"),
-     r"reduction must be 'mean' or 'none', got 'sum'"),
+     r"reduction must be one of \('mean', 'none'\), got 'sum'"),
     ("sink_score", dict(weights=z(2, 4, 4)), r"weights must have 4 dim"),
     ("head_pair_distance", dict(weights=z(4, 4, dtype=int)),
      r"weights .*int64"),
