@@ -56,8 +56,9 @@ import pytest
 from website import (  # noqa: F401 (fixtures)
     CONTRAST_JS, DEFAULT_ANNOTATION_PX, MIN_CELL_NUMBER_PX, PAGE_MAX_GZIP_BYTES,
     PAGES, PICTURES, SHOWCASE, SITE, SITE_MAX_BYTES, TEXT_CONTRAST,
-    WAIT_FOR_MATHS,
-    WIDGET_PAGES, PageWatch, bad_alt_texts, base_url, browser, choose,
+    MV_BELOW, WAIT_FOR_MATHS,
+    MODEL_VIEW_PAGES, WIDGET_PAGES, PageWatch, bad_alt_texts, base_url, browser,
+    check_model_view_reserve, choose, held_model_view_below,
     keyboard_focus, option_count, record, replay, screenshot, shot_name,
     shown_view, until, visible_views)
 
@@ -65,9 +66,6 @@ MIN_DESKTOP_SCALE = 0.9        # a widget picture shown at >= 90 % of its size
 SETTINGS_REPO = __import__("yaml").safe_load(
     (SITE.parent.parent / "_config.yml").read_text())["repository"]["url"].rstrip("/")
 MIN_ALT_WORDS = 6              # "step 1" is a label, not a sentence
-MODEL_VIEW_PAGES = [p for p in PAGES if "pyxis-mv-grid" in
-                    (SITE / p).read_text(errors="ignore")] \
-    if SITE.exists() else []
 
 # the height of each rendered widget
 HEIGHTS = """() => Array.from(document.querySelectorAll('.widget-subarea > .jupyter-widgets'))
@@ -173,6 +171,36 @@ def _shows(stack, label: str, before: str) -> bool:
     return names[0] == label or names[0].startswith(f"{label} / ")
 
 
+# a view_grid's inner buttons, each clicked in turn (a DOM click, the same
+# event the widget gets from a mouse): the view shown after each, once it
+# names the button ("outer / inner"), and a hash of the visible HTML. Polls a
+# frame at a time, for at most 5 s a button.
+SWEEP_INNER_BUTTONS = """async root => {
+  const stack = root.querySelector('.pyxis-view-stack');
+  const shown = () => Array.from(stack.querySelectorAll('.pyxis-view'))
+    .filter(v => v.closest('.pyxis-view-stack') === stack && v.getClientRects().length > 0)
+    .map(v => v.getAttribute('data-view'));
+  const buttons = root.querySelectorAll('.pyxis-inner-control button.widget-toggle-button');
+  const seen = [];
+  for (const button of buttons) {
+    const label = button.textContent.trim();
+    button.click();
+    const end = performance.now() + 5000;
+    while (performance.now() < end) {
+      const names = shown();
+      if (button.classList.contains('mod-active') && names.length === 1 && names[0]
+          && names[0].endsWith(' / ' + label)) break;
+      await new Promise(requestAnimationFrame);
+    }
+    const html = Array.from(stack.querySelectorAll('.pyxis-view'))
+      .filter(v => v.getClientRects().length > 0).map(v => v.outerHTML).join('');
+    let hash = 2166136261;  // FNV-1a: the HTML stays in the page
+    for (let i = 0; i < html.length; i++) hash = Math.imul(hash ^ html.charCodeAt(i), 16777619);
+    seen.push([label, shown(), hash >>> 0]);
+  }
+  return seen; }"""
+
+
 def check_view_controls(path, watch):
     """Every control drives its views in the browser: option k shows view k."""
     roots = watch.page.locator(".pyxis-switcher, .pyxis-explorer")
@@ -193,7 +221,16 @@ def check_view_controls(path, watch):
             shown[k] = html
         assert len(set(shown.values())) == n, f"{path}, control {r}: views do not change"
         inner = root.locator(".pyxis-inner-control")
-        if inner.count():  # a view_grid: the second control picks within the first
+        if inner.locator("button.widget-toggle-button").count():
+            # a view_grid with one button per head (32 on the real model's
+            # page): pressed in the page, one round trip for all of them
+            swept = root.evaluate(SWEEP_INNER_BUTTONS)
+            for label, names, _ in swept:
+                assert len(names) == 1 and names[0].endswith(f" / {label}"), (
+                    f"{path}, grid {r}: {label!r} shows {names}")
+            assert len({html for _, _, html in swept}) == len(swept) > 1, (
+                f"{path}, grid {r}: inner views")
+        elif inner.count():  # a view_grid: the second control picks within the first
             m = option_count(inner.first)
             inner_shown = {}
             for k in range(m):
@@ -487,6 +524,8 @@ def _desktop_visit(browser, base_url: str, path: str) -> dict:
                     tables=page.evaluate(TABLE_FRAMES), searches=page.evaluate(SEARCHES))
         if path == PAGES[0]:
             seen["first_page"] = page.evaluate(FIRST_PAGE)
+        if path in MODEL_VIEW_PAGES:  # as drawn, before any control is touched
+            seen["mv_below"] = page.evaluate(MV_BELOW)
         seen["weight"], seen["files"] = watch.gzip_weight(base_url)
         screenshot(page, shot_name(path))
         seen.update(errors=list(watch.errors), offsite=list(watch.offsite),
@@ -596,51 +635,15 @@ def test_first_page_reads_right(desktop):
     assert seen["bare"] == [], f"URLs written as text, not links: {seen['bare']}"
 
 
-# the model view's output, before the widget manager draws it and after:
-# the top of what follows it, and the output's height
-MV_BELOW = """() => { const out = document.querySelector('.cell_output.pyxis-reserve');
-  if (!out) return null;
-  let cell = out.closest('.cell');  // the view may end its section
-  while (!cell.nextElementSibling) cell = cell.parentElement;
-  const next = cell.nextElementSibling;
-  const view = out.querySelector('.widget-subarea');
-  return {below: Math.round(next.getBoundingClientRect().top + window.scrollY),
-          reserved: Math.round(out.getBoundingClientRect().height),
-          drawn: view ? Math.round(view.getBoundingClientRect().height) : null}; }"""
-MV_RESERVE_SLACK = 64  # px the reserved box may be taller than the view
-
-
-@pytest.mark.parametrize("width", [1280, 390])
 @pytest.mark.parametrize("path", MODEL_VIEW_PAGES)
-def test_model_view_height_is_reserved(browser, base_url, path, width):
+def test_model_view_height_is_reserved(browser, base_url, desktop, path):
     """What follows the model view does not move when the widget manager
     draws it (it arrives seconds after the text on a slow line), so a link to
     a section below lands where it should (issue #30, item 4). Measured with
-    the widget manager held back, then drawn."""
-    size = {"width": width, "height": 900 if width > 600 else 844}
-    seen = []
-    for held in (True, False):
-        context = browser.new_context(viewport=size)
-        try:
-            page = context.new_page()
-            if held:
-                page.route("**/widgets/embed.js", lambda route: route.abort())
-            page.goto(base_url + path, wait_until="load")
-            if not held:
-                page.wait_for_function(
-                    "() => document.querySelector('.pyxis-reserve .pyxis-mv')", timeout=30_000)
-            page.wait_for_function(WAIT_FOR_MATHS, timeout=30_000)
-            seen.append(page.evaluate(MV_BELOW))
-        finally:
-            context.close()
-    before, after = seen
-    assert before and after, f"{path}: no reserved model view output"
-    assert abs(after["below"] - before["below"]) <= 2, (
-        f"{path} at {width} px: the text below the view moves from {before['below']} "
-        f"to {after['below']} px when it is drawn")
-    assert after["reserved"] - after["drawn"] <= MV_RESERVE_SLACK, (
-        f"{path} at {width} px: {after['reserved']} px reserved for a "
-        f"{after['drawn']} px view")
+    the widget manager held back (a load of its own), then drawn (the desktop
+    visit); on a phone: test_website_phone.py."""
+    check_model_view_reserve(path, 1280, held_model_view_below(browser, base_url, path),
+                             desktop(path)["mv_below"])
 
 
 @pytest.mark.parametrize("path", PAGES)

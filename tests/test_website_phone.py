@@ -23,8 +23,12 @@ import functools
 import pytest
 
 from website import (  # noqa: F401 (fixtures)
-    PAGES, PHONE, PICTURES, SHOWCASE, TWO_FRAMES, WAIT_FOR_MATHS, PageWatch, base_url,
-    browser, no_sideways_scroll, playwright_api, screenshot, shot_name)
+    MODEL_VIEW_PAGES, MV_BELOW, PAGES, PHONE, PICTURES, SHOWCASE, TWO_FRAMES, WAIT_FOR_MATHS,
+    PageWatch, base_url, browser, check_model_view_reserve, held_model_view_below,
+    no_sideways_scroll, playwright_api, screenshot, shot_name)
+
+# the phone as Chromium emulates it (a touch screen, the page's meta viewport)
+PHONE_CONTEXT = dict(viewport=PHONE, device_scale_factor=1, is_mobile=True, has_touch=True)
 
 # each inline code name in a table cell that the browser laid out on more
 # than one line; names with a space or a hyphen may wrap there
@@ -114,8 +118,7 @@ def _open_full_size(page) -> dict | None:
 def _phone_visit(browser, base_url: str, path: str) -> dict:
     """Open ``path`` once on the phone: what it shows as loaded, then the
     full-size dialog of its first scaled picture."""
-    watch = PageWatch(browser, (base_url, "data:", "blob:", "about:"), viewport=PHONE,
-                      device_scale_factor=1, is_mobile=True, has_touch=True)
+    watch = PageWatch(browser, (base_url, "data:", "blob:", "about:"), **PHONE_CONTEXT)
     try:
         watch.open(base_url + path)
         watch.page.wait_for_function(WAIT_FOR_MATHS, timeout=30_000)
@@ -128,6 +131,8 @@ def _phone_visit(browser, base_url: str, path: str) -> dict:
                     equations=watch.page.evaluate(WIDE_EQUATIONS),
                     tables=watch.page.evaluate(WIDE_TABLES),
                     thumbs=watch.page.evaluate(MV_THUMBS_CUT))
+        if path in MODEL_VIEW_PAGES:  # as drawn, before the dialog opens
+            seen["mv_below"] = watch.page.evaluate(MV_BELOW)
         seen["zoom"] = _open_full_size(watch.page)
         screenshot(watch.page, "phone/" + shot_name(path))
         seen["errors"] = list(watch.errors)
@@ -150,6 +155,15 @@ def test_phone(phone, path):
     assert over <= 0, f"{path} scrolls {over} px sideways at 390 px; too wide: {seen['wide']}"
     split = seen["split"]
     assert split == [], f"{path}: names broken across lines at 390 px: {split[:8]}"
+
+
+@pytest.mark.parametrize("path", MODEL_VIEW_PAGES)
+def test_model_view_height_is_reserved_on_a_phone(browser, base_url, phone, path):
+    """On the phone too, the text below the model view stays put when the
+    view is drawn (test_website.py: at 1280 px)."""
+    check_model_view_reserve(path, PHONE["width"],
+                             held_model_view_below(browser, base_url, path, **PHONE_CONTEXT),
+                             phone(path)["mv_below"])
 
 
 @pytest.mark.parametrize("path", PAGES)

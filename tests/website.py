@@ -300,6 +300,55 @@ def no_sideways_scroll(page) -> int:
 WIDGET_PAGES = [p for p in PAGES if '"application/vnd.jupyter.widget-state+json"' in
                 (SITE / p).read_text(errors="ignore")] if SITE.exists() else []
 
+MODEL_VIEW_PAGES = [p for p in PAGES if "pyxis-mv-grid" in
+                    (SITE / p).read_text(errors="ignore")] \
+    if SITE.exists() else []
+
+
+# the model view's output, before the widget manager draws it and after:
+# the top of what follows it, and the output's height
+MV_BELOW = """() => { const out = document.querySelector('.cell_output.pyxis-reserve');
+  if (!out) return null;
+  let cell = out.closest('.cell');  // the view may end its section
+  while (!cell.nextElementSibling) cell = cell.parentElement;
+  const next = cell.nextElementSibling;
+  const view = out.querySelector('.widget-subarea');
+  return {below: Math.round(next.getBoundingClientRect().top + window.scrollY),
+          reserved: Math.round(out.getBoundingClientRect().height),
+          drawn: view ? Math.round(view.getBoundingClientRect().height) : null}; }"""
+MV_RESERVE_SLACK = 64  # px the reserved box may be taller than the view
+
+
+
+
+def held_model_view_below(browser, base_url: str, path: str, **context) -> dict | None:
+    """MV_BELOW on ``path`` loaded with the widget manager held back (its
+    script blocked), so the model view is never drawn; ``context``: the
+    browser context's options (viewport, phone emulation)."""
+    context = browser.new_context(**({"viewport": {"width": 1280, "height": 900}} | context))
+    try:
+        page = context.new_page()
+        page.route("**/widgets/embed.js", lambda route: route.abort())
+        page.goto(base_url + path, wait_until="load")
+        page.wait_for_function(WAIT_FOR_MATHS, timeout=30_000)
+        return page.evaluate(MV_BELOW)
+    finally:
+        context.close()
+
+
+def check_model_view_reserve(path: str, width: int, before: dict | None,
+                             after: dict | None) -> None:
+    """The text below the model view stays put when it is drawn, and the
+    box reserved for it is at most MV_RESERVE_SLACK px taller than it."""
+    assert before and after, f"{path}: no reserved model view output"
+    assert abs(after["below"] - before["below"]) <= 2, (
+        f"{path} at {width} px: the text below the view moves from {before['below']} "
+        f"to {after['below']} px when it is drawn")
+    assert after["drawn"] is not None, f"{path} at {width} px: the model view was not drawn"
+    assert after["reserved"] - after["drawn"] <= MV_RESERVE_SLACK, (
+        f"{path} at {width} px: {after['reserved']} px reserved for a "
+        f"{after['drawn']} px view")
+
 
 CONTRAST_JS = """([a, b]) => {
   const lum = el => {
