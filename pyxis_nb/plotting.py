@@ -959,8 +959,9 @@ def plot_head_scores(scores, *, outline=None, ncols: int = 3):
         ax.imshow(m, cmap=CMAP, vmin=low, vmax=high, aspect="auto")
         for i, h in np.ndindex(L, H):  # dark text on the light half
             light = (m[i, h] - low) > 0.6 * (high - low)
+            # inside its cell: the layout need not measure 270 of them
             ax.text(h, i, f"{m[i, h]:.2f}".replace("0.", "."), ha="center",
-                    va="center", fontsize=6.5,
+                    va="center", fontsize=6.5, in_layout=False,
                     color="black" if light else "white")
         for i, h in outline.get(name, ()):
             ax.add_patch(Rectangle((h - 0.5, i - 0.5), 1, 1, fill=False,
