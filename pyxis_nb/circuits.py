@@ -58,7 +58,7 @@ def next_token_loss(logits, input_ids, reduction: str = "mean"):
                 f"(B, T) = {z.shape[:2]}, as logits")
     check_choice("reduction", reduction, ("mean", "none"))
     z = z[:, :-1]  # (B, T-1, V): position t predicts token t + 1
-    top = z.max(axis=-1, keepdims=True)  # a stable logsumexp, summed in float64
+    top = z.max(axis=-1, keepdims=True)  # stable logsumexp, float64 sum
     lse = top[..., 0] + np.log(np.exp(z - top).sum(axis=-1, dtype=np.float64))
     picked = np.take_along_axis(z, ids[:, 1:, None], axis=-1)[..., 0]
     nll = lse - picked  # -log softmax(z)[next token], (B, T-1)

@@ -122,6 +122,13 @@ def smol():
 
 
 @pytest.fixture(scope="module")
+def smol_as_stored():
+    """The file's tensors with the q/k rows as llama.cpp stored them (a
+    second dequantization of every weight, seconds: done once)."""
+    return px.gguf_file.read_gguf(SMOL, unpermute_qk=False).state_dict
+
+
+@pytest.fixture(scope="module")
 def name_map_once():
     """transformers' GGUF loader builds gguf's ``TensorNameMap`` once for
     every submodule of the model (397 times for SmolLM2: 22 s of its 54 s
@@ -295,24 +302,23 @@ def test_chat_template_renders_in_a_fresh_interpreter():
 
 
 @needs_smol
-def test_tensor_data_is_the_stored_blocks():
+def test_tensor_data_is_the_stored_blocks(smol_as_stored):
     """The raw Q4_1 rows of a tensor: 20 bytes per 32 weights, which gguf's
     own dequantize turns into the weights the loader reads (before the
     q/k un-permutation: v_proj has none)."""
     data = px.gguf_file.gguf_tensor_data(SMOL, "blk.2.attn_v.weight")
     assert data.dtype == np.uint8 and data.shape == (192, 576 // 32 * 20)
     weights = gguf.quants.dequantize(data, gguf.GGMLQuantizationType.Q4_1)
-    stored = px.gguf_file.read_gguf(SMOL, unpermute_qk=False).state_dict
     np.testing.assert_array_equal(
-        weights, stored["model.layers.2.self_attn.v_proj.weight"])
+        weights, smol_as_stored["model.layers.2.self_attn.v_proj.weight"])
     with pytest.raises(ValueError, match=r"name 'blk.2.attn_w.weight' is "
                        r"not a tensor of SmolLM2-135M-Instruct.Q4_1.gguf"):
         px.gguf_file.gguf_tensor_data(SMOL, "blk.2.attn_w.weight")
 
 
 @needs_smol
-def test_smollm2_rows_as_stored_are_llama_cpp_s(smol):
-    stored = px.gguf_file.read_gguf(SMOL, unpermute_qk=False).state_dict
+def test_smollm2_rows_as_stored_are_llama_cpp_s(smol, smol_as_stored):
+    stored = smol_as_stored
     name = "model.layers.3.self_attn.k_proj.weight"
     assert np.array_equal(stored[name],
                           llama_cpp_permute(smol.state_dict()[name], 3))
