@@ -765,6 +765,15 @@ def test_site_size():
         f"largest files: {largest}")
 
 
+def test_site_is_served_as_is_by_github_pages():
+    """The site is published on GitHub Pages (_config.yml's baseurl), whose
+    Jekyll drops every folder named with a leading underscore unless the
+    site has a .nojekyll file: _static, _images and _downloads, where the
+    install cells have pip look for the wheel."""
+    assert (SITE / ".nojekyll").is_file()
+    assert (SITE / "_downloads" / "index.html").is_file()
+
+
 def test_dark_mode_screenshot(browser, base_url):
     """Dark mode applies (the screenshot: PYXIS_SCREENSHOTS=1)."""
     watch = PageWatch(browser, (base_url, "data:", "blob:", "about:"), color_scheme="dark")
