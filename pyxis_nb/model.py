@@ -219,16 +219,34 @@ class Qwen3MLP:
         """
         gate = x @ self.gate_proj.T  # (B, T, d_model) @ (d_model, d_ff)
         up = x @ self.up_proj.T  # (B, T, d_model) @ (d_model, d_ff)
-        # silu(x) = x * sigmoid(x) = x / (1 + exp(-x)), as torch; in place,
-        # in one more (B, T, d_ff) array, not five
-        denom = np.negative(gate)
-        with np.errstate(over="ignore"):  # exp(-x) = inf: silu(x) = -0.0
-            np.exp(denom, out=denom)
-        denom += 1
-        up *= np.divide(gate, denom, out=denom)  # silu(gate) * up
-        return up @ self.down_proj.T  # (B, T, d_ff) @ (d_ff, d_model)
+        h = silu_mul(gate, up)  # silu(gate) * up, (B, T, d_ff)
+        return h @ self.down_proj.T  # (B, T, d_ff) @ (d_ff, d_model)
 
     __call__ = forward
+
+
+def silu_mul(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """Unchecked: ``silu(gate) * up``, written into ``up``, which it returns.
+
+    ``silu(x) = x * sigmoid(x) = x / (1 + exp(-x))``, as torch computes it,
+    in one more array of ``gate``'s shape instead of five.
+
+    Parameters
+    ----------
+    gate, up : ndarray, one shape and dtype
+        ``up`` is overwritten.
+
+    Returns
+    -------
+    ndarray
+        ``up``.
+    """
+    denom = np.negative(gate)
+    with np.errstate(over="ignore"):  # exp(-x) = inf: silu(x) = -0.0
+        np.exp(denom, out=denom)
+    denom += 1
+    up *= np.divide(gate, denom, out=denom)
+    return up
 
 
 class Qwen3DecoderLayer:

@@ -49,6 +49,15 @@ def test_silu_has_no_overflow_warning():
                                               2 * 9 / (1 + np.exp(-3))])
 
 
+def test_silu_mul_writes_silu_gate_times_up_into_up():
+    rng = np.random.default_rng(0)
+    gate, up = rng.standard_normal((2, 2, 3, 5)).astype(np.float32)
+    want = gate / (1 + np.exp(-gate.astype(np.float64))) * up
+    out = px.model.silu_mul(gate, up)
+    assert out is up and out.dtype == np.float32
+    np.testing.assert_allclose(out, want, rtol=1e-6)
+
+
 def test_forward_returns_logits_and_the_cache_on_request():
     model = px.Qwen3ForCausalLM.from_config(SMALL, seed=1)
     ids = np.array([[1, 2, 3, 4]])
