@@ -319,8 +319,6 @@ MV_BELOW = """() => { const out = document.querySelector('.cell_output.pyxis-res
 MV_RESERVE_SLACK = 64  # px the reserved box may be taller than the view
 
 
-
-
 def held_model_view_below(browser, base_url: str, path: str, **context) -> dict | None:
     """MV_BELOW on ``path`` loaded with the widget manager held back (its
     script blocked), so the model view is never drawn; ``context``: the
