@@ -77,8 +77,8 @@ nbval: venv
 	$(PY) -m pytest $(NOTEBOOKS) --nbval --nbval-current-env \
 	  --nbval-sanitize-with tools/nbval_sanitize.cfg --nbval-cell-timeout=600 -p no:cacheprovider
 
-# The website check alone (part of `make test`): each page opened once at
-# 1280 px and once as a phone, on 2 workers.
+# The website check alone (part of `make test`): each page opened once, at
+# 1280 px, then switched to a phone and back, on 2 workers.
 webcheck: site
 	$(PY) -m pytest -n 2 --dist loadfile tests/test_website*.py -p no:cacheprovider
 

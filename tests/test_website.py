@@ -32,18 +32,24 @@ asserts that
 * the site works opened as a file (file://) too (the index and one widget
   page), its search page says what search needs there, and dark mode applies.
 
-One visit per page records all of it: first what the page shows as loaded,
-then the widget checks, which click and press keys, in a fixed order, each
+One visit per page records all of it: first what the page shows as loaded;
+then what it shows switched to a phone, 390 x 844, a touch screen (the phone
+checks below: no sideways scroll, names in table cells kept whole, figures
+and widget pictures within the screen with a working "Full size" button,
+equations and tables that fit, whole model-view thumbnails), and back to
+1280 px (website_phone.py; test_website_phone.py holds that a page loaded on
+the phone shows the same); then the widget checks, which click and press keys, in a fixed order, each
 setting every control it reads (none depends on the state another leaves),
 each waiting on the shown state, not on a fixed pause. A widget check runs
 while the page is open and keeps how it failed (``website.record``); its test
 function raises that (``website.replay``), with the check's own message.
 
 With PYXIS_SCREENSHOTS=1 (`make screenshots`) a full-page screenshot of each
-page goes to _build/screenshots/, and of one chapter in dark mode.
+page goes to _build/screenshots/ (on the phone: _build/screenshots/phone/),
+and of one chapter in dark mode.
 
-On a phone: test_website_phone.py; first paint: test_website_first_paint.py.
-Shared parts: website.py.
+Loads on a phone of their own: test_website_phone.py; first paint:
+test_website_first_paint.py. Shared parts: website.py, website_phone.py.
 """
 
 from __future__ import annotations
@@ -54,13 +60,14 @@ import json
 import pytest
 
 from website import (  # noqa: F401 (fixtures)
-    CONTRAST_JS, DEFAULT_ANNOTATION_PX, MIN_CELL_NUMBER_PX, PAGE_MAX_GZIP_BYTES,
-    PAGES, PICTURES, SHOWCASE, SITE, SITE_MAX_BYTES, TEXT_CONTRAST,
+    CONTRAST_JS, DEFAULT_ANNOTATION_PX, DESKTOP, MIN_CELL_NUMBER_PX, PAGE_MAX_GZIP_BYTES,
+    PAGES, PHONE, PICTURES, SHOWCASE, SITE, SITE_MAX_BYTES, TEXT_CONTRAST,
     MV_BELOW, WAIT_FOR_MATHS,
     MODEL_VIEW_PAGES, WIDGET_PAGES, PageWatch, bad_alt_texts, base_url, browser,
     check_model_view_reserve, choose, held_model_view_below,
     keyboard_focus, option_count, record, replay, screenshot, shot_name,
     shown_view, until, visible_views)
+from website_phone import PHONE_CONTEXT, phone_view
 
 MIN_DESKTOP_SCALE = 0.9        # a widget picture shown at >= 90 % of its size
 SETTINGS_REPO = __import__("yaml").safe_load(
@@ -530,6 +537,8 @@ def _desktop_visit(browser, base_url: str, path: str) -> dict:
         screenshot(page, shot_name(path))
         seen.update(errors=list(watch.errors), offsite=list(watch.offsite),
                     failed=list(watch.failed))
+        # the phone checks, on this page switched to a phone and back
+        seen["phone"] = phone_view(watch, path, DESKTOP)
         if path in WIDGET_PAGES:
             seen["view_controls"] = record(check_view_controls, path, watch)
             seen["explorer"] = record(check_explorer_mask_toggle, path, watch)
@@ -641,7 +650,7 @@ def test_model_view_height_is_reserved(browser, base_url, desktop, path):
     draws it (it arrives seconds after the text on a slow line), so a link to
     a section below lands where it should (issue #30, item 4). Measured with
     the widget manager held back (a load of its own), then drawn (the desktop
-    visit); on a phone: test_website_phone.py."""
+    visit); on a phone: test_model_view_height_is_reserved_on_a_phone."""
     check_model_view_reserve(path, 1280, held_model_view_below(browser, base_url, path),
                              desktop(path)["mv_below"])
 
@@ -676,6 +685,73 @@ def test_every_widget_frame_has_a_sentence_of_alt_text(desktop, path):
                   if len(alt.split()) < MIN_ALT_WORDS or alt in labels
                   or alt.rsplit(" / ", 1)[-1] in labels})
     assert bad == [], f"{path}: {len(bad)} frames whose alt text is a label: {bad[:5]}"
+
+
+# ---- the same visit, switched to a phone (website_phone.py) -----------------
+
+@pytest.mark.parametrize("path", PAGES)
+def test_phone(desktop, path):
+    """390 x 844: the page does not scroll sideways; table names stay whole."""
+    seen = desktop(path)["phone"]
+    over = seen["over"]
+    assert over <= 0, f"{path} scrolls {over} px sideways at 390 px; too wide: {seen['wide']}"
+    split = seen["split"]
+    assert split == [], f"{path}: names broken across lines at 390 px: {split[:8]}"
+
+
+@pytest.mark.parametrize("path", MODEL_VIEW_PAGES)
+def test_model_view_height_is_reserved_on_a_phone(browser, base_url, desktop, path):
+    """On the phone too, the text below the model view stays put when the
+    view is drawn (test_website.py: at 1280 px)."""
+    check_model_view_reserve(path, PHONE["width"],
+                             held_model_view_below(browser, base_url, path, **PHONE_CONTEXT),
+                             desktop(path)["phone"]["mv_below"])
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_model_view_thumbnails_fit_a_phone(desktop, path):
+    """At 390 px every thumbnail of a model view shows whole, its label
+    too: SmolLM2's 9 heads a layer are narrower than the Shakespeare
+    model's 8, not cut off at the ninth."""
+    cut = desktop(path)["phone"]["thumbs"]
+    assert cut == [], f"{path}: model-view thumbnails cut at 390 px: {cut[:9]}"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_display_equations_fit_a_phone(desktop, path):
+    """At 390 px every display equation fits its box: a long one is split
+    over lines (aligned, gathered), not cut off with no sign that it
+    scrolls (issue #30, item 9)."""
+    wide = desktop(path)["phone"]["equations"]
+    assert wide == [], f"{path}: display equations wider than the screen [px, box px, text]: {wide}"
+
+
+def test_first_page_tables_fit_a_phone(desktop):
+    """At 390 px the first page's two tables (the chapters, the notation)
+    neither reach past the screen nor hide columns behind a sideways scroll:
+    their rows stack (issue #30, item 10). A chapter's numeric table still
+    scrolls inside its own box (test_phone: the page itself never does)."""
+    wide = desktop(PAGES[0])["phone"]["tables"]
+    assert wide == [], f"{PAGES[0]}: tables too wide [right, scroll, client, first cell]: {wide}"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_figures_fit_a_phone(desktop, path):
+    """At 390 px every figure and widget picture fits the screen; each one
+    scaled down has a "Full size" button, and the button opens it at its
+    own size in a dialog that Escape closes."""
+    seen = desktop(path)["phone"]
+    assert seen["errors"] == [], f"console errors on {path}: {seen['errors']}"
+    pictures = seen["pictures"]
+    wide = [(round(p["right"]), p["alt"]) for p in pictures if p["right"] > PHONE["width"]]
+    assert wide == [], f"{path}: pictures wider than the {PHONE['width']} px screen: {wide}"
+    unmarked = [p["alt"] for p in pictures if p["shown"] < p["natural"] - 1 and not p["button"]]
+    assert unmarked == [], f"{path}: scaled pictures with no Full size button: {unmarked}"
+    if any(p["button"] for p in pictures):
+        zoom = seen["zoom"]
+        assert zoom and zoom["open"], f"{path}: the Full size button opened no dialog"
+        assert abs(zoom["shown"] - zoom["natural"]) <= 1, f"{path}: dialog shows {zoom}"
+        assert zoom["closed"], f"{path}: Escape did not close the full-size dialog"
 
 
 # ---- the widgets, clicked and keyed during the same visit ------------------

@@ -35,6 +35,7 @@ SITE_MAX_BYTES = 26 * 10**6  # on disk; 6 MB of it the wheel, which carries the 
 PAGE_MAX_GZIP_BYTES = 1_500_000    # one page and everything it loads, gzipped
 MIN_CELL_NUMBER_PX = 9             # heatmap numbers on a phone
 PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 900}
 SHOWCASE = "book/causal_mask.html"  # the chapter shot on a phone and in dark mode
 # heatmap numbers drawn at 8 pt and 100 dpi, unless a figure says (data-annotation-px)
 DEFAULT_ANNOTATION_PX = 8 * 100 / 72
@@ -149,7 +150,7 @@ class PageWatch:
     """Opens one page and records its console errors and off-site or failed requests."""
 
     def __init__(self, browser, allowed_prefixes: tuple[str, ...], viewport=None, **options):
-        self.context = browser.new_context(viewport=viewport or {"width": 1280, "height": 900},
+        self.context = browser.new_context(viewport=viewport or DESKTOP,
                                            **options)
         self.page = self.context.new_page()
         self.requested: list[str] = []

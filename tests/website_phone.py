@@ -1,0 +1,149 @@
+"""The phone's half of the website check: what a page shows at 390 x 844
+on a touch screen, as Chromium emulates a phone.
+
+The desktop visit of each page (test_website.py) loads it at 1280 px, records
+what it shows there, then switches the same page to phone emulation
+(``to_phone``: CDP's device metrics with ``mobile``, the page's meta viewport
+honoured, and touch), records what it shows there (``phone_view``), and
+switches back before its widget checks. On all 13 pages that gave the phone
+check the very measurements of a page loaded on the phone (2026-12-02), and
+test_website_phone.py keeps checking that on a page with every kind of
+output, against a load of its own.
+"""
+
+from __future__ import annotations
+
+from website import (
+    MODEL_VIEW_PAGES, MV_BELOW, PHONE, PICTURES, TWO_FRAMES, WAIT_FOR_MATHS,
+    no_sideways_scroll, playwright_api, screenshot, shot_name)
+
+# the phone as Chromium emulates it (a touch screen, the page's meta viewport)
+PHONE_CONTEXT = dict(viewport=PHONE, device_scale_factor=1, is_mobile=True, has_touch=True)
+
+# each inline code name in a table cell that the browser laid out on more
+# than one line; names with a space or a hyphen may wrap there
+SPLIT_NAMES = """() => [...document.querySelectorAll('article td code')]
+  .filter(c => !/[\\s-]/.test(c.textContent.trim()))
+  .filter(c => new Set([...c.getClientRects()].map(r => Math.round(r.top))).size > 1)
+  .map(c => c.textContent.trim())"""
+
+# the first few elements of the article that reach past the screen's edge
+TOO_WIDE = """() => Array.from(document.querySelectorAll('article *'))
+  .filter(e => e.getBoundingClientRect().right > 391 && !e.closest('pre, mjx-container')
+           && !e.classList.contains('skip-link'))
+  .slice(0, 5).map(e => e.tagName + '.' + e.className + ': ' + e.textContent.slice(0, 40))"""
+
+# display equations wider than their box on the phone: [maths px, box px, text]
+PHONE_WIDE_EQUATIONS = r"""() => Array.from(document.querySelectorAll('article mjx-container[display="true"]'))
+  .filter(m => m.getClientRects().length)
+  .map(m => [Math.round(m.querySelector('mjx-math').getBoundingClientRect().width),
+             Math.round(m.getBoundingClientRect().width),
+             (m.querySelector('mjx-assistive-mml') || m).textContent.slice(0, 50)])
+  .filter(([math, box]) => math > box + 1)"""
+
+# tables that reach past the screen or scroll inside their box:
+# [right edge px, scroll width, client width, first cell's text]
+WIDE_TABLES = """() => Array.from(document.querySelectorAll('article table'))
+  .filter(t => t.getClientRects().length && !t.closest('.pyxis-view'))
+  .map(t => [Math.round(t.getBoundingClientRect().right), t.scrollWidth, t.clientWidth,
+             (t.querySelector('td') || t).textContent.trim().slice(0, 30)])
+  .filter(([right, scroll, client]) => right > 390 || scroll > client + 1)"""
+
+# model-view thumbnails cut off by the view's right edge, or whose label
+# ("L17 H0") is cut short: their labels
+MV_THUMBS_CUT = """() => Array.from(document.querySelectorAll('.pyxis-mv-grid .widget-toggle-button'))
+  .filter(b => b.getClientRects().length)
+  .filter(b => b.getBoundingClientRect().right > b.closest('.pyxis-mv').getBoundingClientRect().right + 1
+               || b.scrollWidth > b.clientWidth + 1)
+  .map(b => b.textContent.trim())"""
+
+# the full-size dialog: open or not, and its picture's natural and shown width
+ZOOM = """() => { const d = document.querySelector('dialog.pyxis-zoom');
+                  const i = d && d.querySelector('img');
+                  return d && i ? {open: d.open, natural: i.naturalWidth,
+                                   shown: i.getBoundingClientRect().width} : null; }"""
+ZOOM_SHOWN = """() => { const d = document.querySelector('dialog.pyxis-zoom');
+                        const i = d && d.querySelector('img');
+                        return !!(d && d.open && i && i.complete && i.naturalWidth); }"""
+ZOOM_CLOSED = "() => !document.querySelector('dialog.pyxis-zoom').open"
+
+
+def _wait(page, condition: str) -> None:
+    """Wait until ``condition`` holds on the page, at most 5 s; the check
+    that follows reads the page and says what it found if it never did."""
+    try:
+        page.wait_for_function(condition, timeout=5_000)
+    except playwright_api.TimeoutError:
+        pass
+
+
+def _open_full_size(page) -> dict | None:
+    """Press the first "Full size" button: what the dialog shows, then Escape."""
+    button = page.locator("button.pyxis-full-size:visible")
+    if not button.count():
+        return None
+    button.first.scroll_into_view_if_needed()
+    button.first.click()
+    _wait(page, ZOOM_SHOWN)
+    opened = page.evaluate(ZOOM)
+    if opened is None:
+        return None
+    page.keyboard.press("Escape")
+    _wait(page, ZOOM_CLOSED)
+    opened["closed"] = page.evaluate(ZOOM_CLOSED)
+    return opened
+
+
+def to_phone(watch):
+    """Switch ``watch``'s page, as it is, to the phone: 390 x 844, a mobile
+    viewport (the page's meta viewport honoured) and touch. Returns the CDP
+    session that ``to_desktop`` takes."""
+    cdp = watch.context.new_cdp_session(watch.page)
+    cdp.send("Emulation.setDeviceMetricsOverride", {
+        "width": PHONE["width"], "height": PHONE["height"], "deviceScaleFactor": 1,
+        "mobile": True})
+    cdp.send("Emulation.setTouchEmulationEnabled", {"enabled": True})
+    watch.page.wait_for_function(TWO_FRAMES)
+    return cdp
+
+
+def to_desktop(watch, cdp, viewport: dict) -> None:
+    """Back to the desktop ``viewport`` the page was opened at."""
+    cdp.send("Emulation.setTouchEmulationEnabled", {"enabled": False})
+    cdp.send("Emulation.setDeviceMetricsOverride", {
+        "width": viewport["width"], "height": viewport["height"], "deviceScaleFactor": 1,
+        "mobile": False})
+    cdp.detach()
+    watch.page.wait_for_function(TWO_FRAMES)
+    width = watch.page.evaluate("() => window.innerWidth")
+    assert width == viewport["width"], f"back at {width} px, not {viewport['width']}"
+
+
+def phone_measures(page, path: str) -> dict:
+    """What the phone checks read on ``page``, shown as a phone shows it."""
+    page.wait_for_function(WAIT_FOR_MATHS, timeout=30_000)
+    # the Full size buttons come from a ResizeObserver, a frame after layout
+    page.wait_for_function(TWO_FRAMES, timeout=30_000)
+    over = no_sideways_scroll(page)
+    seen = dict(over=over, wide=page.evaluate(TOO_WIDE) if over > 0 else [],
+                split=page.evaluate(SPLIT_NAMES), pictures=page.evaluate(PICTURES),
+                equations=page.evaluate(PHONE_WIDE_EQUATIONS),
+                tables=page.evaluate(WIDE_TABLES), thumbs=page.evaluate(MV_THUMBS_CUT))
+    if path in MODEL_VIEW_PAGES:  # as drawn, before the dialog opens
+        seen["mv_below"] = page.evaluate(MV_BELOW)
+    return seen
+
+
+def phone_view(watch, path: str, viewport: dict) -> dict:
+    """The page switched to the phone: ``phone_measures``, then the
+    full-size dialog of its first scaled picture and the console errors
+    meanwhile; then back to the desktop ``viewport``."""
+    cdp = to_phone(watch)
+    try:
+        seen = phone_measures(watch.page, path)
+        seen["zoom"] = _open_full_size(watch.page)
+        screenshot(watch.page, "phone/" + shot_name(path))
+        seen["errors"] = list(watch.errors)
+    finally:
+        to_desktop(watch, cdp, viewport)
+    return seen
