@@ -67,7 +67,7 @@ from website import (  # noqa: F401 (fixtures)
     check_model_view_reserve, choose, held_model_view_below,
     keyboard_focus, option_count, record, replay, screenshot, shot_name,
     shown_view, until, visible_views)
-from website_phone import PHONE_CONTEXT, phone_view
+from website_phone import PHONE_CONTEXT, phone_screenshot, phone_view
 
 MIN_DESKTOP_SCALE = 0.9        # a widget picture shown at >= 90 % of its size
 SETTINGS_REPO = __import__("yaml").safe_load(
@@ -539,6 +539,7 @@ def _desktop_visit(browser, base_url: str, path: str) -> dict:
                     failed=list(watch.failed))
         # the phone checks, on this page switched to a phone and back
         seen["phone"] = phone_view(watch, path, DESKTOP)
+        phone_screenshot(browser, base_url, path)  # make screenshots only
         if path in WIDGET_PAGES:
             seen["view_controls"] = record(check_view_controls, path, watch)
             seen["explorer"] = record(check_explorer_mask_toggle, path, watch)

@@ -14,8 +14,8 @@ output, against a load of its own.
 from __future__ import annotations
 
 from website import (
-    MODEL_VIEW_PAGES, MV_BELOW, PHONE, PICTURES, TWO_FRAMES, WAIT_FOR_MATHS,
-    no_sideways_scroll, playwright_api, screenshot, shot_name)
+    MODEL_VIEW_PAGES, MV_BELOW, PHONE, PICTURES, SCREENSHOTS, TWO_FRAMES, WAIT_FOR_MATHS,
+    PageWatch, no_sideways_scroll, playwright_api, screenshot, shot_name)
 
 # the phone as Chromium emulates it (a touch screen, the page's meta viewport)
 PHONE_CONTEXT = dict(viewport=PHONE, device_scale_factor=1, is_mobile=True, has_touch=True)
@@ -142,8 +142,23 @@ def phone_view(watch, path: str, viewport: dict) -> dict:
     try:
         seen = phone_measures(watch.page, path)
         seen["zoom"] = _open_full_size(watch.page)
-        screenshot(watch.page, "phone/" + shot_name(path))
         seen["errors"] = list(watch.errors)
     finally:
         to_desktop(watch, cdp, viewport)
     return seen
+
+
+def phone_screenshot(browser, base_url: str, path: str) -> None:
+    """With PYXIS_SCREENSHOTS=1 (`make screenshots`), the page's full-page
+    screenshot on the phone, from a load of its own: a full-page capture
+    does not keep the switched page's emulation (it came out 1280 px wide
+    in the layout, cut to 390)."""
+    if not SCREENSHOTS:
+        return
+    watch = PageWatch(browser, (base_url, "data:", "blob:", "about:"), **PHONE_CONTEXT)
+    try:
+        watch.open(base_url + path)
+        watch.page.wait_for_function(WAIT_FOR_MATHS, timeout=30_000)
+        screenshot(watch.page, "phone/" + shot_name(path))
+    finally:
+        watch.close()
