@@ -38,11 +38,12 @@ checks below: no sideways scroll, names in table cells kept whole, figures
 and widget pictures within the screen with a working "Full size" button,
 equations and tables that fit, whole model-view thumbnails), and back to
 1280 px (website_phone.py; test_website_phone.py holds that a page loaded on
-the phone shows the same); then the widget checks, which click and press keys, in a fixed order, each
-setting every control it reads (none depends on the state another leaves),
-each waiting on the shown state, not on a fixed pause. A widget check runs
-while the page is open and keeps how it failed (``website.record``); its test
-function raises that (``website.replay``), with the check's own message.
+the phone shows the same); then the widget checks, which click and press
+keys, in a fixed order, each setting every control it reads (none depends
+on the state another leaves), each waiting on the shown state, not on a
+fixed pause. A widget check runs while the page is open and keeps how it
+failed (``website.record``); its test function raises that
+(``website.replay``), with the check's own message.
 
 With PYXIS_SCREENSHOTS=1 (`make screenshots`) a full-page screenshot of each
 page goes to _build/screenshots/ (on the phone: _build/screenshots/phone/),
@@ -538,7 +539,7 @@ def _desktop_visit(browser, base_url: str, path: str) -> dict:
         seen.update(errors=list(watch.errors), offsite=list(watch.offsite),
                     failed=list(watch.failed))
         # the phone checks, on this page switched to a phone and back
-        seen["phone"] = phone_view(watch, path, DESKTOP)
+        seen["phone"] = phone_view(watch, path)
         phone_screenshot(browser, base_url, path)  # make screenshots only
         if path in WIDGET_PAGES:
             seen["view_controls"] = record(check_view_controls, path, watch)
@@ -652,7 +653,8 @@ def test_model_view_height_is_reserved(browser, base_url, desktop, path):
     a section below lands where it should (issue #30, item 4). Measured with
     the widget manager held back (a load of its own), then drawn (the desktop
     visit); on a phone: test_model_view_height_is_reserved_on_a_phone."""
-    check_model_view_reserve(path, 1280, held_model_view_below(browser, base_url, path),
+    check_model_view_reserve(path, DESKTOP["width"],
+                             held_model_view_below(browser, base_url, path),
                              desktop(path)["mv_below"])
 
 

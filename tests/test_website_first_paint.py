@@ -12,7 +12,7 @@ import re
 import pytest
 
 from website import (  # noqa: F401 (fixtures)
-    PAGES, SITE, WIDGET_PAGES, base_url, browser, playwright_api)
+    DESKTOP, PAGES, SITE, WIDGET_PAGES, base_url, browser, playwright_api)
 
 FCP_BUDGET_MS = 2500
 STALL_S, LOADS = 15, 4   # a throttled load that stalls is made again
@@ -65,7 +65,7 @@ def _throttled_timing(browser, url: str) -> dict:
     50 kB; microsoft/playwright#22676 says it is Chromium's): such a load
     measures nothing, and after STALL_S it is made again, up to LOADS times."""
     for _ in range(LOADS):
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context = browser.new_context(viewport=DESKTOP)
         try:
             page = context.new_page()
             cdp = context.new_cdp_session(page)

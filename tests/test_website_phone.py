@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from website import (  # noqa: F401 (fixtures)
     MODEL_VIEW_PAGES, PHONE, SHOWCASE, TWO_FRAMES, PageWatch, base_url, browser)
-from website_phone import PHONE_CONTEXT, phone_measures, to_desktop, to_phone
+from website_phone import PHONE_CONTEXT, phone_measures, switched_to_phone
 
 # "Back to top", shown while the reader scrolls up: whether it covers a
 # figure or a widget, at each of the page's widgets
@@ -28,6 +28,7 @@ BACK_TO_TOP = """() => { const pill = document.getElementById('pst-back-to-top')
       'article .cell_output img, article .widget-subarea'))
     .map(e => e.getBoundingClientRect())
     .some(r => p.left < r.right && r.left < p.right && p.top < r.bottom && r.top < p.bottom); }"""
+
 
 def test_back_to_top_never_covers_a_widget(browser, base_url):
     """In dark mode on a phone, scrolling up through the explorer: "Back to
@@ -70,13 +71,11 @@ def test_a_page_loaded_on_the_phone_reads_as_the_switched_page(browser, base_url
         on_phone = phone_measures(loaded.page, path)
     finally:
         loaded.close()
-    desktop = {"width": 1280, "height": 900}
-    switched = PageWatch(browser, (base_url, "data:", "blob:", "about:"), viewport=desktop)
+    switched = PageWatch(browser, (base_url, "data:", "blob:", "about:"))  # 1280 px
     try:
         switched.open(base_url + path)
-        cdp = to_phone(switched)
-        seen = phone_measures(switched.page, path)
-        to_desktop(switched, cdp, desktop)
+        with switched_to_phone(switched) as page:
+            seen = phone_measures(page, path)
     finally:
         switched.close()
     differ = {k: (on_phone[k], seen[k]) for k in on_phone if on_phone[k] != seen[k]}

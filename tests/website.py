@@ -324,7 +324,7 @@ def held_model_view_below(browser, base_url: str, path: str, **context) -> dict 
     """MV_BELOW on ``path`` loaded with the widget manager held back (its
     script blocked), so the model view is never drawn; ``context``: the
     browser context's options (viewport, phone emulation)."""
-    context = browser.new_context(**({"viewport": {"width": 1280, "height": 900}} | context))
+    context = browser.new_context(**({"viewport": DESKTOP} | context))
     try:
         page = context.new_page()
         page.route("**/widgets/embed.js", lambda route: route.abort())

@@ -3,8 +3,8 @@ on a touch screen, as Chromium emulates a phone.
 
 The desktop visit of each page (test_website.py) loads it at 1280 px, records
 what it shows there, then switches the same page to phone emulation
-(``to_phone``: CDP's device metrics with ``mobile``, the page's meta viewport
-honoured, and touch), records what it shows there (``phone_view``), and
+(``switched_to_phone``: CDP's device metrics with ``mobile``, the page's meta
+viewport honoured, and touch), records what it shows there (``phone_view``), and
 switches back before its widget checks. On all 13 pages that gave the phone
 check the very measurements of a page loaded on the phone (2026-12-02), and
 test_website_phone.py keeps checking that on a page with every kind of
@@ -13,8 +13,10 @@ output, against a load of its own.
 
 from __future__ import annotations
 
+import contextlib
+
 from website import (
-    MODEL_VIEW_PAGES, MV_BELOW, PHONE, PICTURES, SCREENSHOTS, TWO_FRAMES, WAIT_FOR_MATHS,
+    DESKTOP, MODEL_VIEW_PAGES, MV_BELOW, PHONE, PICTURES, SCREENSHOTS, TWO_FRAMES, WAIT_FOR_MATHS,
     PageWatch, no_sideways_scroll, playwright_api, screenshot, shot_name)
 
 # the phone as Chromium emulates it (a touch screen, the page's meta viewport)
@@ -94,29 +96,25 @@ def _open_full_size(page) -> dict | None:
     return opened
 
 
-def to_phone(watch):
-    """Switch ``watch``'s page, as it is, to the phone: 390 x 844, a mobile
-    viewport (the page's meta viewport honoured) and touch. Returns the CDP
-    session that ``to_desktop`` takes."""
+@contextlib.contextmanager
+def switched_to_phone(watch):
+    """``watch``'s page, as it is, shown as on the phone: 390 x 844, a
+    mobile viewport (the page's meta viewport honoured) and touch; back to
+    DESKTOP, the size PageWatch opens a page at, when the block ends."""
     cdp = watch.context.new_cdp_session(watch.page)
-    cdp.send("Emulation.setDeviceMetricsOverride", {
-        "width": PHONE["width"], "height": PHONE["height"], "deviceScaleFactor": 1,
-        "mobile": True})
+    metrics = dict(deviceScaleFactor=1)
+    cdp.send("Emulation.setDeviceMetricsOverride", metrics | PHONE | {"mobile": True})
     cdp.send("Emulation.setTouchEmulationEnabled", {"enabled": True})
     watch.page.wait_for_function(TWO_FRAMES)
-    return cdp
-
-
-def to_desktop(watch, cdp, viewport: dict) -> None:
-    """Back to the desktop ``viewport`` the page was opened at."""
-    cdp.send("Emulation.setTouchEmulationEnabled", {"enabled": False})
-    cdp.send("Emulation.setDeviceMetricsOverride", {
-        "width": viewport["width"], "height": viewport["height"], "deviceScaleFactor": 1,
-        "mobile": False})
-    cdp.detach()
-    watch.page.wait_for_function(TWO_FRAMES)
-    width = watch.page.evaluate("() => window.innerWidth")
-    assert width == viewport["width"], f"back at {width} px, not {viewport['width']}"
+    try:
+        yield watch.page
+    finally:
+        cdp.send("Emulation.setTouchEmulationEnabled", {"enabled": False})
+        cdp.send("Emulation.setDeviceMetricsOverride", metrics | DESKTOP | {"mobile": False})
+        cdp.detach()
+        watch.page.wait_for_function(TWO_FRAMES)
+        width = watch.page.evaluate("() => window.innerWidth")
+        assert width == DESKTOP["width"], f"back at {width} px, not {DESKTOP['width']}"
 
 
 def phone_measures(page, path: str) -> dict:
@@ -134,17 +132,14 @@ def phone_measures(page, path: str) -> dict:
     return seen
 
 
-def phone_view(watch, path: str, viewport: dict) -> dict:
+def phone_view(watch, path: str) -> dict:
     """The page switched to the phone: ``phone_measures``, then the
     full-size dialog of its first scaled picture and the console errors
-    meanwhile; then back to the desktop ``viewport``."""
-    cdp = to_phone(watch)
-    try:
-        seen = phone_measures(watch.page, path)
-        seen["zoom"] = _open_full_size(watch.page)
+    meanwhile; then back to the desktop."""
+    with switched_to_phone(watch) as page:
+        seen = phone_measures(page, path)
+        seen["zoom"] = _open_full_size(page)
         seen["errors"] = list(watch.errors)
-    finally:
-        to_desktop(watch, cdp, viewport)
     return seen
 
 
