@@ -5,6 +5,8 @@ green main stays green; set HYPOTHESIS_PROFILE=explore to search afresh.
 """
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -98,3 +100,10 @@ def generate_with_logits(model, *args, **kwargs):
                          return_dict_in_generate=True)
     return out.sequences, np.stack(out.logits, axis=-2)
 
+
+def fresh_python(code: str, **kwargs):
+    """``code`` run by a new interpreter of this Python (``python -c``), so
+    that nothing this process imported is loaded there; its
+    CompletedProcess, stdout and stderr as text."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True,
+                          text=True, **kwargs)

@@ -7,14 +7,13 @@ import inspect
 import json
 import pathlib
 import re
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 
 import pyxis_nb as px
+from conftest import fresh_python
 from pyxis_nb import _checks, source
 
 PKG = pathlib.Path(px.__file__).parent
@@ -198,8 +197,7 @@ def test_import_loads_numpy_only():
         "assert callable(px.plot_attention)\n"
         "assert 'matplotlib' in sys.modules\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                          text=True, env=None, cwd=PKG.parent)
+    done = fresh_python(code, cwd=PKG.parent)
     assert done.returncode == 0, done.stderr
 
 

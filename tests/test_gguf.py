@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import pyxis_nb as px
-from conftest import generate_with_logits, left_pad
+from conftest import fresh_python, generate_with_logits, left_pad
 from pyxis_nb import gguf_file
 from checkpoints import (SIZES, bf16_round, llama_cpp_permute,
                          write_checkpoint, write_gguf)
@@ -290,13 +290,11 @@ def test_smollm2_chat_template_renders_as_transformers(hf_smol_tokenizer,
 def test_chat_template_renders_in_a_fresh_interpreter():
     """A bare kernel has imported neither transformers nor jinja2.ext (which
     ``import jinja2`` alone does not load): the template still renders."""
-    import sys
     code = ("import pyxis_nb as px; print(px.gguf_file.apply_chat_template("
             "[{'role': 'user', 'content': 'Hi'}], chat_template=\"{% for m in "
             "messages %}{% if loop.first %}{{ m['content'] }}{% break %}"
             "{% endif %}{% endfor %}\"), end='')")
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                         text=True)
+    run = fresh_python(code)
     assert run.returncode == 0, run.stderr
     assert run.stdout == "Hi"
 

@@ -196,7 +196,7 @@ def test_setup_and_solutions_say_what_they_are_in_nbconvert(converted, path):
         assert "remove-cell" in nb.cells[i].metadata.get("tags", [])
 
 
-MODEL_VIEW_CHAPTERS = [p for p in sorted((ROOT / "book").glob("*.ipynb"))
+MODEL_VIEW_CHAPTERS = [p for p in CHAPTERS
                        if "px.model_view(" in p.read_text(encoding="utf-8")]
 
 

@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pyxis_nb as px
+from conftest import fresh_python
 
 
 def _qkv(rng, q_shape, k_shape, v_shape, dtype=np.float64):
@@ -416,8 +417,6 @@ def test_the_fast_path_equals_the_loop_it_shows(rng):
 def test_import_and_tiles_without_threadpoolctl():
     """threadpoolctl is imported where the tiles run in parallel, and only
     there: without it the package imports and the tiles run on one thread."""
-    import subprocess
-    import sys
     code = ("import sys; sys.modules['threadpoolctl'] = None\n"
             "import numpy as np, pyxis_nb as px\n"
             "q = np.random.default_rng(0).standard_normal((2, 3, 40, 8))\n"
@@ -426,6 +425,5 @@ def test_import_and_tiles_without_threadpoolctl():
             "assert np.allclose(out, ref, atol=1e-12)\n"
             "assert 'threadpoolctl' not in [m for m in sys.modules"
             " if sys.modules[m] is not None]\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                          text=True)
+    done = fresh_python(code)
     assert done.returncode == 0, done.stderr
