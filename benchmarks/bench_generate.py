@@ -99,6 +99,7 @@ products, OpenBLAS's against MKL's.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 
@@ -147,14 +148,9 @@ def smollm2_pair(torch, transformers):
     """SmolLM2 from its GGUF (px); transformers views px's own arrays."""
     folder = px.gguf_file.cache_folder() / "smollm2"
     ours = px.LlamaForCausalLM.from_pretrained(folder, gguf_file=px.SMOLLM2_GGUF)
-    c = ours.config
-    config = transformers.LlamaConfig(
-        vocab_size=c.vocab_size, hidden_size=c.hidden_size,
-        intermediate_size=c.intermediate_size, num_hidden_layers=c.num_hidden_layers,
-        num_attention_heads=c.num_attention_heads,
-        num_key_value_heads=c.num_key_value_heads, head_dim=c.head_dim,
-        rope_theta=c.rope_theta, rms_norm_eps=c.rms_norm_eps,
-        max_position_embeddings=c.max_position_embeddings, tie_word_embeddings=True)
+    # px's config fields are Hugging Face's names (the chapter does the same)
+    config = transformers.LlamaConfig(**dataclasses.asdict(ours.config),
+                                      tie_word_embeddings=True)
     theirs = transformers.LlamaForCausalLM(config)
     theirs.load_state_dict({k: torch.from_numpy(v) for k, v in ours.state_dict().items()},
                            strict=False, assign=True)
