@@ -519,7 +519,7 @@ def _desktop_visit(browser, base_url: str, path: str) -> dict:
     """Open ``path`` once at 1280 px: record what it shows as loaded, then run
     the widget checks on it, in this order (the view controls first, on the
     page as loaded)."""
-    watch = PageWatch(browser, (base_url, "data:", "blob:", "about:"))
+    watch = PageWatch(browser, base_url)
     try:
         n_widgets = watch.open(base_url + path)
         watch.page.wait_for_function(WAIT_FOR_MATHS, timeout=30_000)
@@ -819,7 +819,7 @@ MV_DARK = f"""el => {{
 def test_model_view_reads_in_dark_mode(browser, base_url, path):
     """In dark mode the view keeps its own colours: its caption (which
     head, which view), labels and text at >= 4.5:1 (issue #30, item 2)."""
-    watch = PageWatch(browser, (base_url, "data:", "blob:", "about:"), color_scheme="dark")
+    watch = PageWatch(browser, base_url, color_scheme="dark")
     try:
         watch.open(base_url + path)
         assert watch.page.evaluate("() => document.documentElement.dataset.theme") == "dark"
@@ -855,7 +855,7 @@ def test_site_is_served_as_is_by_github_pages():
 
 def test_dark_mode_screenshot(browser, base_url):
     """Dark mode applies (the screenshot: PYXIS_SCREENSHOTS=1)."""
-    watch = PageWatch(browser, (base_url, "data:", "blob:", "about:"), color_scheme="dark")
+    watch = PageWatch(browser, base_url, color_scheme="dark")
     try:
         watch.open(base_url + SHOWCASE)
         assert watch.page.evaluate("() => document.documentElement.dataset.theme") == "dark"
@@ -876,7 +876,7 @@ def test_site_works_from_file(browser):
     paths, and each renders its widgets over http in test_page_renders_offline."""
     assert SHOWCASE in WIDGET_PAGES
     assert len({(SITE / p).parent for p in WIDGET_PAGES}) == 1, "chapters in one folder"
-    watch = PageWatch(browser, ("file://", "data:", "blob:", "about:"))
+    watch = PageWatch(browser, "file://")
     try:
         watch.page.goto((SITE / "index.html").as_uri(), wait_until="load")
         watch.page.wait_for_url("**/book/intro.html", timeout=10_000)
@@ -890,7 +890,7 @@ def test_site_works_from_file(browser):
 
 
 def test_search_from_file_says_what_it_needs(browser):
-    watch = PageWatch(browser, ("file://", "data:", "blob:", "about:"))
+    watch = PageWatch(browser, "file://")
     try:
         watch.page.goto((SITE / "search.html").as_uri() + "?q=causal", wait_until="load")
         watch.page.wait_for_selector("#search-results li", timeout=10_000)

@@ -33,7 +33,7 @@ BACK_TO_TOP = """() => { const pill = document.getElementById('pst-back-to-top')
 def test_back_to_top_never_covers_a_widget(browser, base_url):
     """In dark mode on a phone, scrolling up through the explorer: "Back to
     top" is never drawn over a figure or widget (issue #30, item 13)."""
-    watch = PageWatch(browser, (base_url, "data:", "blob:", "about:"), **PHONE_CONTEXT,
+    watch = PageWatch(browser, base_url, **PHONE_CONTEXT,
                       color_scheme="dark")
     try:
         watch.open(base_url + SHOWCASE)
@@ -65,13 +65,13 @@ def test_a_page_loaded_on_the_phone_reads_as_the_switched_page(browser, base_url
     to phone emulation. On the first model-view page (figures, widgets, a
     model view, equations): the same measurements as a load on the phone."""
     path = MODEL_VIEW_PAGES[0]
-    loaded = PageWatch(browser, (base_url, "data:", "blob:", "about:"), **PHONE_CONTEXT)
+    loaded = PageWatch(browser, base_url, **PHONE_CONTEXT)
     try:
         loaded.open(base_url + path)
         on_phone = phone_measures(loaded.page, path)
     finally:
         loaded.close()
-    switched = PageWatch(browser, (base_url, "data:", "blob:", "about:"))  # 1280 px
+    switched = PageWatch(browser, base_url)  # 1280 px
     try:
         switched.open(base_url + path)
         with switched_to_phone(switched) as page:

@@ -146,10 +146,16 @@ def browser():
         b.close()
 
 
-class PageWatch:
-    """Opens one page and records its console errors and off-site or failed requests."""
+# what a page may load besides the site itself: what it makes in the page
+IN_PAGE = ("data:", "blob:", "about:")
 
-    def __init__(self, browser, allowed_prefixes: tuple[str, ...], viewport=None, **options):
+
+class PageWatch:
+    """Opens one page and records its console errors and off-site or failed
+    requests: off-site is anything not under ``site`` (the served site's
+    base URL, or "file://") nor made in the page (IN_PAGE)."""
+
+    def __init__(self, browser, site: str, viewport=None, **options):
         self.context = browser.new_context(viewport=viewport or DESKTOP,
                                            **options)
         self.page = self.context.new_page()
@@ -170,7 +176,7 @@ class PageWatch:
         # every request that does not start with an allowed prefix is blocked
         # and recorded; Playwright matches the pattern itself, so the site's
         # own requests go on without a round trip to this process each
-        offsite = "^(?!" + "|".join(re.escape(a) for a in allowed_prefixes) + ")"
+        offsite = "^(?!" + "|".join(re.escape(a) for a in (site, *IN_PAGE)) + ")"
         self.page.route(re.compile(offsite), block)
 
     def open(self, url: str):

@@ -150,7 +150,7 @@ def phone_screenshot(browser, base_url: str, path: str) -> None:
     in the layout, cut to 390)."""
     if not SCREENSHOTS:
         return
-    watch = PageWatch(browser, (base_url, "data:", "blob:", "about:"), **PHONE_CONTEXT)
+    watch = PageWatch(browser, base_url, **PHONE_CONTEXT)
     try:
         watch.open(base_url + path)
         watch.page.wait_for_function(WAIT_FOR_MATHS, timeout=30_000)
