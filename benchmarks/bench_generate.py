@@ -149,7 +149,7 @@ def smollm2_pair(torch, transformers):
     folder = px.gguf_file.cache_folder() / "smollm2"
     ours = px.LlamaForCausalLM.from_pretrained(folder, gguf_file=px.SMOLLM2_GGUF)
     # px's config fields are Hugging Face's names (the chapter does the same)
-    config = transformers.LlamaConfig(**dataclasses.asdict(ours.config),
+    config = transformers.LlamaConfig(**ours.config.to_dict(),
                                       tie_word_embeddings=True)
     theirs = transformers.LlamaForCausalLM(config)
     theirs.load_state_dict({k: torch.from_numpy(v) for k, v in ours.state_dict().items()},

@@ -17,8 +17,8 @@ tests/test_conventions.py, drawn in CONTRIBUTING.md)::
       |
     chapter kit  positions  head  engine  batching  source
       |
-    model stack  stable_softmax  masks  attention  norms  rope  multihead
-                 qwen3  kv_cache  tiled  gguf_file  model
+    model stack  stable_softmax  masks  tiled  attention  norms  rope
+                 multihead  qwen3  kv_cache  gguf_file  model
 
 Only numpy is imported with the package: ``plotting`` and ``widgets`` (and
 so matplotlib and ipywidgets) load on first use of one of their names,
@@ -27,8 +27,8 @@ e.g. ``px.plot_attention(...)`` or ``px.widgets`` (PEP 562).
 
 import importlib as _importlib
 
-from . import (stable_softmax, masks, attention, norms, rope,  # noqa
-               multihead, qwen3, kv_cache, tiled, gguf_file, model)
+from . import (stable_softmax, masks, tiled, attention, norms,  # noqa
+               rope, multihead, qwen3, kv_cache, gguf_file, model)
 from . import positions, head, engine, batching, source  # noqa
 from . import (circuits, evaluation, attention_only, experiments,  # noqa
                memory)
@@ -54,8 +54,8 @@ from .tiled import tiled_attention
 #: layer -> its modules, lowest first; a module imports only from modules
 #: before it in this order (tests/test_conventions.py).
 LAYERS = {
-    "model stack": ["stable_softmax", "masks", "attention", "norms", "rope",
-                    "multihead", "qwen3", "kv_cache", "tiled", "gguf_file",
+    "model stack": ["stable_softmax", "masks", "tiled", "attention", "norms",
+                    "rope", "multihead", "qwen3", "kv_cache", "gguf_file",
                     "model"],
     "chapter kit": ["positions", "head", "engine", "batching", "source"],
     "analysis": ["circuits", "evaluation", "attention_only", "experiments",

@@ -514,6 +514,15 @@ def check_model_config(config) -> None:
 
 
 # --- FlexAttention's mask_mod (check_attention, for tiled attention)
+def check_callable(name: str, fn, want: str):
+    """``fn`` if it is None or callable; ``want`` says its signature."""
+    if fn is not None and not callable(fn):
+        raise ValueError(
+            f"{name} must be a function {want}, got {type(fn).__name__} "
+            f"{fn!r}")
+    return fn
+
+
 def check_mask_mod(mask_mod, attn_mask=None, is_causal=False):
     """``mask_mod(b, h, q_idx, kv_idx)``: a callable, alone as the mask."""
     if mask_mod is None:

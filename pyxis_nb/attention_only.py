@@ -30,6 +30,7 @@ from ._checks import (as_float_array, check_bool, check_choice, check_int,
                       check_shape, check_token_ids)
 from .circuits import (duplicate_token_score, induction_score,
                        previous_token_score)
+from .masks import causal_mask_mod
 from .multihead import merge_heads_core, split_heads_core
 from .stable_softmax import softmax_core
 
@@ -163,7 +164,8 @@ def attention_probs(q, k, scale, is_causal=True):
     scores = scale * (q @ k.swapaxes(-1, -2))
     if is_causal:
         T = q.shape[2]
-        scores = np.where(np.tri(T, dtype=bool), scores, -np.inf)
+        keep = causal_mask_mod(0, 0, np.arange(T)[:, None], np.arange(T))
+        scores = np.where(keep, scores, -np.inf)  # (T, T): True = kept
     return softmax_core(scores)
 
 

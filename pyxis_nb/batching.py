@@ -29,7 +29,7 @@ from ._checks import (check_attn_mask, check_choice, check_even, check_int,
                       check_int_array, check_positive_int, check_token_ids)
 from .attention import sdpa_core
 from .head import Head
-from .masks import real_tokens
+from .masks import causal_mask_mod, real_tokens
 from .positions import sinusoidal_positions
 
 __all__ = ["pad_sequences", "TinyLM"]
@@ -141,7 +141,8 @@ class TinyLM:
             T, h.hidden_size, dtype=self.embedding.dtype)  # (..., T, d_model)
         # (..., T, d_model) @ (d_model, d_head) -> (..., 1, T, d_head)
         q, k, v = ((x @ W)[..., None, :, :] for W in (h.Wq, h.Wk, h.Wv))
-        mask = np.tri(T, dtype=bool) if is_causal else np.ones((T, T), bool)
+        mask = causal_mask_mod(0, 0, np.arange(T)[:, None], np.arange(T)) \
+            if is_causal else np.ones((T, T), bool)  # (T, T)
         if attn_mask is not None:  # (..., 1, T, T)
             mask = mask & check_attn_mask(attn_mask, False, q, k, v)
         out, _ = sdpa_core(q, k, v, attn_mask=mask)  # (..., 1, T, d_head)

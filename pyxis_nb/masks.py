@@ -18,7 +18,8 @@ import numpy as np
 
 from ._checks import check_choice, check_int_array, check_positive_int
 
-__all__ = ["causal_mask", "sliding_window_mask", "padding_mask"]
+__all__ = ["causal_mask", "sliding_window_mask", "padding_mask",
+           "causal_mask_mod", "sliding_window_mask_mod"]
 
 ALIGNMENTS = ("bottom_right", "top_left")
 
@@ -56,7 +57,54 @@ def causal_mask(T: int, S: int | None = None, *,
     T, S = _check_sizes(T, S)
     check_choice("align", align, ALIGNMENTS)
     offset = S - T if align == "bottom_right" else 0  # query i at i + offset
-    return np.tril(np.ones((T, S), dtype=bool), k=offset)  # (T, S)
+    return causal_mask_mod(0, 0, np.arange(T)[:, None] + offset,
+                           np.arange(S))  # (T, 1) vs (S,) -> (T, S)
+
+
+def causal_mask_mod(b, h, q_idx, kv_idx):
+    """FlexAttention's causal ``mask_mod``: a query sees keys up to itself.
+
+    The one causal triangle of the package: :func:`causal_mask`, SDPA's
+    ``is_causal`` and the tiles of ``tiled_attention`` all call it.
+
+    Parameters
+    ----------
+    b, h : int or ndarray of int
+        Batch and head indices (unused: the same triangle everywhere).
+    q_idx, kv_idx : int or ndarray of int
+        Query and key positions, broadcast against each other.
+
+    Returns
+    -------
+    bool or ndarray of bool
+        True = may attend: ``kv_idx <= q_idx``.
+    """
+    return kv_idx <= q_idx
+
+
+def sliding_window_mask_mod(window: int):
+    """A causal sliding window as FlexAttention's ``mask_mod``.
+
+    Each query sees itself and the ``window - 1`` keys before it (Mistral,
+    and the sliding layers of Gemma 2/3 and gpt-oss, as transformers'
+    ``sliding_window_causal_mask_function``).
+
+    Parameters
+    ----------
+    window : int
+        Keys a query sees, itself included, >= 1.
+
+    Returns
+    -------
+    callable
+        ``mask_mod(b, h, q_idx, kv_idx) -> bool``, True = may attend.
+    """
+    window = check_positive_int("window", window)
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        return causal_mask_mod(b, h, q_idx, kv_idx) & (q_idx - kv_idx < window)
+
+    return mask_mod
 
 
 def sliding_window_mask(T: int, S: int | None = None, *, window: int,

@@ -32,18 +32,21 @@ from __future__ import annotations
 import functools
 import json
 import pathlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ._checks import (as_float_array, check_01_mask, check_bool, check_choice,
+from ._checks import (as_float_array, check_01_mask, check_bool,
+                      check_callable, check_choice,
                       check_config_value, check_float_dtype, check_found,
                       check_heads, check_int, check_keys, check_model_config,
                       check_needs, check_number, check_positive_int,
                       check_same_dtype, check_shape, check_state_shapes,
                       check_theta, check_token_ids)
 from .kv_cache import KVCache
-from .multihead import MultiHeadAttention, attention_inputs, weight_shapes
+from .multihead import (MultiHeadAttention, attention_inputs,
+                        check_attn_implementation, check_output_attentions,
+                        weight_shapes)
 from .norms import rms_norm_core
 from .gguf_file import read_gguf, gguf_tokenizer
 from .qwen3 import ModelConfig, random_attention, state_shapes
@@ -63,6 +66,9 @@ __all__ = [
     "load_tokenizer",
     "safetensors_header",
 ]
+
+#: the interventions ``Qwen3ForCausalLM.forward(hooks=...)`` takes
+HOOK_POINTS = ("heads", "residual")
 
 #: The Qwen3 trained on Shakespeare that ships with the package (a folder
 #: in Hugging Face's format; ``make real-model`` rebuilds it).
@@ -273,9 +279,9 @@ class Qwen3DecoderLayer:
         self.mlp, self.post_attention_layernorm = mlp, post_attention_layernorm
         self.layer_idx = layer_idx
 
-    def forward(self, hidden_states, attention_mask, position_embeddings,
+    def forward(self, hidden_states, attention_mask, position_embeddings, *,
                 cache=None, head_mask=None, rope_layout="half",
-                output_attentions=True):
+                heads_hook=None):
         """Unchecked (the model checks once): (B, T, d_model) -> same.
 
         Parameters
@@ -291,13 +297,16 @@ class Qwen3DecoderLayer:
             Multiplies each head's attention weights.
         rope_layout : {"half", "interleaved"}
             Which pairs RoPE rotates (see ``Qwen3ForCausalLM.forward``).
-        output_attentions : bool, default True
-            False: the attention may skip its weights (``attend``).
+        heads_hook : callable, optional
+            ``heads_hook(heads) -> heads`` on the heads' outputs (B, H, T,
+            d_head) before ``o_proj`` (``Qwen3ForCausalLM.forward``'s
+            ``hooks``).
 
         Returns
         -------
         hidden_states : ndarray, shape (B, T, d_model)
         attn_weights : ndarray, shape (B, H, T, S), or None
+            None from the ``"flex_attention"`` kernel.
 
         See Also
         --------
@@ -307,8 +316,9 @@ class Qwen3DecoderLayer:
         hidden_states = self.input_layernorm(hidden_states)
         # Self Attention
         hidden_states, attn_weights = self.self_attn.attend(
-            hidden_states, attention_mask, position_embeddings, cache,
-            self.layer_idx, head_mask, rope_layout, output_attentions)
+            hidden_states, attention_mask, position_embeddings, cache=cache,
+            layer_idx=self.layer_idx, head_mask=head_mask,
+            rope_layout=rope_layout, hook=heads_hook)
         hidden_states = residual + hidden_states
         if self.mlp is None:  # an attention-only decoder
             return hidden_states, attn_weights
@@ -323,6 +333,14 @@ class Qwen3DecoderLayer:
 
 
 # ---------------------------------------- the model's own door checks
+def _with_kernel(config: ModelConfig, attn_implementation) -> ModelConfig:
+    """``config`` with its kernel's name set (None: kept as it is)."""
+    if attn_implementation is None:
+        return config
+    return replace(config, _attn_implementation=check_attn_implementation(
+        attn_implementation))
+
+
 def _check_context(name_a: str, a: int, name_b: str, b: int,
                    max_position_embeddings: int) -> None:
     """Raise if ``a + b`` positions pass ``max_position_embeddings``."""
@@ -401,7 +419,8 @@ class Qwen3ForCausalLM:
     # ------------------------------------------------------------- building
     @classmethod
     def from_config(cls, config: ModelConfig, *, seed: int = 0,
-                    dtype=np.float64, tie_word_embeddings: bool = False):
+                    dtype=np.float64, tie_word_embeddings: bool = False,
+                    attn_implementation: str | None = None):
         """Seeded random weights of ``config``'s shapes (norm gains 1).
 
         Drawn in order from ``default_rng(seed)``: ``embed_tokens``
@@ -419,6 +438,9 @@ class Qwen3ForCausalLM:
         dtype : numpy float dtype, default float64
         tie_word_embeddings : bool, default False
             Use ``embed_tokens`` as ``lm_head``.
+        attn_implementation : {"flex_attention", "eager"}, optional
+            The kernel every layer runs; None: the config's
+            (``config._attn_implementation``).
 
         Returns
         -------
@@ -430,7 +452,8 @@ class Qwen3ForCausalLM:
             random weights too.
         """
         check_model_config(config)
-        c, dtype = config, check_float_dtype("dtype", dtype)
+        c = _with_kernel(config, attn_implementation)
+        dtype = check_float_dtype("dtype", dtype)
         tied = check_bool("tie_word_embeddings", tie_word_embeddings)
         seed = check_int("seed", seed, low=0)
         V, d, d_ff = c.vocab_size, c.hidden_size, c.intermediate_size
@@ -443,7 +466,8 @@ class Qwen3ForCausalLM:
             attn = random_attention(
                 **c.attention_config(), seed=seed + 1 + i, dtype=dtype,
                 qk_norm=cls.qk_norm, rms_norm_eps=c.rms_norm_eps,
-                rope_theta=c.rope_theta)
+                rope_theta=c.rope_theta,
+                attn_implementation=c._attn_implementation)
             mlp = None if d_ff == 0 else Qwen3MLP(*[
                 (rng.standard_normal(s) / np.sqrt(s[1])).astype(dtype)
                 for s in ((d_ff, d), (d_ff, d), (d, d_ff))])
@@ -464,7 +488,8 @@ class Qwen3ForCausalLM:
     @classmethod
     def from_state_dict(cls, state_dict, config: ModelConfig, *,
                         tie_word_embeddings: bool | None = None,
-                        generation_config: dict | None = None):
+                        generation_config: dict | None = None,
+                        attn_implementation: str | None = None):
         """A model from arrays under Hugging Face's names, used as given.
 
         torch's ``load_state_dict(strict=True)``: every key, no other, each of
@@ -483,12 +508,15 @@ class Qwen3ForCausalLM:
             one, it must equal ``model.embed_tokens.weight``.
         generation_config : dict, optional
             Kept as :attr:`generation_config` (``eos_token_id``, ...).
+        attn_implementation : {"flex_attention", "eager"}, optional
+            The kernel; None: the config's.
 
         Returns
         -------
         Qwen3ForCausalLM
         """
         check_model_config(config)
+        config = _with_kernel(config, attn_implementation)
         tied = ("lm_head.weight" not in state_dict
                 if tie_word_embeddings is None
                 else check_bool("tie_word_embeddings", tie_word_embeddings))
@@ -509,7 +537,8 @@ class Qwen3ForCausalLM:
             p = f"model.layers.{i}."
             attn = MultiHeadAttention.from_state_dict(
                 w, **c.attention_config(), prefix=p + "self_attn.",
-                rms_norm_eps=c.rms_norm_eps, rope_theta=c.rope_theta)
+                rms_norm_eps=c.rms_norm_eps, rope_theta=c.rope_theta,
+                attn_implementation=c._attn_implementation)
             mlp = None if c.intermediate_size == 0 else Qwen3MLP(*[
                 w[f"{p}mlp.{n}_proj.weight"] for n in ("gate", "up", "down")])
             norms = (w[p + "input_layernorm.weight"],
@@ -521,7 +550,8 @@ class Qwen3ForCausalLM:
                    generation_config=generation_config)
 
     @classmethod
-    def from_pretrained(cls, path, *, gguf_file=None, dtype=np.float32):
+    def from_pretrained(cls, path, *, gguf_file=None, dtype=np.float32,
+                        attn_implementation: str | None = None):
         """Load a checkpoint folder (as ``save_pretrained`` wrote it).
 
         Reads ``config.json`` (and ``generation_config.json`` if there),
@@ -539,6 +569,10 @@ class Qwen3ForCausalLM:
             permuted, put back in Hugging Face's order).
         dtype : numpy float dtype, default float32
             bf16 / f16 / f32 / f64 (and quantized) weights become it.
+        attn_implementation : {"flex_attention", "eager"}, optional
+            The kernel, as transformers' argument of that name: None gives
+            the tiled ``"flex_attention"``; ``"eager"`` returns the weights
+            (``output_attentions``).
 
         Returns
         -------
@@ -558,13 +592,16 @@ class Qwen3ForCausalLM:
         transformers.AutoModelForCausalLM.from_pretrained :
             ``(folder, gguf_file=...)`` too.
         """
+        if attn_implementation is not None:
+            check_attn_implementation(attn_implementation)
         if gguf_file is not None:
             ckpt = read_gguf(pathlib.Path(path) / gguf_file, dtype=dtype,
                              architecture=cls.model_type)
             return cls.from_state_dict(
                 ckpt.state_dict, ckpt.config,
                 tie_word_embeddings=ckpt.tie_word_embeddings,
-                generation_config=ckpt.generation_config)
+                generation_config=ckpt.generation_config,
+                attn_implementation=attn_implementation)
         folder = _checkpoint_folder(path)
         config, tied = read_hf_config(folder / "config.json", cls.model_type)
         dtype = check_float_dtype("dtype", dtype)
@@ -583,7 +620,8 @@ class Qwen3ForCausalLM:
         return cls.from_state_dict(
             arrays, config, tie_word_embeddings=tied,
             generation_config=json.loads(gen.read_text("utf-8"))
-            if gen.is_file() else None)
+            if gen.is_file() else None,
+            attn_implementation=attn_implementation)
 
     def state_dict(self) -> dict:
         """The arrays under Hugging Face's names (no ``lm_head`` if tied)."""
@@ -601,6 +639,19 @@ class Qwen3ForCausalLM:
         if not self.tie_word_embeddings:
             out["lm_head.weight"] = self.lm_head
         return out
+
+    def set_attn_implementation(self, attn_implementation: str) -> None:
+        """Run every layer on the kernel of that name from now on.
+
+        Parameters
+        ----------
+        attn_implementation : {"flex_attention", "eager"}
+            Recorded in ``config._attn_implementation``, as transformers'
+            method of this name does.
+        """
+        self.config = _with_kernel(self.config, attn_implementation)
+        for layer in self.layers:
+            layer.self_attn.attn_implementation = attn_implementation
 
     # ----------------------------------------------------------- properties
     @property
@@ -646,7 +697,7 @@ class Qwen3ForCausalLM:
                 cache: KVCache | None = None, use_cache: bool = False,
                 logits_to_keep: int = 0, output_attentions: bool = False,
                 output_hidden_states: bool = False, head_mask=None,
-                interleaved_rope: bool = False):
+                interleaved_rope: bool = False, hooks=None):
         """Next-token logits for ``T`` new tokens, after what ``cache`` holds.
 
         Parameters
@@ -665,9 +716,9 @@ class Qwen3ForCausalLM:
         logits_to_keep : int, default 0
             The last this many positions only (0: all).
         output_attentions : bool, default False
-            Also return every layer's attention weights. Without them (and
-            without ``head_mask``) the layers attend in tiles
-            (``sdpa_tiled_core``) and never hold (B, H, T, S) weights.
+            Also return every layer's attention weights: needs the eager
+            kernel (``attn_implementation="eager"``); the tiled one never
+            holds (B, H, T, S) weights.
         output_hidden_states : bool, default False
             Also return the residual stream at the input of every layer.
         head_mask : array_like, shape (L, H), optional
@@ -678,6 +729,14 @@ class Qwen3ForCausalLM:
             Rotate neighbouring pairs (2i, 2i + 1) instead of the half
             layout Qwen3 and Llama were trained with: the layout bug of the
             RoPE chapter, for demonstrations. Never set it to run a model.
+        hooks : dict, optional
+            Interventions, as TransformerLens's hook points: ``"heads"``:
+            ``f(layer_idx, heads) -> heads`` on each layer's heads' outputs
+            (B, H, T, d_head) before ``o_proj``; ``"residual"``:
+            ``f(layer_idx, hidden_states) -> hidden_states`` on the residual
+            stream at the input of each layer, and with ``layer_idx = L``
+            before the final norm. Path patching and ablations go through
+            them, so no chapter writes the layer loop again.
 
         Returns
         -------
@@ -689,24 +748,31 @@ class Qwen3ForCausalLM:
         --------
         transformers.Qwen3ForCausalLM.forward
         """
-        ids, keep, cache, past, heads, rope_layout = self._forward_args(
+        ids, keep, cache, past, heads, rope_layout, hooks = self._forward_args(
             input_ids, logits_to_keep, use_cache, cache, output_attentions,
-            output_hidden_states, head_mask,
-            interleaved_rope)  # ids (B, T), heads (L, H) or None
+            output_hidden_states, head_mask, interleaved_rope,
+            hooks)  # ids (B, T), heads (L, H) or None
         B, T = ids.shape
         mask, pos = attention_inputs(
             attention_mask, position_ids, B, T, past,
             max_position_embeddings=self.max_position_embeddings)  # once
         rope = rotary_cos_sin(pos, self.config.head_dim, dtype=self.dtype,
                               rope_theta=self.config.rope_theta)  # (B, T, d)
+        residual_hook, heads_hook = hooks.get("residual"), hooks.get("heads")
         h = self.embed_tokens[ids]  # (B, T) -> (B, T, d_model)
         attentions, hidden_states = [], []
         for i, layer in enumerate(self.layers):
+            if residual_hook is not None:
+                h = residual_hook(i, h)
             hidden_states.append(h)  # the layer's input
-            h, w = layer(h, mask, rope, cache, None if heads is None
-                         else heads[i], rope_layout,
-                         output_attentions)  # (B, T, d_model)
+            h, w = layer(h, mask, rope, cache=cache,
+                         head_mask=None if heads is None else heads[i],
+                         rope_layout=rope_layout, heads_hook=None
+                         if heads_hook is None else functools.partial(
+                             heads_hook, i))  # (B, T, d_model)
             attentions.append(w)  # (B, H, T, S), or None
+        if residual_hook is not None:
+            h = residual_hook(len(self.layers), h)
         h = self.norm(h)
         hidden_states.append(h)
         logits = (h[:, -keep:] if keep else h) @ self.lm_head.T  # (B, T, V)
@@ -718,14 +784,21 @@ class Qwen3ForCausalLM:
 
     def _forward_args(self, input_ids, logits_to_keep, use_cache, cache,
                       output_attentions, output_hidden_states, head_mask,
-                      interleaved_rope):
+                      interleaved_rope, hooks):
         """forward's door: ids (B, T), kept logits, the cache, its length,
-        the head mask (L, H) in the model's dtype, the RoPE layout."""
+        the head mask (L, H) in the model's dtype, the RoPE layout, the
+        hooks (a dict)."""
         ids = check_token_ids("input_ids", input_ids, self.vocab_size,
                               batch=True)
         keep = check_int("logits_to_keep", logits_to_keep, low=0)
-        check_bool("output_attentions", output_attentions)
+        check_output_attentions(output_attentions,
+                                self.config._attn_implementation)
         check_bool("output_hidden_states", output_hidden_states)
+        hooks = {} if hooks is None else dict(hooks)
+        check_keys("hooks", hooks, HOOK_POINTS)
+        for name, fn in hooks.items():
+            check_callable(f"hooks[{name!r}]", fn,
+                           "f(layer_idx, array) -> array")
         layout = ("interleaved" if check_bool("interleaved_rope",
                                               interleaved_rope) else "half")
         if check_bool("use_cache", use_cache) and cache is None:
@@ -741,7 +814,7 @@ class Qwen3ForCausalLM:
             check_shape("head_mask", heads, heads.shape == shape,
                         f"(L, H) = {shape}")
             heads = heads.astype(self.dtype)
-        return ids, keep, cache, past, heads, layout
+        return ids, keep, cache, past, heads, layout, hooks
 
     def generate(self, input_ids, max_new_tokens, *, attention_mask=None,
                  use_cache=True, do_sample=False, temperature=1.0, top_k=None,
@@ -894,6 +967,8 @@ class TinyDecoder(Qwen3ForCausalLM):
         The longest sequence the model accepts.
     seed : int, default 0
     dtype : numpy float dtype, default float64
+    attn_implementation : {"flex_attention", "eager"}
+        The kernel; "eager" to get the weights (``output_attentions``).
 
     See Also
     --------
@@ -908,14 +983,17 @@ class TinyDecoder(Qwen3ForCausalLM):
                  num_key_value_heads: int = 2, head_dim: int = 8, *,
                  rope_theta: float = 10_000.0,
                  max_position_embeddings: int = 4096,
-                 seed: int = 0, dtype=np.float64):
+                 seed: int = 0, dtype=np.float64,
+                 attn_implementation: str = "flex_attention"):
         config = ModelConfig(
             hidden_size=hidden_size, num_attention_heads=num_attention_heads,
             num_key_value_heads=num_key_value_heads, head_dim=head_dim,
             num_hidden_layers=num_hidden_layers, rope_theta=rope_theta,
             rms_norm_eps=1e-6, intermediate_size=0, vocab_size=vocab_size,
             max_position_embeddings=max_position_embeddings)
-        model = Qwen3ForCausalLM.from_config(config, seed=seed, dtype=dtype)
+        model = Qwen3ForCausalLM.from_config(
+            config, seed=seed, dtype=dtype,
+            attn_implementation=attn_implementation)
         super().__init__(model.config, model.embed_tokens, model.layers,
                          model.norm, model.lm_head)
 

@@ -23,11 +23,12 @@ from typing import Mapping
 
 import numpy as np
 
-from ._checks import (as_float_array, check_01_mask, check_bool, check_even,
+from ._checks import (as_float_array, check_01_mask, check_bool,
+                      check_choice, check_even,
                       check_heads, check_int, check_keys, check_needs,
                       check_nonempty, check_number, check_positive_int,
                       check_same_dtype, check_shape, check_theta)
-from .attention import sdpa_core, sdpa_tiled_core
+from .attention import ATTENTION_FUNCTIONS, sdpa_core
 from .masks import causal_mask
 from .norms import rms_norm_core
 from .rope import apply_rotary, rotary_cos_sin
@@ -413,6 +414,11 @@ class MultiHeadAttention:
     rms_norm_eps : float, default 1e-6
     rope_theta : float, optional
         RoPE base (half layout); ``d_head`` even. None: no RoPE.
+    attn_implementation : {"flex_attention", "eager"}, default
+        "flex_attention"
+        The kernel (``px.attention.ATTENTION_FUNCTIONS``): the tiled one,
+        which never holds the weights, or the eager one, which returns
+        them (``output_attentions``).
 
     All arrays share one float dtype; inputs must have it too.
 
@@ -426,7 +432,10 @@ class MultiHeadAttention:
     def __init__(self, hidden_size, num_attention_heads, num_key_value_heads,
                  head_dim, *, q_proj, k_proj, v_proj, o_proj,
                  q_proj_bias=None, k_proj_bias=None, v_proj_bias=None,
-                 q_norm=None, k_norm=None, rms_norm_eps=1e-6, rope_theta=None):
+                 q_norm=None, k_norm=None, rms_norm_eps=1e-6, rope_theta=None,
+                 attn_implementation="flex_attention"):
+        self.attn_implementation = check_attn_implementation(
+            attn_implementation)
         self.hidden_size = check_positive_int("hidden_size", hidden_size)
         H, H_kv = check_heads(num_attention_heads, num_key_value_heads)
         self.num_attention_heads, self.num_key_value_heads = H, H_kv
@@ -451,7 +460,8 @@ class MultiHeadAttention:
     @classmethod
     def from_state_dict(cls, state_dict: Mapping, *, hidden_size,
                         num_attention_heads, num_key_value_heads, head_dim,
-                        prefix="", rms_norm_eps=1e-6, rope_theta=_NOT_GIVEN):
+                        prefix="", rms_norm_eps=1e-6, rope_theta=_NOT_GIVEN,
+                        attn_implementation="flex_attention"):
         """A layer from checkpoint arrays: ``{prefix}q_proj.weight``, ...
 
         All under ``prefix`` or nothing: an unknown key (``o_proj.bias``)
@@ -470,6 +480,8 @@ class MultiHeadAttention:
         rope_theta : float or None
             Not in the weights, so it must be passed for a checkpoint with
             ``q_norm`` (Qwen3); None leaves RoPE out on purpose.
+        attn_implementation : {"flex_attention", "eager"}
+            The kernel, as in the class.
 
         Returns
         -------
@@ -483,7 +495,8 @@ class MultiHeadAttention:
         rope_theta = _checkpoint_theta(arrays, rope_theta)
         return cls(hidden_size, num_attention_heads, num_key_value_heads,
                    head_dim, **arrays, rms_norm_eps=rms_norm_eps,
-                   rope_theta=rope_theta)
+                   rope_theta=rope_theta,
+                   attn_implementation=attn_implementation)
 
     def state_dict(self, prefix: str = "") -> dict:
         """The arrays under their checkpoint keys (torch's ``state_dict``).
@@ -553,7 +566,7 @@ class MultiHeadAttention:
         layer_idx : int, default 0
         is_causal : bool, default True
         output_attentions : bool, default False
-            Also return the weights.
+            Also return the weights: needs ``attn_implementation="eager"``.
 
         Returns
         -------
@@ -565,7 +578,8 @@ class MultiHeadAttention:
         transformers.models.qwen3.modeling_qwen3.Qwen3Attention.forward
         """
         is_causal = check_bool("is_causal", is_causal)
-        output_attentions = check_bool("output_attentions", output_attentions)
+        output_attentions = check_output_attentions(output_attentions,
+                                                    self.attn_implementation)
         x = _check_hidden(self, hidden_states)  # (B, T, d_model)
         B, T, _ = x.shape
         past = 0 if cache is None else cache.get_seq_length(layer_idx)
@@ -573,12 +587,12 @@ class MultiHeadAttention:
                                      past, is_causal)
         rope = None if self.rope_theta is None else rotary_cos_sin(
             pos, self.head_dim, rope_theta=self.rope_theta, dtype=x.dtype)
-        out, weights = self.attend(x, mask, rope, cache, layer_idx)
+        out, weights = self.attend(x, mask, rope, cache=cache,
+                                   layer_idx=layer_idx)
         return (out, weights) if output_attentions else out
 
-    def attend(self, x, attn_mask, position_embeddings, cache=None,
-               layer_idx=0, head_mask=None, rope_layout="half",
-               output_attentions=True):
+    def attend(self, x, attn_mask, position_embeddings, *, cache=None,
+               layer_idx=0, head_mask=None, rope_layout="half", hook=None):
         """Unchecked core of :meth:`forward`: project, rotate, cache, attend.
 
         A model calls it for every layer with what it built once (HF:
@@ -603,16 +617,16 @@ class MultiHeadAttention:
         rope_layout : {"half", "interleaved"}, default "half"
             "interleaved" rotates neighbouring pairs: the layout bug the
             chapters demonstrate.
-        output_attentions : bool, default True
-            False: no weights are wanted, and without a ``head_mask`` the
-            attention runs in tiles (``sdpa_tiled_core``, FlashAttention's
-            way), never holding the (B, H, T, S) weights.
+        hook : callable, optional
+            ``hook(heads) -> heads`` on every head's output (B, H, T,
+            d_head) before ``o_proj`` mixes them: patching, ablation.
 
         Returns
         -------
         out : ndarray, shape (B, T, d_model)
         weights : ndarray, shape (B, H, T, S), or None
-            None when ``output_attentions`` is False and no ``head_mask``.
+            None from the ``"flex_attention"`` kernel, which never holds
+            them.
         """
         q, k, v = self.project(x)  # (B, H or H_kv, T, d_head)
         if position_embeddings is not None:  # rotate before caching
@@ -622,12 +636,11 @@ class MultiHeadAttention:
             k = apply_rotary(k, cos, sin, rope_layout)
         if cache is not None:  # -> (B, H_kv, S, d_head)
             k, v = cache.update(k, v, layer_idx)
-        if output_attentions or head_mask is not None:  # the weights too
-            out, weights = sdpa_core(q, k, v, attn_mask=attn_mask,
-                                     enable_gqa=True,
-                                     head_mask=head_mask)  # (B, H, T, d_head)
-        else:  # in tiles, as FlashAttention: no (T, S) array, no weights
-            out, weights = sdpa_tiled_core(q, k, v, attn_mask), None
+        attention = ATTENTION_FUNCTIONS[self.attn_implementation]  # by name
+        out, weights = attention(q, k, v, attn_mask, scaling=self.scaling,
+                                 head_mask=head_mask)  # (B, H, T, d_head)
+        if hook is not None:  # an intervention on the heads' outputs
+            out = hook(out)
         # (B, T, H*d_head) @ (H*d_head, d_model) -> (B, T, d_model)
         out = merge_heads_core(out) @ self.o_proj.T
         return out, weights
@@ -685,6 +698,26 @@ def attention_per_head(layer: MultiHeadAttention, hidden_states, *,
         heads.append(sdpa_core(q, k, v, is_causal=is_causal)[0])
     concat = np.concatenate(heads, axis=-1)  # -> (B, T, H*d_head)
     return concat @ layer.o_proj.T  # (B, T, H*d_head) -> (B, T, d_model)
+
+
+def check_attn_implementation(attn_implementation) -> str:
+    """One of the kernels' names (``ATTENTION_FUNCTIONS``)."""
+    return check_choice("attn_implementation", attn_implementation,
+                        tuple(ATTENTION_FUNCTIONS))
+
+
+def check_output_attentions(output_attentions, attn_implementation) -> bool:
+    """``output_attentions``, a bool, True only with the eager kernel
+    (transformers raises the same way)."""
+    if check_bool("output_attentions", output_attentions) and (
+            attn_implementation != "eager"):
+        raise ValueError(
+            "output_attentions=True needs attn_implementation='eager', got "
+            f"attn_implementation={attn_implementation!r}: the tiled kernel "
+            "never holds the weights. Load or build with "
+            "attn_implementation='eager', or call "
+            "set_attn_implementation('eager') first")
+    return output_attentions
 
 
 def _rows(bias, rows):

@@ -14,7 +14,7 @@ not its knowledge. Real weights load with ``MultiHeadAttention
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -50,6 +50,10 @@ class ModelConfig:
         ``V``.
     max_position_embeddings : int
         The most positions a sequence may have.
+    _attn_implementation : {"flex_attention", "eager"}, default
+        "flex_attention"
+        The attention kernel every layer runs, by name (transformers keeps
+        it in ``config._attn_implementation`` too); not in ``to_dict()``.
 
     See Also
     --------
@@ -66,6 +70,14 @@ class ModelConfig:
     intermediate_size: int
     vocab_size: int
     max_position_embeddings: int
+    _attn_implementation: str = field(default="flex_attention",
+                                      compare=False)
+
+    def to_dict(self) -> dict:
+        """The configuration keys as a dict, as a config.json holds them
+        (transformers' ``to_dict``: the kernel's name is not one)."""
+        return {k: v for k, v in asdict(self).items()
+                if not k.startswith("_")}
 
     @property
     def num_key_value_groups(self) -> int:
@@ -126,7 +138,9 @@ def random_attention(hidden_size: int, num_attention_heads: int,
                      num_key_value_heads: int, head_dim: int, *,
                      seed: int = 0, dtype=np.float64, qk_norm: bool = False,
                      bias: bool = False, rms_norm_eps: float = 1e-6,
-                     rope_theta: float | None = None) -> MultiHeadAttention:
+                     rope_theta: float | None = None,
+                     attn_implementation: str = "flex_attention"
+                     ) -> MultiHeadAttention:
     """A layer with seeded normal weights of std ``1 / sqrt(in_features)``.
 
     That scale keeps projected entries near unit variance. Numbers are drawn
@@ -149,6 +163,8 @@ def random_attention(hidden_size: int, num_attention_heads: int,
         The epsilon of ``q_norm`` and ``k_norm``.
     rope_theta : float, optional
         RoPE base; None leaves RoPE out.
+    attn_implementation : {"flex_attention", "eager"}
+        The kernel; "eager" to get the weights (``output_attentions``).
 
     Returns
     -------
@@ -174,7 +190,8 @@ def random_attention(hidden_size: int, num_attention_heads: int,
                    for n in ("q_proj_bias", "k_proj_bias", "v_proj_bias")}
     arrays = {n: a.astype(dtype) for n, a in arrays.items()}
     return MultiHeadAttention(d_model, H, H_kv, d_head, **arrays,
-                              rms_norm_eps=rms_norm_eps, rope_theta=rope_theta)
+                              rms_norm_eps=rms_norm_eps, rope_theta=rope_theta,
+                              attn_implementation=attn_implementation)
 
 
 def qwen3_attention(config: ModelConfig = QWEN3_1_7B, *, seed: int = 0,
@@ -205,4 +222,5 @@ def qwen3_attention(config: ModelConfig = QWEN3_1_7B, *, seed: int = 0,
         config.hidden_size, config.num_attention_heads,
         config.num_key_value_heads, config.head_dim, seed=seed, dtype=dtype,
         qk_norm=True, rms_norm_eps=config.rms_norm_eps,
-        rope_theta=config.rope_theta)
+        rope_theta=config.rope_theta,
+        attn_implementation=config._attn_implementation)

@@ -16,8 +16,10 @@ Shape legend:
     H        query heads (axis -3), only with ``enable_gqa``
     H_kv     key/value heads (axis -3), only with ``enable_gqa``
     n_rep    query heads per key/value head, ``H // H_kv``
-    block_q  query rows of one tile (the last tile may have fewer)
-    block_k  key columns of one tile (the last tile may have fewer)
+    block_q  queries of one tile (the last tile may have fewer)
+    block_k  keys of one tile (the last tile may have fewer)
+    B        batch (axis -4 of the 4-D core)
+    rows     a tile's rows: its queries times ``n_rep`` (GQA)
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ from typing import Callable
 import numpy as np
 
 from ._checks import (_broadcasts_to, as_float_array, check_attention,
-                      check_nonempty, check_positive_int, check_positive_ints)
-from .masks import mask_to_bias
+                      check_callable, check_nonempty, check_positive_int,
+                      check_positive_ints, check_same_dtype, check_shape)
+from .masks import causal_mask_mod
 
 __all__ = [
     "OnlineSoftmaxState",
@@ -41,6 +44,7 @@ __all__ = [
     "online_softmax_update",
     "Tiles",
     "tiled_attention",
+    "tiled_attention_core",
     "tiled_attention_loop",
 ]
 
@@ -263,20 +267,30 @@ class TileStats:
 
 @dataclass
 class Tiles:
-    """How :func:`tiled_attention_loop` cuts the work, and its tile memory.
+    """How :func:`tiled_attention_loop` cuts the work, and what it adds.
 
     Parameters
     ----------
     block_q, block_k : int
-        Query rows and key columns of one tile.
-    scale : numpy float
-        Multiplies the queries (``1 / sqrt(d_head)`` by default).
-    is_causal : bool
-        A query tile needs no key after its last query.
-    mask : callable
-        ``mask(i0, i1, j0, j1) -> (skip, bias)`` for the tile of queries
-        ``i0:i1`` and keys ``j0:j1``: skip it (every score hidden), and
-        what its scores get added (``-inf`` where hidden; None: nothing).
+        Queries and keys of one tile.
+    n_rep : int
+        Rows per query: with GQA the ``n_rep`` query heads that share a
+        key/value head are rows of one tile (query ``i``, head ``r``: row
+        ``i * n_rep + r``); 1 without.
+    keep : callable
+        ``keep(i0, i1, j0, j1)``: which scores of the tile of queries
+        ``i0:i1`` and keys ``j0:j1`` are kept, a bool array (..., rows,
+        cols), True = may attend; None when all are.
+    score_mod : callable, optional
+        ``score_mod(s, i0, i1, j0, j1)``: the tile's scores, changed
+        (FlexAttention's ``score_mod``, bound to the tile's indices).
+    keys : callable
+        ``keys(i0, i1) -> (lo, hi)``: the queries ``i0:i1`` see no key
+        before ``lo`` or from ``hi`` on (causal: ``hi = i1``), so the key
+        tiles run from there to there.
+    start : callable
+        ``start(rows_shape, d_v)``: the online softmax before any key
+        (``m = -inf``; with sinks, the sink's logit).
     buffer : callable
         ``buffer(rows, cols)``: a (..., rows, cols) array for one tile of
         scores, the same memory for every tile.
@@ -284,9 +298,11 @@ class Tiles:
 
     block_q: int
     block_k: int
-    scale: np.floating
-    is_causal: bool
-    mask: Callable
+    n_rep: int
+    keep: Callable
+    score_mod: Callable | None
+    keys: Callable
+    start: Callable
     buffer: Callable
 
 
@@ -295,10 +311,11 @@ def tiled_attention_loop(q, k, v, out, tiles: Tiles, stats=None):
 
     Parameters
     ----------
-    q : ndarray, shape (..., T, d_head)
+    q : ndarray, shape (..., T * n_rep, d_head)
+        Scaled already; with GQA the ``n_rep`` heads of a query are rows.
     k, v : ndarray, shape (..., S, d_head)
         Of ``q``'s dtype and leading shape.
-    out : ndarray, shape (..., T, d_head)
+    out : ndarray, shape (..., T * n_rep, d_head)
         Written tile by tile, and returned.
     tiles : Tiles
     stats : TileStats, optional
@@ -312,33 +329,41 @@ def tiled_attention_loop(q, k, v, out, tiles: Tiles, stats=None):
     --------
     tiled_attention : the checked, parallel entry point that runs it.
     """
-    (T, d_head), (S, d_v) = q.shape[-2:], v.shape[-2:]
-    for i0, i1 in _spans(T, tiles.block_q):  # one tile of queries, Q_i
-        q_i = q[..., i0:i1, :] * tiles.scale  # scaled once, for all its keys
-        state = OnlineSoftmaxState.empty(q_i.shape[:-1], q.dtype, d_v)
-        for j0, j1 in _spans(S, tiles.block_k, i1 if tiles.is_causal else S):
-            skip, bias = tiles.mask(i0, i1, j0, j1)  # -inf: hidden
-            if not skip:  # S_ij = Q_i K_j^T, (.., block_q, block_k)
+    n, (S, d_v) = tiles.n_rep, v.shape[-2:]
+    for i0, i1 in _spans(q.shape[-2] // n, tiles.block_q):  # queries, Q_i
+        q_i = q[..., i0 * n:i1 * n, :]  # their rows (one per head with GQA)
+        state = tiles.start(q_i.shape[:-1], d_v)  # m = -inf (or the sink)
+        for j0, j1 in _spans(S, tiles.block_k, *tiles.keys(i0, i1)):
+            keep = tiles.keep(i0, i1, j0, j1)  # (.., rows, cols), None: all
+            computed = keep is None or keep.any()  # else every score hidden
+            if computed:  # S_ij = Q_i K_j^T, (.., rows, block_k)
                 k_j = np.swapaxes(k[..., j0:j1, :], -1, -2)  # a view
-                s = np.matmul(q_i, k_j, out=tiles.buffer(i1 - i0, j1 - j0))
-                s = s if bias is None else np.add(s, bias, out=s)
+                s = np.matmul(q_i, k_j, out=tiles.buffer(q_i.shape[-2],
+                                                         j1 - j0))
+                if tiles.score_mod is not None:  # soft-cap, ALiBi, ...
+                    s = tiles.score_mod(s, i0, i1, j0, j1)
+                if keep is not None:  # -inf: hidden
+                    np.copyto(s, -np.inf, where=~keep)
                 online_softmax_update(state, s, v[..., j0:j1, :])  # m, l, acc
             if stats is not None:
                 stats.add(i0, j0, state,
-                          0 if skip else s.size * (d_head + d_v))
-        state.output(out=out[..., i0:i1, :])  # O_i = acc / l
+                          s.size * (k.shape[-1] + d_v) if computed else 0)
+        state.output(out=out[..., i0 * n:i1 * n, :])  # O_i = acc / l
     return out
 
 
 def tiled_attention(query, key, value, *, attn_mask=None, mask_mod=None,
-                    is_causal=False, scale=None, enable_gqa=False,
-                    block_q=256, block_k=512, return_stats=False):
+                    score_mod=None, is_causal=False, scale=None,
+                    enable_gqa=False, sinks=None, block_q=256, block_k=512,
+                    return_stats=False):
     """Exact attention tile by tile; the (T, S) scores never exist at once.
 
-    Checks the inputs, lays the heads out for the tiles (GQA by broadcast,
-    no copy), and runs :func:`tiled_attention_loop` on every core, each on
-    its own part of the batch and heads (torch's CPU kernel and
-    FlashAttention split the work the same way).
+    Checks the inputs, lays the heads out for the tiles (with GQA the
+    query heads that share a key/value head become rows of one tile), and
+    runs :func:`tiled_attention_loop` on every core, each on its own part
+    of the batch and heads (torch's CPU kernel and FlashAttention split the
+    work the same way). With ``score_mod`` and ``mask_mod`` it is
+    FlexAttention: hidden tiles are skipped.
 
     Parameters
     ----------
@@ -352,16 +377,23 @@ def tiled_attention(query, key, value, *, attn_mask=None, mask_mod=None,
         ``mask_mod(b, h, q_idx, kv_idx) -> bool`` (True = may attend) on
         broadcast index arrays, called per tile; hidden tiles are skipped.
         Not together with ``attn_mask`` or ``is_causal``.
+    score_mod : callable, optional
+        ``score_mod(score, b, h, q_idx, kv_idx) -> score`` on the scaled
+        scores, before the mask, on broadcast index arrays (torch's
+        ``flex_attention``): a soft-cap, an ALiBi bias.
     is_causal : bool, default False
         Torch's top-left causal mask; tiles above the diagonal are skipped.
     scale : float, optional
         Defaults to ``1 / sqrt(d_head)``.
     enable_gqa : bool, default False
         Query heads ``H`` on axis -3 share ``H_kv`` key/value heads.
+    sinks : ndarray, shape (H,), optional
+        One logit per query head that joins every row's softmax and takes
+        its share of the weight, with no value (gpt-oss's learned sinks).
     block_q : int, default 256
-        Query rows of one tile.
+        Queries of one tile.
     block_k : int, default 512
-        Key columns of one tile.
+        Keys of one tile.
     return_stats : bool, default False
         Also return which tiles were computed (then on one thread).
 
@@ -372,37 +404,103 @@ def tiled_attention(query, key, value, *, attn_mask=None, mask_mod=None,
 
     See Also
     --------
-    torch.nn.attention.flex_attention.flex_attention : with ``mask_mod``.
+    torch.nn.attention.flex_attention.flex_attention : ``score_mod`` and
+        ``mask_mod`` (there through ``create_block_mask``).
     """
     q, k, v, attn_mask, n_rep = check_attention(
         query, key, value, attn_mask, is_causal, enable_gqa, mask_mod)
     block_q, block_k = check_positive_ints(block_q=block_q, block_k=block_k)
-    q, k, v, lead = _tile_layout(q, k, v, n_rep)
-    mask_tile = _tile_masks(attn_mask, mask_mod, is_causal, lead, n_rep, q)
-    (T, d_head), (S, d_v) = q.shape[-2:], v.shape[-2:]
-    scale = q.dtype.type(1 / np.sqrt(d_head) if scale is None else scale)
-    stats = TileStats.empty(T, S, block_q, block_k) if return_stats else None
-    out = np.empty(q.shape[:-1] + (d_v,), dtype=q.dtype)
-
-    def attend(heads):  # every tile of some of the heads: one core's work
-        tiles = Tiles(block_q, block_k, scale, is_causal,
-                      functools.partial(mask_tile, heads=heads),
-                      _tile_buffer(q[heads], min(block_q, T), min(block_k, S)))
-        tiled_attention_loop(q[heads], k[heads], v[heads], out[heads], tiles,
-                             stats)
-
-    # mask_mod is called once per tile for every head: one thread then
-    _across_cores(attend, q.shape[:-2],
-                  parallel=not return_stats and mask_mod is None)
-    out = out.reshape(lead + (T, d_v))  # GQA: (H_kv, n_rep) -> H
+    check_callable("score_mod", score_mod,
+                   "score_mod(score, b, h, q_idx, kv_idx) -> score array")
+    lead = _lead(q, k, v, n_rep)
+    sinks = _check_sinks(sinks, lead, q.dtype)
+    q4, k4, v4 = _as_4d(q, k, v, lead, n_rep)  # (B, H, T, d), (B, H_kv, ..)
+    if attn_mask is not None:
+        attn_mask = _mask_4d(attn_mask, lead)
+    stats = (TileStats.empty(q.shape[-2], k.shape[-2], block_q, block_k)
+             if return_stats else None)
+    out = tiled_attention_core(
+        q4, k4, v4, attn_mask=attn_mask, mask_mod=mask_mod,
+        score_mod=score_mod, is_causal=is_causal, scale=scale, sinks=sinks,
+        block_q=block_q, block_k=block_k, stats=stats)
+    out = out.reshape(lead + out.shape[-2:])
+    if return_stats and n_rep == 1:  # the state per query, as the output
+        for step in stats.steps:
+            step.row_max, step.row_sum = (x.reshape(lead + x.shape[-1:])
+                                          for x in (step.row_max,
+                                                    step.row_sum))
     return (out, stats) if return_stats else out
 
 
-def _spans(n: int, block: int, cut: int | None = None):
-    """``(start, stop)`` of each block of ``range(n)``, stops cut at ``cut``
-    (causal: a query tile ending at ``cut`` needs no key from ``cut`` on)."""
-    cut = n if cut is None else cut
-    return ((i, min(i + block, n, cut)) for i in range(0, n, block))
+def tiled_attention_core(query, key, value, *, attn_mask=None, mask_mod=None,
+                         score_mod=None, is_causal=False, scale=None,
+                         sinks=None, block_q=64, block_k=1024, stats=None):
+    """Unchecked core of :func:`tiled_attention` on 4-D heads.
+
+    Parameters
+    ----------
+    query : ndarray, shape (B, H, T, d_head)
+    key, value : ndarray, shape (B, H_kv, S, d_head)
+        Of the dtype of ``query``; query head ``h`` reads key/value head
+        ``h // n_rep``.
+    attn_mask : ndarray, shape (B or 1, H or 1, T or 1, S or 1), optional
+        Boolean, True = may attend, or floating, added to the scores.
+    mask_mod, score_mod : callable, optional
+        As in :func:`tiled_attention`.
+    is_causal : bool, default False
+        Torch's top-left triangle.
+    scale : float, optional
+        Defaults to ``1 / sqrt(d_head)``.
+    sinks : ndarray, shape (H,), optional
+        One logit per head in every row's softmax, with no value.
+    block_q : int, default 64
+        Queries of one tile (measured best at Qwen3's and SmolLM2's
+        shapes, ``bench_generate``).
+    block_k : int, default 1024
+        Keys of one tile.
+    stats : TileStats, optional
+        Records every tile (then on one thread).
+
+    Returns
+    -------
+    ndarray, shape (B, H, T, d_head)
+        A view of an array laid out (B, H_kv, T, n_rep, d_head).
+    """
+    (B, H, T, d_head), (H_kv, S, d_v) = query.shape, value.shape[1:]
+    n_rep = H // H_kv
+    scale = query.dtype.type(1 / np.sqrt(d_head) if scale is None else scale)
+    # (B, H_kv, n_rep, T, d) -> (B, H_kv, T, n_rep, d): a query's heads are
+    # neighbouring rows of its key/value head, scaled once
+    rows = np.empty((B, H_kv, T, n_rep, d_head), query.dtype)
+    np.multiply(query.reshape(B, H_kv, n_rep, T, d_head).transpose(
+        0, 1, 3, 2, 4), scale, out=rows)
+    rows = rows.reshape(B, H_kv, T * n_rep, d_head)
+    out = np.empty((B, H_kv, T * n_rep, d_v), query.dtype)
+    masks = _TileMasks(attn_mask, mask_mod, score_mod, is_causal, sinks,
+                       (B, H_kv, n_rep, T, S), query.dtype)
+    bq, bk = min(block_q, T), min(block_k, S)
+
+    def attend(heads):  # every tile of some of the heads: one core's work
+        tiles = masks.tiles(heads, block_q, block_k,
+                            _tile_buffer(rows[heads], bq * n_rep, bk))
+        tiled_attention_loop(rows[heads], key[heads], value[heads],
+                             out[heads], tiles, stats)
+
+    _across_cores(attend, (B, H_kv), parallel=stats is None
+                  and mask_mod is None and score_mod is None)
+    # (B, H_kv, T, n_rep, d) -> laid out (B, T, H, d), so that merging the
+    # heads costs no further copy; returned as the (B, H, T, d) view
+    merged = np.empty((B, T, H_kv, n_rep, d_v), query.dtype)
+    merged[...] = out.reshape(B, H_kv, T, n_rep, d_v).transpose(0, 2, 1, 3, 4)
+    return merged.reshape(B, T, H, d_v).transpose(0, 2, 1, 3)
+
+
+def _spans(n: int, block: int, lo: int = 0, hi: int | None = None):
+    """``(start, stop)`` of each block of ``range(lo, n)``, stops cut at
+    ``hi`` (causal: a query tile ending at ``hi`` needs no key from there
+    on; a block past it is empty, and skipped)."""
+    hi = n if hi is None else hi
+    return ((i, min(i + block, n, hi)) for i in range(lo, n, block))
 
 
 def _across_cores(attend, work: tuple, parallel: bool = True) -> None:
@@ -451,49 +549,54 @@ def _tile_buffer(q: np.ndarray, block_q: int, block_k: int):
         q.shape[:-2] + (rows, cols))
 
 
-def _tile_layout(q, k, v, n_rep: int):
-    """q, k and v as broadcast views (no copy), and the output's lead shape.
-
-    With GQA, query heads (..., H, T, d_head) are viewed as
-    (..., H_kv, n_rep, T, d_head) and key/value heads get a length-1 group
-    axis, so they are broadcast, never copied.
-    """
+def _lead(q, k, v, n_rep: int) -> tuple:
+    """The output's leading shape: the inputs' broadcast, key/value heads
+    counted ``n_rep`` times each."""
     def heads(x):
         return x.shape[:-2] if n_rep == 1 else (
             x.shape[:-3] + (x.shape[-3] * n_rep,))
-    lead = np.broadcast_shapes(q.shape[:-2], heads(k), heads(v))
-    if n_rep > 1:
-        q = _group(q, n_rep)
-        k, v = np.expand_dims(k, -3), np.expand_dims(v, -3)
-    work = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    # every tile then covers the full batch and all heads
-    q, k, v = (np.broadcast_to(x, work + x.shape[-2:]) for x in (q, k, v))
-    return q, k, v, lead
+    return np.broadcast_shapes(q.shape[:-2], heads(k), heads(v))
 
 
-def _group(x: np.ndarray, n_rep: int) -> np.ndarray:
-    """(..., H, T, S) -> (..., H_kv, n_rep, T, S), or a 1-head axis kept."""
-    if x.shape[-3] == 1:
-        return np.expand_dims(x, -3)
-    return x.reshape(x.shape[:-3] + (-1, n_rep) + x.shape[-2:])
+def _as_4d(q, k, v, lead: tuple, n_rep: int):
+    """q as (B, H, T, d_head), k and v as (B, H_kv, S, d_head): the last
+    leading axis is the heads, all the others the batch (FlexAttention's
+    b and h)."""
+    lead2 = (1,) * (2 - len(lead)) + lead
+    B, H = int(np.prod(lead2[:-1])), lead2[-1]
+    kv_lead = lead if n_rep == 1 else lead[:-1] + (H // n_rep,)
+    q4 = np.broadcast_to(q, lead + q.shape[-2:]).reshape(B, H, *q.shape[-2:])
+    k4, v4 = (np.broadcast_to(x, kv_lead + x.shape[-2:]).reshape(
+        B, H // n_rep, *x.shape[-2:]) for x in (k, v))
+    return q4, k4, v4
 
 
-def _fit(x: np.ndarray, lead: tuple, n_rep: int, ndim: int) -> np.ndarray:
-    """A (..., T | 1, S | 1) mask or bias in the layout of the tiles.
+def _mask_4d(mask: np.ndarray, lead: tuple) -> np.ndarray:
+    """A mask broadcastable to (lead, T, S) as (B or 1, H or 1, T or 1,
+    S or 1), the batch axes merged as :func:`_as_4d` merges them."""
+    lead2 = (1,) * (2 - len(lead)) + lead
+    m = mask.reshape((1,) * (len(lead2) + 2 - mask.ndim) + mask.shape)
+    if len(lead2) > 2:  # several batch axes: merged into one
+        m = np.broadcast_to(m, lead2[:-1] + m.shape[-3:]).reshape(
+            (-1,) + m.shape[-3:])
+    return m
 
-    Padded to the output's ``len(lead) + 2`` axes, heads grouped as
-    (H_kv, n_rep) with GQA, then cut to ``ndim`` axes (only 1s dropped).
-    """
-    x = x.reshape((1,) * (len(lead) + 2 - x.ndim) + x.shape)
-    if n_rep > 1:
-        x = _group(x, n_rep)
-    x = x.reshape((1,) * (ndim - x.ndim) + x.shape)
-    return x.reshape(x.shape[x.ndim - ndim:])
+
+def _check_sinks(sinks, lead: tuple, dtype) -> np.ndarray | None:
+    """``sinks`` as one logit per query head, (H,), of the inputs' dtype."""
+    if sinks is None:
+        return None
+    s = as_float_array("sinks", sinks, ndim=1, finite=True)
+    H = lead[-1] if lead else 1
+    check_shape("sinks", s, s.shape == (H,), f"one logit per query head, "
+                f"(H,) = ({H},)")
+    check_same_dtype(query=np.empty(0, dtype), sinks=s)
+    return s
 
 
 def check_mask_mod_tile(keep, want: tuple) -> np.ndarray:
     """What ``mask_mod`` returned for one tile: bool, broadcasting to
-    ``want`` = (B, H, block_q, block_k) without enlarging it."""
+    ``want`` = (B, H_kv, rows, cols) without enlarging it."""
     keep = np.asarray(keep)
     if keep.dtype != bool:
         raise ValueError(
@@ -509,69 +612,144 @@ def check_mask_mod_tile(keep, want: tuple) -> np.ndarray:
     return keep
 
 
-def _tile_masks(attn_mask, mask_mod, is_causal: bool, lead: tuple,
-                n_rep: int, q: np.ndarray):
-    """``mask_tile(i0, i1, j0, j1, heads) -> (skip, bias)`` for one tile
-    of the batch and head slice ``heads`` (an index into the work axes).
-
-    ``skip``: every score of the tile is hidden (or it has no key).
-    ``bias``: what the tile's scores get added, 0 where a key may be seen
-    and ``-inf`` where it is hidden (a float ``attn_mask`` adds its own
-    values); None when nothing is hidden.
-    """
-    dtype, ndim = q.dtype, q.ndim
-    if is_causal:  # top-left: key j hidden from query i when j > i
-        @functools.lru_cache(maxsize=8)  # tiles on the diagonal repeat
-        def causal_bias(offset, rows, cols):  # offset = i0 - j0
-            # column c, row r of the tile: key j0 + c after query i0 + r
-            future = np.arange(cols) > np.arange(rows)[:, None] + offset
-            bias = np.where(future, dtype.type(-np.inf), dtype.type(0))
-            bias.flags.writeable = False  # shared by tiles and threads
-            return bias
-
-        def mask_tile(i0, i1, j0, j1, heads):
-            if j0 >= j1 or j1 - 1 <= i0:  # no key, or none after a query
-                return j0 >= j1, None
-            return False, causal_bias(i0 - j0, i1 - i0, j1 - j0)
-    elif mask_mod is not None:
-        b_idx, h_idx = _batch_head_indices(lead)
-
-        def mask_tile(i0, i1, j0, j1, heads):  # heads = (): one thread
-            keep = check_mask_mod_tile(mask_mod(
-                b_idx, h_idx, np.arange(i0, i1)[:, None], np.arange(j0, j1)),
-                (len(b_idx), len(h_idx), i1 - i0, j1 - j0))
-            if keep.all():
-                return False, None
-            return not keep.any(), mask_to_bias(
-                _fit(keep, lead, n_rep, ndim), dtype)
-    elif attn_mask is not None:
-        mask = _fit(attn_mask, lead, n_rep, ndim)
-
-        def mask_tile(i0, i1, j0, j1, heads):
-            rows = slice(None) if mask.shape[-2] == 1 else slice(i0, i1)
-            cols = slice(None) if mask.shape[-1] == 1 else slice(j0, j1)
-            tile = _heads_of(mask, heads)[..., rows, cols]
-            if tile.dtype == bool:
-                return not tile.any(), None if tile.all() else (
-                    mask_to_bias(tile, dtype))
-            bias = mask_to_bias(tile, dtype)
-            return bool(np.isneginf(bias).all()), bias
-    else:
-        def mask_tile(i0, i1, j0, j1, heads):
-            return False, None
-    return mask_tile
+def check_score_mod_tile(score, want: tuple, dtype) -> np.ndarray:
+    """What ``score_mod`` returned for one tile: floats of the scores'
+    dtype, broadcasting to ``want`` without enlarging it."""
+    score = np.asarray(score)
+    if score.dtype != dtype or not _broadcasts_to(score.shape, want):
+        raise ValueError(
+            f"score_mod returned dtype {score.dtype} and shape {score.shape} "
+            f"for a tile of scores of dtype {dtype} and shape {want}, "
+            "expected the scores' dtype and shape"
+        )
+    return np.broadcast_to(score, want)
 
 
-def _heads_of(x: np.ndarray, heads: tuple) -> np.ndarray:
-    """The part of a mask laid out as the tiles (:func:`_fit`) that covers
-    the work slice ``heads``; its length-1 (broadcast) axes stay whole."""
+class _TileMasks:
+    """What each tile keeps and adds, in :func:`tiled_attention_core`'s
+    layout: batch ``b``, key/value head ``g``, and rows ``i * n_rep + r``
+    for query ``i`` and query head ``h = g * n_rep + r``."""
+
+    def __init__(self, attn_mask, mask_mod, score_mod, is_causal, sinks,
+                 shape: tuple, dtype):
+        B, H_kv, n_rep, T, S = shape
+        self.n_rep, self.dtype = n_rep, np.dtype(dtype)
+        self.mask_mod, self.user_score_mod = mask_mod, score_mod
+        self.is_causal, self.S = is_causal, S
+        self.b = np.arange(B)[:, None, None, None]  # (B, 1, 1, 1)
+        self.g = np.arange(H_kv)[None, :, None, None]  # (1, H_kv, 1, 1)
+        self.sinks = None if sinks is None else sinks.reshape(H_kv, n_rep)
+        self.mask = self.bias = None
+        if attn_mask is not None:  # (B|1, H|1, T|1, S|1) -> grouped heads
+            m = attn_mask.reshape((1,) * (4 - attn_mask.ndim)
+                                  + attn_mask.shape)
+            m = (m[:, :, None] if m.shape[1] == 1 else m.reshape(
+                m.shape[0], H_kv, n_rep, *m.shape[2:]))  # (.., H_kv, n, ..)
+            if m.dtype == bool:
+                self.mask = m
+            else:
+                self.bias = m.astype(self.dtype, copy=False)
+
+    def tiles(self, heads: tuple, block_q: int, block_k: int,
+              buffer) -> Tiles:
+        """The :class:`Tiles` of the batch and head slice ``heads``."""
+        part = _TilePart(self, heads)
+        score_mod = (None if self.user_score_mod is None
+                     and self.bias is None else part.score_mod)
+        return Tiles(block_q, block_k, self.n_rep, part.keep, score_mod,
+                     functools.partial(part.keys, block_k=block_k),
+                     part.start, buffer)
+
+
+class _TilePart:
+    """:class:`_TileMasks` for one core's slice ``heads`` of (B, H_kv)."""
+
+    def __init__(self, masks: _TileMasks, heads: tuple):
+        self.m, heads = masks, heads + (slice(None),) * (2 - len(heads))
+        self.b, self.g = masks.b[heads[0]], masks.g[:, heads[1]]
+        self.sinks = None if masks.sinks is None else masks.sinks[heads[1]]
+        self.mask = None if masks.mask is None else _part(masks.mask, heads)
+        self.bias = None if masks.bias is None else _part(masks.bias, heads)
+
+    def indices(self, i0, i1, j0, j1):
+        """b, h, q_idx, kv_idx of a tile, broadcasting to (B, H_kv, rows,
+        cols)."""
+        n = self.m.n_rep
+        r = np.arange(i0 * n, i1 * n)[:, None]  # (rows, 1)
+        h = self.g if n == 1 else self.g * n + r % n  # (1, H_kv, rows, 1)
+        return self.b, h, r // n, np.arange(j0, j1)
+
+    def keep(self, i0, i1, j0, j1):
+        """The tile's kept scores (.., rows, cols), or None for all."""
+        m = self.m
+        if j0 >= j1:  # past the last key a query may see: skipped
+            return np.zeros((1, 1), bool)
+        if m.is_causal:  # top-left: query i sees keys 0 .. i
+            if j0 >= i1:  # every key after the last query: skipped
+                return np.zeros((1, 1), bool)
+            if j1 - 1 <= i0:  # every key at or before the first query
+                return None
+            rows = np.arange(i0 * m.n_rep, i1 * m.n_rep) // m.n_rep
+            return causal_mask_mod(0, 0, rows[:, None], np.arange(j0, j1))
+        if m.mask_mod is not None:
+            b, h, q_idx, kv_idx = self.indices(i0, i1, j0, j1)
+            want = (len(self.b), self.g.shape[1], len(q_idx), j1 - j0)
+            keep = check_mask_mod_tile(m.mask_mod(b, h, q_idx, kv_idx), want)
+            return None if keep.all() else keep
+        if self.mask is not None:
+            keep = _rows(self.mask, i0, i1, j0, j1, m.n_rep)
+            return None if keep.all() else keep
+        return None
+
+    def keys(self, i0: int, i1: int, block_k: int) -> tuple[int, int]:
+        """The keys the queries ``i0:i1`` may see lie in ``lo:hi``; ``lo``
+        on a tile's border (tiles stay where the stats draw them)."""
+        m = self.m
+        if m.is_causal:
+            return 0, i1
+        if self.mask is None or self.mask.shape[-1] == 1:
+            return 0, m.S
+        rows = self.mask[..., slice(None) if self.mask.shape[-2] == 1
+                         else slice(i0, i1), :]
+        seen = rows.any(axis=tuple(range(rows.ndim - 1)))  # (S,)
+        if not seen.any():
+            return 0, 0
+        lo, hi = int(seen.argmax()), m.S - int(seen[::-1].argmax())
+        return lo - lo % block_k, hi
+
+    def score_mod(self, s, i0, i1, j0, j1):
+        """The tile's scores after ``score_mod`` and a float mask."""
+        if self.m.user_score_mod is not None:
+            s = check_score_mod_tile(self.m.user_score_mod(
+                s, *self.indices(i0, i1, j0, j1)), s.shape, s.dtype)
+        if self.bias is not None:
+            s = s + _rows(self.bias, i0, i1, j0, j1, self.m.n_rep)
+        return s
+
+    def start(self, rows_shape: tuple, d_v: int) -> OnlineSoftmaxState:
+        """Before any key; with sinks, each row has seen its head's sink:
+        ``m = sink``, ``l = exp(sink - m) = 1``, no value."""
+        state = OnlineSoftmaxState.empty(rows_shape, self.m.dtype, d_v)
+        if self.sinks is not None:  # (H_kv, n) -> rows (i, r) of each g
+            q = rows_shape[-1] // self.m.n_rep
+            state.row_max[...] = np.tile(self.sinks, (1, q))[..., None]
+            state.row_sum[...] = 1
+        return state
+
+
+def _part(x: np.ndarray, heads: tuple) -> np.ndarray:
+    """The slice ``heads`` of (B, H_kv) of a grouped mask (B|1, H_kv|1,
+    n|1, T|1, S|1); its length-1 (broadcast) axes stay whole."""
     return x[tuple(h if n > 1 else slice(None)
                    for h, n in zip(heads, x.shape))]
 
 
-def _batch_head_indices(lead: tuple) -> tuple:
-    """``b`` (B, 1, 1, 1) and ``h`` (H, 1, 1) over the output's axes -4 and
-    -3 (length 1 where there is none), as FlexAttention's ``mask_mod``
-    sees them."""
-    B, H = ((1, 1) + lead)[-2:]
-    return np.arange(B)[:, None, None, None], np.arange(H)[:, None, None]
+def _rows(x: np.ndarray, i0, i1, j0, j1, n_rep: int) -> np.ndarray:
+    """A grouped mask's tile (B|1, H_kv|1, n|1, T|1, S|1) as the tile's
+    rows: (B|1, H_kv|1, rows, cols), a query's ``n_rep`` heads in turn."""
+    t = x[..., slice(None) if x.shape[-2] == 1 else slice(i0, i1),
+          slice(None) if x.shape[-1] == 1 else slice(j0, j1)]
+    t = np.broadcast_to(t, t.shape[:2] + (n_rep, i1 - i0, t.shape[-1]))
+    # (.., n, q, cols) -> (.., q, n, cols) -> (.., q * n, cols)
+    return t.transpose(0, 1, 3, 2, 4).reshape(
+        t.shape[:2] + ((i1 - i0) * n_rep, t.shape[-1]))

@@ -32,6 +32,7 @@ import numpy as np
 from ._checks import (as_float_array, check_bool, check_choice, check_int,
                       check_keys, check_needs, check_nonempty,
                       check_positive_int, check_shape)
+from .masks import causal_mask
 from .plotting import (CMAP, COLUMN_WIDTH, plot_attention,
                        plot_rope_rotation, plot_tile_step)
 
@@ -1105,7 +1106,7 @@ def model_view(tokens: Sequence[str], weights, *, open_weights=None,
     L, H, T, S = w.shape
     check_shape("weights", w, T == len(tokens) == S,
                 f"(L, H, T, T) with T = len(tokens) = {len(tokens)}")
-    views = {"causal mask": (w, np.tril(np.ones((T, T), bool)))}
+    views = {"causal mask": (w, causal_mask(T))}
     if open_weights is not None:
         w_open = as_float_array("open_weights", open_weights, ndim=4)
         check_shape("open_weights", w_open, w_open.shape == w.shape,

@@ -277,7 +277,7 @@ def test_batched_equals_one_at_a_time(B, H, L, S, dtype, seed):
             np.testing.assert_allclose(w[b, h], w1, rtol=tol, atol=tol)
 
 
-# ------------------------------------ sdpa_tiled_core: the model's fast path
+# ------------------------- tiled_attention_core: the "flex_attention" kernel
 
 def _tiled_case(rng, dtype, H, H_kv, mask_kind, B=2, T=70, past=37):
     """q (B, H, T, 16), k and v (B, H_kv, S, 16 and 19), and a mask."""
@@ -306,10 +306,12 @@ def _tiled_case(rng, dtype, H, H_kv, mask_kind, B=2, T=70, past=37):
 @pytest.mark.parametrize("block_k", [1024, 48])  # one key tile, or three
 def test_the_tiled_core_gives_sdpa_cores_output(rng, dtype, atol, H, H_kv,
                                                 mask_kind, block_k):
-    from pyxis_nb.attention import sdpa_core, sdpa_tiled_core
+    from pyxis_nb.attention import sdpa_core
+    from pyxis_nb.tiled import tiled_attention_core
     q, k, v, mask = _tiled_case(rng, dtype, H, H_kv, mask_kind)
     want = sdpa_core(q, k, v, attn_mask=mask, enable_gqa=True)[0]
-    got = sdpa_tiled_core(q, k, v, mask, block_q=32, block_k=block_k)
+    got = tiled_attention_core(q, k, v, attn_mask=mask, block_q=32,
+                               block_k=block_k)
     assert got.shape == want.shape and got.dtype == dtype
     np.testing.assert_allclose(got, want, rtol=0, atol=atol)
     if mask_kind == "empty rows":  # no allowed key: zeros, as sdpa_core
@@ -317,23 +319,27 @@ def test_the_tiled_core_gives_sdpa_cores_output(rng, dtype, atol, H, H_kv,
 
 
 def test_the_tiled_core_lays_its_output_out_for_merging(rng):
-    from pyxis_nb.attention import sdpa_tiled_core
     from pyxis_nb.multihead import merge_heads_core
+    from pyxis_nb.tiled import tiled_attention_core
     q, k, v, mask = _tiled_case(rng, np.float32, 8, 4, "causal")
-    out = sdpa_tiled_core(q, k, v, mask)
+    out = tiled_attention_core(q, k, v, attn_mask=mask)
     assert np.shares_memory(merge_heads_core(out), out)  # no copy
 
 
 @pytest.mark.parametrize("case", ["short T", "float mask", "mask per head"])
-def test_the_tiled_core_leaves_what_it_does_not_take_to_sdpa_core(rng, case):
-    """Below 64 queries, and for masks it does not handle, it is sdpa_core
-    itself, bit for bit."""
-    from pyxis_nb.attention import sdpa_core, sdpa_tiled_core
-    q, k, v, mask = _tiled_case(rng, np.float32, 8, 4, "causal",
-                                T=20 if case == "short T" else 70)
+def test_the_tiled_core_takes_every_mask_sdpa_core_takes(rng, case):
+    """Five queries, a float mask, a mask per head: the tiles, equal to
+    sdpa_core."""
+    from pyxis_nb.attention import sdpa_core
+    from pyxis_nb.tiled import tiled_attention_core
+    q, k, v, mask = _tiled_case(rng, np.float64, 8, 4, "causal",
+                                T=5 if case == "short T" else 70)
     if case == "float mask":
-        mask = np.where(mask, 0.0, -np.inf).astype(np.float32)
+        mask = np.where(mask, 0.0, -np.inf) + rng.standard_normal(mask.shape)
     elif case == "mask per head":
-        mask = np.broadcast_to(mask, (2, 8) + mask.shape)
+        mask = np.broadcast_to(mask, (2, 8) + mask.shape[-2:]) & (
+            rng.random((2, 8) + mask.shape[-2:]) < 0.7)
     want = sdpa_core(q, k, v, attn_mask=mask, enable_gqa=True)[0]
-    np.testing.assert_array_equal(sdpa_tiled_core(q, k, v, mask), want)
+    got = tiled_attention_core(q, k, v, attn_mask=mask, block_q=16,
+                               block_k=32)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)

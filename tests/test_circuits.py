@@ -14,13 +14,15 @@ IDS = np.random.default_rng(1).integers(0, 50, (2, 9))
 @pytest.fixture(scope="module")
 def model():
     return px.Qwen3ForCausalLM.from_config(CONFIG, seed=3,
-                                           tie_word_embeddings=True)
+                                           tie_word_embeddings=True,
+                                           attn_implementation="eager")
 
 
 def _rebuild(model, edit):
     state = {k: v.copy() for k, v in model.state_dict().items()}
     edit(state)
-    return px.Qwen3ForCausalLM.from_state_dict(state, CONFIG)
+    return px.Qwen3ForCausalLM.from_state_dict(state, CONFIG,
+                                               attn_implementation="eager")
 
 
 def test_attentions_are_the_layers_own(model):

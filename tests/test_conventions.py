@@ -253,8 +253,9 @@ def test_the_layer_diagram_matches_the_layers():
 # ------------------------------------------------------ (c) one notation
 
 # the book's notation table, and the few extras the package needs
+# (rows: a tile's rows, its queries times n_rep, in the tiled kernel)
 NOTATION = {"...", "B", "T", "S", "L", "V", "d_model", "d_head", "H", "H_kv",
-            "n_rep", "block_q", "block_k", "d_ff"}
+            "n_rep", "block_q", "block_k", "d_ff", "rows"}
 
 
 def legend_symbols(module: str) -> list[str]:

@@ -24,7 +24,8 @@ SMALL = px.ModelConfig(**SIZES)
 # ------------------------------------------------------------- the pieces
 
 def test_decoder_layer_is_pre_norm_attention_then_swiglu():
-    model = px.Qwen3ForCausalLM.from_config(SMALL, seed=3)
+    model = px.Qwen3ForCausalLM.from_config(SMALL, seed=3,
+                                            attn_implementation="eager")
     layer = model.layers[1]
     x = np.random.default_rng(0).standard_normal((2, 5, SMALL.hidden_size))
     h = x + layer.self_attn(px.rms_norm(x, layer.input_layernorm.weight))
@@ -105,7 +106,8 @@ def test_a_model_without_mlp_is_attention_only():
 
 
 def test_output_attentions_are_each_layers_causal_softmax():
-    model = px.Qwen3ForCausalLM.from_config(SMALL, seed=12)
+    model = px.Qwen3ForCausalLM.from_config(SMALL, seed=12,
+                                            attn_implementation="eager")
     ids, mask = left_pad([[5, 6, 7, 8], [9, 10]])
     w = model(ids, attention_mask=mask, output_attentions=True).attentions
     assert w.shape == (2, 2, 4, 4, 4)  # (L, B, H, T, T)
@@ -121,34 +123,38 @@ def test_output_attentions_are_each_layers_causal_softmax():
     np.testing.assert_allclose(w[1, 0], w1[0], atol=1e-12)
 
 
-def test_without_weights_the_layers_attend_in_tiles(monkeypatch):
-    """Without output_attentions (or a head_mask) every layer runs
-    sdpa_tiled_core: the logits of the weights' path (sdpa_core) to
-    rounding, with left padding and a cache, and no weights kept."""
-    import pyxis_nb.multihead as multihead
+def test_each_kernel_is_chosen_by_name(monkeypatch):
+    """attn_implementation picks the kernel of every layer: the default
+    "flex_attention" runs the tiles and keeps no weights; "eager" returns
+    them; the logits agree (left padding and a cache, head_mask on both),
+    and set_attn_implementation switches a loaded model."""
+    import pyxis_nb.attention as attention
     calls = []
-    tiled = multihead.sdpa_tiled_core
-    monkeypatch.setattr(multihead, "sdpa_tiled_core",
-                        lambda *a, **k: calls.append(1) or tiled(*a, **k))
+    for name, kernel in list(attention.ATTENTION_FUNCTIONS.items()):
+        monkeypatch.setitem(
+            attention.ATTENTION_FUNCTIONS, name,
+            lambda *a, _n=name, _k=kernel, **kw: calls.append(_n) or _k(
+                *a, **kw))
     config = px.ModelConfig(**SIZES | dict(max_position_embeddings=160))
     model = px.Qwen3ForCausalLM.from_config(config, seed=4)
+    assert model.config._attn_implementation == "flex_attention"
     rng = np.random.default_rng(0)
     ids, mask = left_pad([list(rng.integers(1, 64, n)) for n in (90, 71)])
-    cache = model.new_cache(100, 2)
-    fast = model(ids, attention_mask=mask, cache=cache)
-    assert len(calls) == 2 and fast.attentions is None  # one per layer
-    slow = model(ids, attention_mask=mask, output_attentions=True)
-    assert len(calls) == 2 and slow.attentions.shape == (2, 2, 4, 90, 90)
+    heads = rng.random((2, 4))
+    fast = model(ids, attention_mask=mask, cache=model.new_cache(100, 2),
+                 head_mask=heads)
+    assert calls == ["flex_attention"] * 2 and fast.attentions is None
+    with pytest.raises(ValueError, match="output_attentions=True needs "
+                       "attn_implementation='eager'"):
+        model(ids, output_attentions=True)
+    model.set_attn_implementation("eager")
+    slow = model(ids, attention_mask=mask, output_attentions=True,
+                 head_mask=heads)
+    assert calls[2:] == ["eager"] * 2
+    assert slow.attentions.shape == (2, 2, 4, 90, 90)
+    assert model.config._attn_implementation == "eager"
     np.testing.assert_allclose(fast.logits, slow.logits, rtol=0, atol=1e-12)
-    x = rng.standard_normal((1, 70, SMALL.hidden_size))
-    rope = px.rotary_cos_sin(np.arange(70), 4, rope_theta=1e4,
-                             dtype=np.float64)
-    attn = model.layers[0].self_attn
-    assert attn.attend(x, px.causal_mask(70), rope,
-                       output_attentions=False)[1] is None
-    _, w = attn.attend(x, px.causal_mask(70), rope, head_mask=np.ones(4),
-                       output_attentions=False)  # a head_mask needs them
-    assert w.shape == (1, 4, 70, 70)
+    assert "_attn_implementation" not in model.config.to_dict()
 
 
 # ---------------------------------------------------------------- loading

@@ -192,6 +192,8 @@ def test_output_attentions_match_transformers_eager(ours, tokenizer):
     with torch.no_grad():
         ref = theirs(torch.from_numpy(ids), output_attentions=True,
                      output_hidden_states=True)
+    ours = px.Qwen3ForCausalLM.from_pretrained(CKPT,
+                                               attn_implementation="eager")
     got = ours(ids, output_attentions=True, output_hidden_states=True)
     attentions = np.stack([a.numpy() for a in ref.attentions])
     assert got.attentions.shape == attentions.shape == (4, 2, 8, 30, 30)

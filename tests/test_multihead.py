@@ -13,7 +13,8 @@ heads_st = st.sampled_from([(1, 1), (2, 1), (2, 2), (4, 1), (4, 2), (4, 4), (6, 
 
 
 def layer_and_input(H, Hkv, D=3, C=5, B=2, T=4, seed=0, dtype=np.float64):
-    layer = px.random_attention(C, H, Hkv, D, seed=seed, dtype=dtype)
+    layer = px.random_attention(C, H, Hkv, D, seed=seed, dtype=dtype,
+                                attn_implementation="eager")
     x = np.random.default_rng(seed + 1).standard_normal((B, T, C)).astype(dtype)
     return layer, x
 
@@ -160,7 +161,8 @@ def test_state_dict_roundtrip_with_prefix_and_extra_keys():
     prefix = "model.layers.0.self_attn."
     sd = layer.state_dict(prefix) | {"model.layers.1.self_attn.q_norm.weight": np.ones(3)}
     again = px.MultiHeadAttention.from_state_dict(
-        sd, hidden_size=5, num_attention_heads=4, num_key_value_heads=2, head_dim=3, prefix=prefix)
+        sd, hidden_size=5, num_attention_heads=4, num_key_value_heads=2, head_dim=3, prefix=prefix,
+        attn_implementation=layer.attn_implementation)
     assert again.q_norm is None and again.rope_theta is None
     np.testing.assert_array_equal(again(x), layer(x))
 
@@ -207,7 +209,8 @@ def test_cached_forward_without_causal_mask_sees_all_cached_keys():
 
 def test_position_ids_are_the_callers():
     """Any integer positions, as in HF: each token is rotated by its own."""
-    layer = px.random_attention(5, 2, 1, 4, seed=0, rope_theta=10_000.0)
+    layer = px.random_attention(5, 2, 1, 4, seed=0, rope_theta=10_000.0,
+                                attn_implementation="eager")
     x = np.random.default_rng(1).standard_normal((2, 3, 5))
     cache = px.KVCache(1, 2, 1, 4, max_cache_len=6)
     first = layer(x, cache=cache, position_ids=np.arange(3))
@@ -243,7 +246,8 @@ def test_repeat_kv_and_layer_match_torch():
     np.testing.assert_array_equal(px.repeat_kv(kv, 4), torch.repeat_interleave(t, 4, dim=1).numpy())
 
     for H, Hkv, causal in [(8, 2, True), (8, 8, False), (8, 1, True), (4, 2, False)]:
-        layer = px.random_attention(16, H, Hkv, 6, seed=H + Hkv)
+        layer = px.random_attention(16, H, Hkv, 6, seed=H + Hkv,
+                                    attn_implementation="eager")
         x = rng.standard_normal((2, 7, 16))
         tx = torch.from_numpy(x)
         w = {n: torch.from_numpy(getattr(layer, n)) for n in ("q_proj", "k_proj", "v_proj", "o_proj")}
@@ -258,7 +262,8 @@ def test_repeat_kv_and_layer_match_torch():
 # ---------------------------------------------------------------- Qwen3: q_norm / k_norm and RoPE
 
 def qwen3_layer(H, Hkv, D=4, C=6, seed=0, dtype=np.float64, qk_norm=True, rope_theta=100.0):
-    return px.random_attention(C, H, Hkv, D, seed=seed, dtype=dtype, qk_norm=qk_norm,
+    return px.random_attention(C, H, Hkv, D, seed=seed, dtype=dtype,
+                               attn_implementation="eager", qk_norm=qk_norm,
                                         rope_theta=rope_theta)
 
 
@@ -320,7 +325,8 @@ def test_qwen3_state_dict_roundtrip_and_real_shapes():
                           "p.q_norm.weight", "p.q_proj.weight", "p.v_proj.weight"]
     again = px.MultiHeadAttention.from_state_dict(sd, hidden_size=6, num_attention_heads=4,
                                                   num_key_value_heads=2, head_dim=4, prefix="p.",
-                                                  rope_theta=100.0)
+                                                  rope_theta=100.0,
+                                                  attn_implementation=layer.attn_implementation)
     x = np.random.default_rng(0).standard_normal((1, 3, 6))
     np.testing.assert_array_equal(again(x), layer(x))
     small = px.ModelConfig(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
@@ -452,7 +458,8 @@ def test_biases_roundtrip_and_are_applied():
     assert {"p.q_proj.bias", "p.k_proj.bias", "p.v_proj.bias"} <= set(sd)
     again = px.MultiHeadAttention.from_state_dict(sd, hidden_size=6, num_attention_heads=4,
                                                   num_key_value_heads=2, head_dim=4, prefix="p.",
-                                                  rope_theta=100.0)
+                                                  rope_theta=100.0,
+                                                  attn_implementation=layer.attn_implementation)
     x = np.random.default_rng(0).standard_normal((1, 3, 6))
     np.testing.assert_array_equal(again(x), layer(x))
     np.testing.assert_allclose(px.multihead.attention_per_head(layer, x), layer(x), atol=1e-12)

@@ -395,21 +395,24 @@ def test_heads_split_across_cores_give_the_one_thread_result(rng, monkeypatch, m
 def test_the_fast_path_equals_the_loop_it_shows(rng):
     """tiled_attention (heads across cores, one tile buffer) gives the
     numbers of tiled_attention_loop run once on everything, bit for bit."""
-    from pyxis_nb.tiled import Tiles, tiled_attention_loop
+    from pyxis_nb.tiled import OnlineSoftmaxState, Tiles, tiled_attention_loop
 
     q, k, v = _qkv(rng, (3, 4, 70, 8), (3, 4, 70, 8), (3, 4, 70, 8))
     scale = np.float64(1 / np.sqrt(8))  # as tiled_attention computes it
-    causal = np.tril(np.ones((70, 70), bool))
+    causal = px.causal_mask(70)
 
-    def mask(i0, i1, j0, j1):  # the causal tiles, written out
+    def keep(i0, i1, j0, j1):  # the causal tiles, written out
         if j0 >= j1:  # past the diagonal: no key
-            return True, None
-        if j1 - 1 <= i0:
-            return False, None
-        return False, np.where(causal[i0:i1, j0:j1], 0.0, -np.inf)
+            return np.zeros((1, 1), bool)
+        tile = causal[i0:i1, j0:j1]
+        return None if tile.all() else tile
 
-    tiles = Tiles(16, 32, scale, True, mask, lambda rows, cols: None)
-    shown = tiled_attention_loop(q, k, v, np.empty_like(q), tiles)
+    def start(rows_shape, d_v):
+        return OnlineSoftmaxState.empty(rows_shape, np.float64, d_v)
+
+    tiles = Tiles(16, 32, 1, keep, None, lambda i0, i1: (0, i1), start,
+                  lambda rows, cols: None)
+    shown = tiled_attention_loop(q * scale, k, v, np.empty_like(q), tiles)
     fast = px.tiled_attention(q, k, v, is_causal=True, block_q=16, block_k=32)
     np.testing.assert_array_equal(fast, shown)
 
