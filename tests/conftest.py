@@ -107,3 +107,25 @@ def fresh_python(code: str, **kwargs):
     CompletedProcess, stdout and stderr as text."""
     return subprocess.run([sys.executable, "-c", code], capture_output=True,
                           text=True, **kwargs)
+
+
+class _Float64Torch:
+    """``torch`` whose ``float`` and ``float32`` are ``torch.float64``."""
+
+    def __init__(self, torch):
+        self._torch = torch
+
+    def __getattr__(self, name):
+        if name in ("float", "float32"):
+            return self._torch.float64
+        return getattr(self._torch, name)
+
+
+def run_in_float64(monkeypatch, *modules):
+    """Make transformers' ``modules`` compute in float64 where they cast to
+    float32 by name (``dtype=torch.float``, ``.to(torch.float32)``): their
+    global ``torch`` is swapped for one whose float32 is float64, for this
+    test. A ``tensor.float()`` call still rounds to float32."""
+    import torch
+    for module in modules:
+        monkeypatch.setattr(module, "torch", _Float64Torch(torch))

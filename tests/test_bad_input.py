@@ -240,6 +240,128 @@ ROWS += [
      r"head_dim must be even, got 3"),
     (px.permute_qk_proj, dict(weight=z(8, 4, dtype=int), head_dim=4),
      ValueError, r"weight .*int64"),
+    # rope: scaling (compute_rope_parameters) and tables from inv_freq
+    (px.rope.compute_rope_parameters, dict(rope_parameters="yarn",
+                                           head_dim=64), ValueError,
+     r"rope_parameters must be a dict .*str 'yarn'"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"full_attention": {"rope_type": "default"}},
+        head_dim=64), ValueError,
+     r"rope_parameters is nested by layer type .*'full_attention'"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "longrope", "rope_theta": 1e4},
+        head_dim=64), ValueError,
+     r"rope_parameters\['rope_type'\] must be one of .*'longrope'"),
+    (px.rope.compute_yarn_parameters, dict(
+        rope_parameters={"rope_type": "linear", "rope_theta": 1e4,
+                         "factor": 2.0}, head_dim=64), ValueError,
+     r"rope_parameters\['rope_type'\] is 'linear', expected 'yarn'"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "linear", "rope_theta": 1e4},
+        head_dim=64), ValueError,
+     r"rope_parameters has unknown keys \[\], missing keys \['factor'\]"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "default", "rope_theta": 1e4,
+                         "factor": 2.0}, head_dim=64), ValueError,
+     r"rope_parameters has unknown keys \['factor'\]"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "default"}, head_dim=64), ValueError,
+     r"missing keys \['rope_theta'\]"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "default", "rope_theta": 1.0},
+        head_dim=64), ValueError, r"rope_theta'\] must be .*> 1.*1\.0"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "default", "rope_theta": 1e4,
+                         "partial_rotary_factor": 1.5}, head_dim=64),
+     ValueError, r"partial_rotary_factor'\] .*\(0, 1\], got 1\.5"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "default", "rope_theta": 1e4},
+        head_dim=0), ValueError, r"head_dim .*got 0"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "default", "rope_theta": 1e4,
+                         "partial_rotary_factor": 0.5}, head_dim=14),
+     ValueError, r"int\(head_dim \* partial_rotary_factor\) must be even, "
+     r"got 7"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "linear", "rope_theta": 1e4,
+                         "factor": 0.5}, head_dim=64), ValueError,
+     r"factor'\] must be a number >= 1, got 0\.5"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "dynamic", "rope_theta": 1e4,
+                         "factor": 2.0}, head_dim=64), ValueError,
+     r"max_position_embeddings is None: dynamic"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "dynamic", "rope_theta": 1e4,
+                         "factor": 2.0}, head_dim=2,
+        max_position_embeddings=64), ValueError,
+     r"must be >= 4 for dynamic RoPE .*got 2"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "dynamic", "rope_theta": 1e4,
+                         "factor": 2.0}, head_dim=64,
+        max_position_embeddings=64, seq_len=0), ValueError,
+     r"seq_len .*>= 1, got 0"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "yarn", "rope_theta": 1e4,
+                         "factor": None,
+                         "original_max_position_embeddings": 4096},
+        head_dim=64), ValueError,
+     r"max_position_embeddings is None: YaRN with .*factor'\] None"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "yarn", "rope_theta": 1e4,
+                         "factor": 4.0,
+                         "original_max_position_embeddings": 4096.0},
+        head_dim=64), ValueError,
+     r"original_max_position_embeddings'\] must be an integer .*4096\.0"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "yarn", "rope_theta": 1e4,
+                         "factor": 4.0, "beta_fast": 1.0, "beta_slow": 2.0,
+                         "original_max_position_embeddings": 4096},
+        head_dim=64), ValueError,
+     r"beta_fast'\] = 1\.0 must be >= .*beta_slow'\] = 2\.0"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "yarn", "rope_theta": 1e4,
+                         "factor": 4.0, "beta_slow": -1.0,
+                         "original_max_position_embeddings": 4096},
+        head_dim=64), ValueError, r"beta_slow'\] must be .*> 0, got -1\.0"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "yarn", "rope_theta": 1e4,
+                         "factor": 4.0, "attention_factor": 0.0,
+                         "original_max_position_embeddings": 4096},
+        head_dim=64), ValueError,
+     r"attention_factor'\] must be .*> 0, got 0\.0"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "yarn", "rope_theta": 1e4,
+                         "factor": 4.0, "mscale": -1.0,
+                         "original_max_position_embeddings": 4096},
+        head_dim=64), ValueError, r"mscale'\] must be .*>= 0, got -1\.0"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "yarn", "rope_theta": 1e4,
+                         "factor": 4.0, "truncate": "no",
+                         "original_max_position_embeddings": 4096},
+        head_dim=64), TypeError, r"truncate'\] must be True or False.*'no'"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "llama3", "rope_theta": 5e5,
+                         "factor": 8.0, "low_freq_factor": 4.0,
+                         "high_freq_factor": 4.0,
+                         "original_max_position_embeddings": 8192},
+        head_dim=64), ValueError,
+     r"high_freq_factor'\] = 4\.0 must be > .*low_freq_factor'\] = 4\.0"),
+    (px.rope.yarn_get_mscale, dict(scale=0.0), ValueError,
+     r"scale must be a number > 0, got 0\.0"),
+    (px.rope.yarn_get_mscale, dict(scale=2.0, mscale=-1.0), ValueError,
+     r"mscale must be a number >= 0, got -1\.0"),
+    (px.rotary_cos_sin, dict(position_ids=np.arange(3), head_dim=8,
+                             inv_freq=np.ones(3)), ValueError,
+     r"inv_freq has shape \(3,\), expected \(head_dim/2,\) = \(4,\)"),
+    (px.rotary_cos_sin, dict(position_ids=np.arange(3), head_dim=8,
+                             inv_freq=np.ones(4, dtype=int)), ValueError,
+     r"inv_freq .*int64"),
+    (px.rotary_cos_sin, dict(position_ids=np.arange(3), head_dim=8,
+                             inv_freq=np.ones(4), rope_theta=1e4),
+     ValueError, r"rope_theta or inv_freq, not both: .*10000\.0 .*\(4,\)"),
+    (px.rotary_cos_sin, dict(position_ids=np.arange(3), head_dim=8,
+                             attention_scaling=0.0), ValueError,
+     r"attention_scaling must be a number > 0, got 0\.0"),
     # batching
     (px.batching.pad_sequences, dict(sequences=[]), ValueError, r"sequences is empty"),
     (px.batching.pad_sequences, dict(sequences=[[1], []]), ValueError,
