@@ -28,6 +28,7 @@ __all__ = [
     "attention_parameter_count",
     "score_matrix_bytes",
     "format_bytes",
+    "linear_attention_state_bytes",
 ]
 
 
@@ -76,6 +77,68 @@ def kv_cache_bytes(num_hidden_layers: int, num_key_value_heads: int,
     T = _check_count("seq_len", seq_len)
     B = _check_count("batch_size", batch_size)
     return 2 * layers * H_kv * d_head * nbytes * T * B
+
+
+def linear_attention_state_bytes(config, dtype_bytes: int = 2,
+                                 batch_size: int = 1) -> int:
+    """Bytes one linear-attention layer holds, at any length.
+
+    Qwen3-Next's Gated DeltaNet layer keeps a state of ``d_k x d_v``
+    numbers per value head and the last ``linear_conv_kernel_dim`` inputs
+    of its convolution (queries, keys and values: ``2 H_k d_k + H d_v``
+    channels), as transformers' cache stores them
+    (:class:`~pyxis_nb.linear_attention.LinearAttentionCache`).
+
+    Parameters
+    ----------
+    config : dict or transformers config
+        ``linear_num_key_heads``, ``linear_num_value_heads``,
+        ``linear_key_head_dim``, ``linear_value_head_dim``,
+        ``linear_conv_kernel_dim`` (a Qwen3NextConfig, its ``to_dict()``
+        or an entry of :func:`attention_configs`).
+    dtype_bytes : int, default 2
+        Bytes per value (bf16).
+    batch_size : int, default 1
+        Sequences held, ``B`` >= 0.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> linear_attention_state_bytes(dict(  # Qwen3-Next's defaults
+    ...     linear_num_key_heads=16, linear_num_value_heads=32,
+    ...     linear_key_head_dim=128, linear_value_head_dim=128,
+    ...     linear_conv_kernel_dim=4))
+    1114112
+    """
+    c = _config_values(config, (
+        "linear_num_key_heads", "linear_num_value_heads",
+        "linear_key_head_dim", "linear_value_head_dim",
+        "linear_conv_kernel_dim"))
+    nbytes = check_positive_int("dtype_bytes", dtype_bytes)
+    B = _check_count("batch_size", batch_size)
+    H, d_k, d_v = (c["linear_num_value_heads"], c["linear_key_head_dim"],
+                   c["linear_value_head_dim"])
+    conv_dim = 2 * c["linear_num_key_heads"] * d_k + H * d_v
+    state = H * d_k * d_v + conv_dim * c["linear_conv_kernel_dim"]
+    return state * nbytes * B
+
+
+def _config_values(config, names) -> dict:
+    """``names`` of a config (a dict or an object), each an int >= 1."""
+    if hasattr(config, "to_dict"):
+        config = config.to_dict()
+    if not isinstance(config, dict):
+        raise ValueError(f"config must be a dict or a transformers config, "
+                         f"got {type(config).__name__}")
+    missing = [n for n in names if n not in config]
+    if missing:
+        raise ValueError(f"config has no {missing}: expected the keys "
+                         f"{list(names)}")
+    return {n: check_positive_int(f"config[{n!r}]", config[n])
+            for n in names}
 
 
 def attention_parameter_count(hidden_size: int, num_attention_heads: int,

@@ -121,11 +121,21 @@ class _Float64Torch:
         return getattr(self._torch, name)
 
 
-def run_in_float64(monkeypatch, *modules):
+def run_in_float64(monkeypatch, *modules, tensor_float=False):
     """Make transformers' ``modules`` compute in float64 where they cast to
     float32 by name (``dtype=torch.float``, ``.to(torch.float32)``): their
     global ``torch`` is swapped for one whose float32 is float64, for this
-    test. A ``tensor.float()`` call still rounds to float32."""
+    test. With ``tensor_float``, ``tensor.float()`` also leaves a float64
+    tensor as it is (else it rounds to float32)."""
     import torch
     for module in modules:
         monkeypatch.setattr(module, "torch", _Float64Torch(torch))
+    if tensor_float:
+        to_float = torch.Tensor.float
+
+        def keep_float64(self, *args, **kwargs):
+            if self.dtype == torch.float64:
+                return self
+            return to_float(self, *args, **kwargs)
+
+        monkeypatch.setattr(torch.Tensor, "float", keep_float64)
