@@ -433,6 +433,37 @@ ROWS += [
                       linear_key_head_dim=128, linear_value_head_dim=128,
                       linear_conv_kernel_dim=4), dtype_bytes=0),
      ValueError, r"dtype_bytes .*got 0"),
+    # the attention table (memory)
+    (px.memory.attention_recipe, dict(config="gpt-oss"), ValueError,
+     r"config must be a dict or a transformers config, got str"),
+    (px.memory.attention_recipe, dict(config={"num_attention_heads": 8}),
+     ValueError, r"config has no \['num_hidden_layers'\]"),
+    (px.memory.attention_recipe, dict(config={
+        "num_hidden_layers": 2, "layer_types": ["full_attention"]}),
+     ValueError, r"layer_types has 1 entries, expected num_hidden_layers "
+     r"= 2"),
+    (px.memory.attention_recipe, dict(config={
+        "num_hidden_layers": 1, "layer_types": ["chunked_attention"]}),
+     ValueError, r"an entry of config's layer_types must be one of .*"
+     r"'chunked_attention'"),
+    (px.memory.cache_bytes, dict(config={
+        "num_hidden_layers": 1, "layer_types": ["sliding_attention"],
+        "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 4},
+        seq_len=3), ValueError, r"config has no \['sliding_window'\]"),
+    (px.memory.cache_bytes, dict(config={
+        "num_hidden_layers": 1, "num_attention_heads": 2,
+        "num_key_value_heads": 1, "head_dim": 0}, seq_len=3), ValueError,
+     r"config\['head_dim'\] .*>= 1, got 0"),
+    (px.memory.cache_bytes, dict(config={
+        "num_hidden_layers": 1, "num_attention_heads": 2,
+        "num_key_value_heads": 1, "head_dim": 4}, seq_len=-1), ValueError,
+     r"seq_len .*got -1"),
+    (px.memory.layer_cache_bytes, dict(config={
+        "num_hidden_layers": 1, "num_attention_heads": 2,
+        "num_key_value_heads": 1, "head_dim": 4}, layer_type="full",
+        seq_len=3), ValueError, r"layer_type must be one of .*'full'"),
+    (px.memory.attention_table, dict(configs=["gpt-oss"]), ValueError,
+     r"configs must be a dict of model name -> config, got list"),
     # batching
     (px.batching.pad_sequences, dict(sequences=[]), ValueError, r"sequences is empty"),
     (px.batching.pad_sequences, dict(sequences=[[1], []]), ValueError,
