@@ -31,6 +31,12 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 
 venv: $(STAMP)
 
+# constraints.txt, generated from the requirements files by uv's resolver
+# (tools/constraints.sh: the command, and what it needs, are in its header).
+.PHONY: constraints
+constraints: venv
+	bash tools/constraints.sh
+
 # The conventions a tool states (pyproject.toml): ruff (pycodestyle, pyflakes,
 # 79 columns in the package and the chapters), then import-linter (each
 # module imports only the modules before it in pyxis_nb.LAYERS). Seconds.
