@@ -263,37 +263,36 @@ def test_chat_template_renders_in_a_fresh_interpreter():
     assert run.stdout == "Hi"
 
 
-@pytest.fixture(scope="module")
-def smol_as_stored():
-    """The file's tensors with the q/k rows as llama.cpp stored them (a
-    second dequantization of every weight, seconds: done once)."""
-    return px.gguf_file.read_gguf(SMOL, unpermute_qk=False).state_dict
+def stored_rows(name: str) -> np.ndarray:
+    """A tensor of SmolLM2's file as llama.cpp stored it: its raw blocks,
+    dequantized by gguf's own ``dequantize``."""
+    kind, _ = px.gguf_file.gguf_tensor_types(SMOL)[name]
+    return gguf.quants.dequantize(px.gguf_file.gguf_tensor_data(SMOL, name),
+                                  gguf.GGMLQuantizationType[kind])
 
 
 @needs_smol
-def test_tensor_data_is_the_stored_blocks(smol_as_stored):
+def test_tensor_data_is_the_stored_blocks(smol):
     """The raw Q4_1 rows of a tensor: 20 bytes per 32 weights, which gguf's
-    own dequantize turns into the weights the loader reads (before the
-    q/k un-permutation: v_proj has none)."""
+    own dequantize turns into the weights the loader reads (v_proj: no
+    q/k un-permutation)."""
     data = px.gguf_file.gguf_tensor_data(SMOL, "blk.2.attn_v.weight")
     assert data.dtype == np.uint8 and data.shape == (192, 576 // 32 * 20)
-    weights = gguf.quants.dequantize(data, gguf.GGMLQuantizationType.Q4_1)
     np.testing.assert_array_equal(
-        weights, smol_as_stored["model.layers.2.self_attn.v_proj.weight"])
+        stored_rows("blk.2.attn_v.weight"),
+        smol.state_dict()["model.layers.2.self_attn.v_proj.weight"])
     with pytest.raises(ValueError, match=r"name 'blk.2.attn_w.weight' is "
                        r"not a tensor of SmolLM2-135M-Instruct.Q4_1.gguf"):
         px.gguf_file.gguf_tensor_data(SMOL, "blk.2.attn_w.weight")
 
 
 @needs_smol
-def test_smollm2_rows_as_stored_are_llama_cpp_s(smol, smol_as_stored):
-    stored = smol_as_stored
-    name = "model.layers.3.self_attn.k_proj.weight"
-    assert np.array_equal(stored[name],
-                          llama_cpp_permute(smol.state_dict()[name], 3))
-    assert np.array_equal(stored["model.layers.3.self_attn.v_proj.weight"],
-                          smol.state_dict()[
-                              "model.layers.3.self_attn.v_proj.weight"])
+def test_smollm2_rows_as_stored_are_llama_cpp_s(smol):
+    """The k rows px loads are llama.cpp's stored rows, un-permuted (3 kv
+    heads). read_gguf(unpermute_qk=False) itself: the Llama test below."""
+    k = smol.state_dict()["model.layers.3.self_attn.k_proj.weight"]
+    assert np.array_equal(stored_rows("blk.3.attn_k.weight"),
+                          llama_cpp_permute(k, 3))
 
 
 # ------------------------------------------- the Shakespeare Qwen3 as GGUF
