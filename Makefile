@@ -1,7 +1,8 @@
 # Pyxis Notebooks. The two commands of the README:
 #   make site   build the website into _build/html (creates .venv and installs the pinned toolchain)
 #   make test   run every test: pyxis_nb unit/property tests, nbval on every notebook, the website check
-# Others: make execute (re-run notebooks and store outputs), make lab, make bench, make clean.
+# Others: make lint (ruff, lint-imports; the first step of test and unit), make execute
+# (re-run notebooks and store outputs), make lab, make bench, make clean.
 
 PYTHON ?= python3
 WITH_TORCH ?= 0
@@ -11,7 +12,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: site test unit nbval webcheck screenshots execute lab bench vendor venv wheel standalone \
+.PHONY: lint site test unit nbval webcheck screenshots execute lab bench vendor venv wheel standalone \
   chapter-times clean
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
@@ -29,6 +30,19 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 	touch $@
 
 venv: $(STAMP)
+
+# constraints.txt, generated from the requirements files by uv's resolver
+# (tools/constraints.sh: the command, and what it needs, are in its header).
+.PHONY: constraints
+constraints: venv
+	bash tools/constraints.sh
+
+# The conventions a tool states (pyproject.toml): ruff (pycodestyle, pyflakes,
+# 79 columns in the package and the chapters), then import-linter (each
+# module imports only the modules before it in pyxis_nb.LAYERS). Seconds.
+lint: venv
+	$(VENV)/bin/ruff check
+	$(VENV)/bin/lint-imports
 
 vendor:
 	bash tools/vendor_web.sh
@@ -64,13 +78,13 @@ ALONE := _build/standalone/copies
 # torch leave spinning after every call take the other worker's core (the
 # model tests ran in 47 s instead of 23 s).
 ONE_THREAD := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
-test: site smollm2
+test: lint site smollm2
 	$(PY) tools/run_standalone.py --wheel $(WHEEL_DIR) --prepare $(ALONE)
 	$(ONE_THREAD) PYXIS_WHEEL_DIR=$(WHEEL_DIR) JUPYTER_PATH=$(ALONE) $(PY) -m pytest -n 2 --dist loadfile tests \
 	  $(ALONE)/*/run/*.ipynb --nbval --nbval-sanitize-with tools/nbval_sanitize.cfg \
 	  --nbval-cell-timeout=600 -p no:cacheprovider --durations=15
 
-unit: venv
+unit: lint
 	$(PY) -m pytest tests --ignore-glob="tests/test_website*.py" -p no:cacheprovider
 
 nbval: venv

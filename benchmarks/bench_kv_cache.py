@@ -9,8 +9,10 @@ measured in this run, best of several repeats, on whatever machine runs it.
 Targets: the cache is at least 100x faster at T = 2048, and the cached step
 grows at most about linearly: time(4096) / time(1024) <= 4.5.
 
-BLAS runs on one thread unless the environment says otherwise (set before numpy
-loads): on a shared machine, multi-threaded BLAS calls of a few milliseconds
+It runs on OpenBLAS's own choice of kernel (OPENBLAS_CORETYPE and
+OPENBLAS_L2_SIZE removed before numpy loads) and prints the machine first
+(benchmarks/machine.py). BLAS runs on one thread unless the environment says
+otherwise (set before numpy loads): on a shared machine, multi-threaded BLAS calls of a few milliseconds
 spend more time waiting for worker threads than computing, which made the
 recomputation timings jump by 10x from one context length to the next.
 """
@@ -20,6 +22,9 @@ from __future__ import annotations
 import os
 import sys
 
+from machine import describe, use_own_blas  # benchmarks/machine.py
+
+use_own_blas()  # before numpy: OpenBLAS on its own kernel, as a reader's
 if "numpy" not in sys.modules:  # too late to change once numpy (and BLAS) are loaded
     for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
                  "VECLIB_MAXIMUM_THREADS"):
@@ -62,9 +67,8 @@ def uncached_step_time(model: px.TinyDecoder, ids: np.ndarray, T: int, repeats: 
 def main() -> bool:
     model = px.TinyDecoder(**MODEL)
     ids = np.random.default_rng(0).integers(0, MODEL["vocab_size"], max(CONTEXTS))
+    describe()
     print(f"model: {model}")
-    print(f"BLAS threads: OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}, "
-          f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
     print(f"{'T':>6} {'cached ms/token':>16} {'recompute ms/token':>19} {'ratio':>8} "
           f"{'FLOP ratio':>11}")
     cached, full = {}, {}

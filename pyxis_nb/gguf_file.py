@@ -235,6 +235,13 @@ def _reader_class():
     98,000 vocabulary and merge strings that is most of the time to open
     the file. The same slices of a plain ndarray view of the same map are
     C-level: the same fields and tensors, 3x faster (tests/test_gguf.py).
+
+    ``_get`` is a private method of gguf 0.19.0's reader, overridden with
+    its signature and its body but for the view. So pyproject.toml pins
+    ``gguf==0.19.0``: before moving the pin, check that the new release's
+    ``_get`` still reads every value this way (tests/test_gguf.py's
+    test_the_fast_reader_reads_what_the_library_reads compares every
+    field and tensor with gguf's own reader).
     """
     from gguf import GGUFReader
 

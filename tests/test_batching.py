@@ -1,7 +1,6 @@
 """Tests of pyxis_nb.batching: padding token lists and TinyLM."""
 
 import numpy as np
-import pytest
 
 import pyxis_nb as px
 

@@ -1,5 +1,13 @@
-"""The package's own conventions, checked: listing sizes, a numpy-only
-import, one notation, 79 columns, no private imports, layered modules."""
+"""The package's own conventions that no tool states, each with its reason.
+
+What a tool states is not here: 79 columns and unused imports are ruff's
+(E501, F401: ``[tool.ruff]`` in pyproject.toml), the layers are
+import-linter's (``lint-imports``, the contract in pyproject.toml, tested
+below to be ``px.LAYERS``); ``make lint`` runs both, first in ``make test``.
+Here: listing sizes, documented parameters, a numpy-only import, one
+notation, no private names across modules, each array checked once, plain
+raises of the bad-input kinds.
+"""
 
 import ast
 import importlib
@@ -7,7 +15,7 @@ import inspect
 import json
 import pathlib
 import re
-import textwrap
+import tomllib
 
 import numpy as np
 import pytest
@@ -23,6 +31,7 @@ BOOK = PKG.parent / "book"
 
 
 # ------------------------------------------------- (a) chapter listings
+# No tool: a budget of what a reader sees in a chapter's listing.
 # A listing shows the maths. ``px.show_source`` keeps a docstring's summary
 # line only (``help()`` has the rest: parameters, returns, examples) and,
 # with ``checks=False``, folds the door checks into one comment line. The
@@ -115,6 +124,9 @@ def test_the_counter_counts_docstrings_and_checks():
 
 
 # ---------------------------------------- (a') help() shows the parameters
+# No tool: ruff's D417 reads Google-style sections; on numpydoc (grouped
+# names "a, b : int", a class's parameters in its own docstring) it finds
+# 69 false misses in the package.
 
 # widgets.py is being reworked elsewhere; its module-level names join the
 # test when that lands (its top-level names are in it already).
@@ -185,6 +197,7 @@ def test_no_module_keeps_a_details_section():
 
 
 # ------------------------------------------------- (b) numpy-only import
+# No tool: what ``import pyxis_nb`` loads at run time (PEP 562 lazy names).
 
 def test_import_loads_numpy_only():
     code = (
@@ -213,6 +226,7 @@ def test_every_module_is_listed_once_in_a_layer():
 
 
 # -------------------------------------- (b') a namespace a newcomer can hold
+# No tool: the size and the contents of the top-level namespace.
 
 def test_the_top_level_has_at_most_60_names():
     assert len(px.__all__) <= 60, len(px.__all__)
@@ -251,6 +265,7 @@ def test_the_layer_diagram_matches_the_layers():
 
 
 # ------------------------------------------------------ (c) one notation
+# No tool: the book's own shape notation.
 
 # the book's notation table, and the few extras the package needs
 # (rows: a tile's rows, its queries times n_rep, in the tiled kernel)
@@ -285,20 +300,9 @@ def test_shape_legend_uses_the_notation(module):
     assert set(symbols) <= NOTATION, set(symbols) - NOTATION
 
 
-# ----------------------------------------------------- (d) 79 columns
-
-def long_lines(module: str) -> list[str]:
-    text = (PKG / f"{module}.py").read_text().splitlines()
-    return [f"{module}.py:{i}: {len(line)}"
-            for i, line in enumerate(text, 1) if len(line) > 79]
-
-
-@pytest.mark.parametrize("module", MODULES + ["__init__"])
-def test_lines_fit_79_columns(module):
-    assert not long_lines(module)
-
-
 # ------------------------------------------- (e) no private imports
+# No tool: ruff's PLC2701 is a preview rule and skips imports within a
+# package, which is where this one applies (_checks excepted).
 
 def imports(module: str):
     """(imported module, names) for each ``from .x import ...``."""
@@ -321,21 +325,20 @@ def test_no_private_name_from_another_module(module):
     assert not private_imports(module)
 
 
-# -------------------------------------------- (f) layers, no cycles
+# ------------------------------- (f) layers: import-linter's contract
+# lint-imports holds the layers (pyproject.toml); this keeps its list and
+# px.LAYERS one list, so that neither can move alone.
 
-def test_modules_import_only_earlier_layers():
-    """The order of px.LAYERS: a module imports only what comes before."""
-    order = {m: i for i, m in enumerate(["_checks"] + px._MODULES)}
-    wrong = [f"{m} imports {src}" for m in MODULES
-             for src, _ in imports(m) if src and order[src] >= order[m]]
-    assert not wrong
-
-
-def test_checks_imports_nothing_from_the_package():
-    assert not list(imports("_checks"))
+def test_the_import_contract_is_the_layers():
+    config = tomllib.loads((PKG.parent / "pyproject.toml").read_text())
+    [contract] = config["tool"]["importlinter"]["contracts"]
+    assert contract["type"] == "layers" and contract["exhaustive"]
+    assert contract["containers"] == ["pyxis_nb"]
+    assert contract["layers"][::-1] == ["_checks"] + px._MODULES
 
 
 # ------------------------------- (g) lean core: each array checked once
+# No tool: what the door checks are given at run time.
 
 ARRAY_CHECKS = ("as_float_array", "check_01_mask", "check_positions")
 
@@ -413,6 +416,8 @@ def test_a_decoder_checks_its_inputs_once_for_every_layer(checked, build):
 
 
 # --------------------------------- (h) checks: at the door, said plainly
+# No tool: which helpers and which exceptions (a lint rule could ban a
+# raise; none states the project's list).
 # A check that several modules use is a helper in _checks; a check used
 # once lives beside its caller, as a plain ``raise`` (an earlier rule
 # allowed five raises outside _checks, and raises were then dressed as

@@ -2,18 +2,23 @@
 transformers; the Shakespeare Qwen3 written as a GGUF; every bad file.
 
 transformers' own GGUF loader is the reference (eager attention, float32,
-the same dequantized weights). It takes seconds to load, so each reference
-is loaded once per run (module fixtures: pytest-xdist sends this whole
-file to one worker). The reference tests skip, saying why, without torch,
-transformers, accelerate or the cached file (``make smollm2``).
+the same dequantized weights), loaded as a user loads it: nothing of
+pyxis_nb runs inside it and nothing of transformers or gguf is patched.
+SmolLM2's reference is computed in a fresh interpreter by
+tests/smollm2_reference.py and kept in the cache folder, keyed by the
+file's sha256 (see ``hf_smol``). The reference tests skip, saying why,
+without torch, transformers, accelerate or the cached file
+(``make smollm2``).
 """
 
-import contextlib
 import dataclasses
-import functools
+import hashlib
+import importlib.metadata
 import json
+import os
 import pathlib
 import subprocess
+import sys
 import zipfile
 
 import numpy as np
@@ -24,20 +29,14 @@ from conftest import fresh_python, generate_with_logits, left_pad
 from pyxis_nb import gguf_file
 from checkpoints import (SIZES, bf16_round, llama_cpp_permute,
                          write_checkpoint, write_gguf)
+import smollm2_reference as reference
+from smollm2_reference import TEXTS
 
 gguf = pytest.importorskip("gguf", reason="gguf is not installed")
 
 SMOL = px.gguf_file.cache_folder() / "smollm2" / px.SMOLLM2_GGUF
 needs_smol = pytest.mark.skipif(
     not SMOL.is_file(), reason=f"{SMOL} is not there: run `make smollm2`")
-TEXTS = {
-    "english": "The quick brown fox jumps over the lazy dog.",
-    "code": "def f(x):\n    return x ** 2  # square\n\tif x != 0: pass",
-    "unicode": "naïve café — “quotes”, emoji 🙂, ½ ∑ ∞, Ελληνικά",
-    "japanese": "今日は良い天気ですね。東京へ行きます。",
-    "special": "<|im_start|>user\nHi<|im_end|>\n",
-}
-CHAT = [{"role": "user", "content": "What is the capital of France?"}]
 
 
 def torch_and_transformers():
@@ -121,73 +120,48 @@ def smol():
                                                gguf_file=SMOL.name)
 
 
-@pytest.fixture(scope="module")
-def smol_as_stored():
-    """The file's tensors with the q/k rows as llama.cpp stored them (a
-    second dequantization of every weight, seconds: done once)."""
-    return px.gguf_file.read_gguf(SMOL, unpermute_qk=False).state_dict
+def reference_key(file_sha256: str) -> str:
+    """What the reference depends on: the file, the script that computes
+    it (its inputs included) and the packages that compute it."""
+    script = pathlib.Path(reference.__file__).read_bytes()
+    versions = {name: importlib.metadata.version(name)
+                for name in reference.PACKAGES}
+    text = json.dumps([file_sha256, hashlib.sha256(script).hexdigest(),
+                       versions], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 @pytest.fixture(scope="module")
-def name_map_once():
-    """transformers' GGUF loader builds gguf's ``TensorNameMap`` once for
-    every submodule of the model (397 times for SmolLM2: 22 s of its 54 s
-    load). The map is a function of (architecture, layers) alone, so it is
-    built once per pair here; what transformers does with it is unchanged.
+def hf_smol():
+    """What transformers computes from SmolLM2's file (logits, greedy ids,
+    state-dict hashes, tokens, chat templates): tests/smollm2_reference.py,
+    run in a fresh interpreter that loads the file as a user does.
+
+    Its output is kept under ``px.gguf_file.cache_folder()/references``,
+    keyed by the file's sha256, the script's text and the versions of
+    torch, transformers, accelerate, gguf, tokenizers, numpy and jinja2:
+    a change of any of them computes it again (about 25 s: transformers
+    parses the file's 98,000 strings twice and builds gguf's tensor-name
+    map once per submodule). Nothing is patched to make that quicker.
     """
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(gguf, "get_tensor_name_map",
-                   functools.lru_cache(gguf.get_tensor_name_map))
-        yield
-
-
-@pytest.fixture(scope="module")
-def fast_fields(name_map_once):
-    """``fast_fields()``: a context in which gguf's reader parses a file's
-    metadata as px's reader does (``gguf_file._reader_class``: the same
-    slices of a plain view of the memmap, tested equal to gguf's own below).
-    transformers opens the file three times (config, model, tokenizer), and
-    each parse of SmolLM2's 98,000 strings took 5 of its 8.6 s."""
-    @contextlib.contextmanager
-    def context():
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(gguf.GGUFReader, "_get",
-                       gguf_file._reader_class()._get)
-            yield
-    return context
-
-
-@pytest.fixture(scope="module")
-def hf_smol_config(fast_fields):
-    """transformers' config of the file, read once (a GGUF parse is
-    seconds), then given to the model and the tokenizer."""
     torch_and_transformers()
-    from transformers import AutoConfig
-    with fast_fields():
-        return AutoConfig.from_pretrained(SMOL.parent, gguf_file=SMOL.name)
-
-
-@pytest.fixture(scope="module")
-def hf_smol(hf_smol_config, fast_fields):
-    torch, transformers = torch_and_transformers()
-    with fast_fields():
-        model = transformers.AutoModelForCausalLM.from_pretrained(
-            SMOL.parent, gguf_file=SMOL.name, config=hf_smol_config,
-            dtype=torch.float32, attn_implementation="eager")
-    return model.eval()
-
-
-@pytest.fixture(scope="module")
-def hf_smol_tokenizer(hf_smol_config, fast_fields):
-    from transformers import AutoTokenizer
-    with fast_fields():
-        return AutoTokenizer.from_pretrained(
-            SMOL.parent, gguf_file=SMOL.name, config=hf_smol_config)
-
-
-@pytest.fixture(scope="module")
-def smol_tokenizer():
-    return px.load_tokenizer(SMOL.parent, gguf_file=SMOL.name)
+    digest = hashlib.sha256()
+    with SMOL.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 24), b""):
+            digest.update(block)
+    folder = px.gguf_file.cache_folder() / "references"
+    key = reference_key(digest.hexdigest())
+    file = folder / f"smollm2-transformers-{key}.npz"
+    if not file.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        part = folder / f"{file.stem}.{os.getpid()}.part.npz"
+        run = subprocess.run([sys.executable, reference.__file__, str(SMOL),
+                              str(part)], capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr[-3000:]
+        os.replace(part, file)  # whole, or not there
+    with np.load(file) as ref:
+        return {"logits": ref["logits"], "greedy": ref["greedy"],
+                **json.loads(str(ref["record"]))}
 
 
 @needs_smol
@@ -210,11 +184,8 @@ def test_smollm2_config_from_the_metadata(smol):
 
 @needs_smol
 def test_smollm2_logits_match_transformers(smol, hf_smol):
-    torch, _ = torch_and_transformers()
-    ids = np.array([[504, 3575, 282, 4649, 314, 1345, 30, 216, 49_151]])
-    with torch.no_grad():
-        ref = hf_smol(torch.tensor(ids)).logits.numpy()
-    got = smol(ids).logits
+    ref = hf_smol["logits"]
+    got = smol(np.array([reference.IDS])).logits
     rel = np.abs(got - ref).max() / np.abs(ref).max()
     assert rel < 1e-4, rel
     assert (got.argmax(-1) == ref.argmax(-1)).all()
@@ -222,25 +193,18 @@ def test_smollm2_logits_match_transformers(smol, hf_smol):
 
 @needs_smol
 def test_smollm2_state_dict_is_transformers(smol, hf_smol):
-    ref = hf_smol.state_dict()
-    mine = smol.state_dict()
-    for name in ("model.layers.0.self_attn.q_proj.weight",
-                 "model.layers.29.self_attn.k_proj.weight",
-                 "model.layers.7.mlp.down_proj.weight",
-                 "model.embed_tokens.weight", "model.norm.weight"):
-        assert np.array_equal(mine[name], ref[name].numpy()), name
-    assert set(ref) - {"lm_head.weight"} == set(mine)
+    """Every tensor, bit for bit (the same shape, dtype and sha256)."""
+    ref, mine = hf_smol["state"], smol.state_dict()
+    assert set(ref) - {"lm_head.weight"} == set(mine)  # tied: no lm_head
+    assert [name for name, w in mine.items()
+            if reference.tensor_record(w) != ref[name]] == []
 
 
 @needs_smol
 def test_smollm2_greedy_with_the_cache_is_transformers(smol, hf_smol):
-    torch, _ = torch_and_transformers()
-    prompt = np.array([504, 3575, 282, 4649, 314])  # The capital of France is
-    with torch.no_grad():
-        ref = hf_smol.generate(torch.tensor(prompt[None]), max_new_tokens=8,
-                               do_sample=False).numpy()[0]
-    ids, _ = generate_with_logits(smol, prompt, 8, use_cache=True)
-    assert ids.tolist() == ref.tolist()
+    ids, _ = generate_with_logits(smol, np.array(reference.PROMPT),
+                                  reference.NEW_TOKENS, use_cache=True)
+    assert ids.tolist() == hf_smol["greedy"].tolist()
 
 
 @needs_smol
@@ -256,31 +220,31 @@ def test_smollm2_left_padded_batch_equals_its_rows(smol):
         assert np.abs(logits[b] - alone_logits).max() / scale < 1e-4
 
 
+@pytest.fixture(scope="module")
+def smol_tokenizer():
+    return px.load_tokenizer(SMOL.parent, gguf_file=SMOL.name)
+
+
 @needs_smol
 @pytest.mark.parametrize("kind", sorted(TEXTS))
 def test_smollm2_tokenizer_ids_are_transformers(kind, smol_tokenizer,
-                                                hf_smol_tokenizer):
-    text = TEXTS[kind]
-    ids = smol_tokenizer.encode(text).ids
-    assert ids == hf_smol_tokenizer(text)["input_ids"]
+                                                hf_smol):
+    ids = smol_tokenizer.encode(TEXTS[kind]).ids
+    assert ids == hf_smol["tokens"][kind]["ids"]
     assert (smol_tokenizer.decode(ids, skip_special_tokens=False)
-            == hf_smol_tokenizer.decode(ids))
+            == hf_smol["tokens"][kind]["decoded"])
 
 
 @needs_smol
-def test_smollm2_chat_template_renders_as_transformers(hf_smol_tokenizer,
+def test_smollm2_chat_template_renders_as_transformers(hf_smol,
                                                        smol_tokenizer):
     template = px.gguf_file.gguf_metadata(SMOL)["tokenizer.chat_template"]
-    chat = [{"role": "system", "content": "Be brief."}, *CHAT,
-            {"role": "assistant", "content": "Paris."},
-            {"role": "user", "content": "And of Japan?"}]
-    for conversation in (CHAT, chat):
-        for prompt in (False, True):
-            text = px.gguf_file.apply_chat_template(conversation,
-                                          chat_template=template,
-                                          add_generation_prompt=prompt)
-            assert text == hf_smol_tokenizer.apply_chat_template(
-                conversation, tokenize=False, add_generation_prompt=prompt)
+    for conversation, ref in zip(reference.CHATS, hf_smol["chats"]):
+        for prompt, want in zip((False, True), ref):
+            text = px.gguf_file.apply_chat_template(
+                conversation, chat_template=template,
+                add_generation_prompt=prompt)
+            assert text == want
     assert text.startswith("<|im_start|>system\nBe brief.<|im_end|>\n")
     assert text.endswith("<|im_start|>assistant\n")
     ids = smol_tokenizer.encode(text).ids
@@ -299,30 +263,36 @@ def test_chat_template_renders_in_a_fresh_interpreter():
     assert run.stdout == "Hi"
 
 
+def stored_rows(name: str) -> np.ndarray:
+    """A tensor of SmolLM2's file as llama.cpp stored it: its raw blocks,
+    dequantized by gguf's own ``dequantize``."""
+    kind, _ = px.gguf_file.gguf_tensor_types(SMOL)[name]
+    return gguf.quants.dequantize(px.gguf_file.gguf_tensor_data(SMOL, name),
+                                  gguf.GGMLQuantizationType[kind])
+
+
 @needs_smol
-def test_tensor_data_is_the_stored_blocks(smol_as_stored):
+def test_tensor_data_is_the_stored_blocks(smol):
     """The raw Q4_1 rows of a tensor: 20 bytes per 32 weights, which gguf's
-    own dequantize turns into the weights the loader reads (before the
-    q/k un-permutation: v_proj has none)."""
+    own dequantize turns into the weights the loader reads (v_proj: no
+    q/k un-permutation)."""
     data = px.gguf_file.gguf_tensor_data(SMOL, "blk.2.attn_v.weight")
     assert data.dtype == np.uint8 and data.shape == (192, 576 // 32 * 20)
-    weights = gguf.quants.dequantize(data, gguf.GGMLQuantizationType.Q4_1)
     np.testing.assert_array_equal(
-        weights, smol_as_stored["model.layers.2.self_attn.v_proj.weight"])
+        stored_rows("blk.2.attn_v.weight"),
+        smol.state_dict()["model.layers.2.self_attn.v_proj.weight"])
     with pytest.raises(ValueError, match=r"name 'blk.2.attn_w.weight' is "
                        r"not a tensor of SmolLM2-135M-Instruct.Q4_1.gguf"):
         px.gguf_file.gguf_tensor_data(SMOL, "blk.2.attn_w.weight")
 
 
 @needs_smol
-def test_smollm2_rows_as_stored_are_llama_cpp_s(smol, smol_as_stored):
-    stored = smol_as_stored
-    name = "model.layers.3.self_attn.k_proj.weight"
-    assert np.array_equal(stored[name],
-                          llama_cpp_permute(smol.state_dict()[name], 3))
-    assert np.array_equal(stored["model.layers.3.self_attn.v_proj.weight"],
-                          smol.state_dict()[
-                              "model.layers.3.self_attn.v_proj.weight"])
+def test_smollm2_rows_as_stored_are_llama_cpp_s(smol):
+    """The k rows px loads are llama.cpp's stored rows, un-permuted (3 kv
+    heads). read_gguf(unpermute_qk=False) itself: the Llama test below."""
+    k = smol.state_dict()["model.layers.3.self_attn.k_proj.weight"]
+    assert np.array_equal(stored_rows("blk.3.attn_k.weight"),
+                          llama_cpp_permute(k, 3))
 
 
 # ------------------------------------------- the Shakespeare Qwen3 as GGUF
@@ -370,7 +340,7 @@ def test_qwen3_gguf_loads_as_its_safetensors(shakespeare_gguf):
     assert got.generation_config["eos_token_id"] == 0
 
 
-def test_qwen3_gguf_matches_transformers(shakespeare_gguf, name_map_once):
+def test_qwen3_gguf_matches_transformers(shakespeare_gguf):
     torch, transformers = torch_and_transformers()
     model, folder = shakespeare_gguf
     # transformers reads no head_dim from a qwen3 GGUF (it takes

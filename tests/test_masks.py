@@ -1,7 +1,6 @@
 """Tests of pyxis_nb.masks: causal (both alignments), sliding window, padding."""
 
 import numpy as np
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -2,8 +2,6 @@
 
 import dataclasses
 
-import numpy as np
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st

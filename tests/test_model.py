@@ -8,8 +8,6 @@ import pathlib
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 import pyxis_nb as px
 from conftest import generate_with_logits, left_pad

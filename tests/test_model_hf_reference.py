@@ -2,8 +2,9 @@
 
 The shipped Shakespeare checkpoint: logits in float32 and float64, greedy
 text with and without the cache, a left-padded batch. Then a random
-checkpoint of Qwen3-0.6B's real shapes (two of its 28 layers), written by
-transformers here in bf16 and sharded, read by both. Nothing is downloaded.
+checkpoint of Qwen3-0.6B's real layer shapes (two of its 28 layers, a
+vocabulary of 3,000), written by transformers here in bf16 and sharded,
+read by both. Nothing is downloaded.
 
 HF's RMSNorm computes in float32 and its rotary tables come from float32
 angles whatever the model's dtype (right for bf16 models). So the float64
@@ -150,18 +151,26 @@ def test_left_padded_batch_generates_what_each_prompt_does_alone(
                                    alone_logits, atol=1e-4)
 
 
+# Qwen3-0.6B's layer shapes with a vocabulary of 3,000 (not 151,936): its
+# embedding, 311 MB of bf16, took most of the test's 12 s for transformers
+# to initialise. 3,000 is none of the layer's sizes (1024, 2048, 3072, 128),
+# so an embedding read transposed still fails.
+VOCAB = 3_000
+
+
 def test_random_qwen3_0_6b_shapes_in_bf16_shards(tmp_path):
-    """Qwen3-0.6B's shapes, two layers: written by HF, read by both."""
+    """Qwen3-0.6B's layer shapes, two layers, a small vocabulary: written
+    by HF in bf16 shards, read by both."""
     config = transformers.Qwen3Config(
-        vocab_size=151_936, hidden_size=1024, intermediate_size=3072,
+        vocab_size=VOCAB, hidden_size=1024, intermediate_size=3072,
         num_hidden_layers=2, num_attention_heads=16, num_key_value_heads=8,
         head_dim=128, rope_theta=1_000_000.0, rms_norm_eps=1e-6,
         max_position_embeddings=40_960, tie_word_embeddings=True,
-        bos_token_id=151_643, eos_token_id=151_645)
+        bos_token_id=VOCAB - 3, eos_token_id=VOCAB - 1)
     torch.manual_seed(0)  # HF's own init, made in bf16 (as Qwen3 ships)
     model = transformers.AutoModelForCausalLM.from_config(
         config, dtype=torch.bfloat16)
-    model.save_pretrained(tmp_path, max_shard_size="100MB")
+    model.save_pretrained(tmp_path, max_shard_size="20MB")  # 4 shards
     del model
     shards = sorted(p.name for p in tmp_path.glob("*.safetensors"))
     assert len(shards) >= 2 and (tmp_path
@@ -175,9 +184,9 @@ def test_random_qwen3_0_6b_shapes_in_bf16_shards(tmp_path):
     c = ours.config
     assert (c.hidden_size, c.intermediate_size, c.num_attention_heads,
             c.num_key_value_heads, c.head_dim, c.vocab_size,
-            c.rope_theta) == (1024, 3072, 16, 8, 128, 151_936, 1e6)
+            c.rope_theta) == (1024, 3072, 16, 8, 128, VOCAB, 1e6)
     assert ours.tie_word_embeddings
-    ids = np.random.default_rng(0).integers(0, 151_936, (2, 12))
+    ids = np.random.default_rng(0).integers(0, VOCAB, (2, 12))
     ref = hf_logits(theirs, ids)
     np.testing.assert_allclose(ours(ids).logits, ref, rtol=1e-4,
                                atol=1e-4 * np.abs(ref).max())

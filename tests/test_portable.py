@@ -196,13 +196,53 @@ def test_repository_url_has_one_home():
     assert repo in texts["README.md"] and repo in texts["qkv.ipynb"]
 
 
-def test_binder_installs_the_runtime_and_the_package():
+def _names(lines) -> set[str]:
+    """The project names of requirement lines (comments, options skipped),
+    normalized as PEP 503 says."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+    return {canonicalize_name(Requirement(line).name) for line in lines
+            if line.strip() and not line.lstrip().startswith(("#", "-"))}
+
+
+def _pins() -> dict:
+    """constraints.txt as {normalized name: version}."""
+    from packaging.utils import canonicalize_name
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        m = re.match(r"^([A-Za-z0-9_.-]+)==(\S+)", line)
+        if m:
+            pins[canonicalize_name(m[1])] = m[2]
+    return pins
+
+
+def test_binder_installs_every_dependency_and_the_package():
+    """repo2docker installs binder/requirements.txt, then runs postBuild:
+    every dependency that pyproject.toml declares is in the first, pinned
+    by constraints.txt at a version the declaration allows, and postBuild
+    installs the package with its dependencies, under the same pins."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+    declared = [Requirement(d) for d in tomllib.loads(
+        (ROOT / "pyproject.toml").read_text())["project"]["dependencies"]]
     requirements = (ROOT / "binder" / "requirements.txt").read_text()
-    assert "-c ../constraints.txt" in requirements
-    for name in ("numpy", "matplotlib", "ipywidgets", "ipykernel"):
-        assert re.search(rf"^{name}$", requirements, re.M)
+    assert re.search(r"^-c \.\./constraints\.txt$", requirements, re.M)
+    listed = _names(requirements.splitlines())
+    pins = _pins()
+    for dep in declared:
+        name = canonicalize_name(dep.name)
+        assert name in listed, f"binder/requirements.txt lacks {dep.name}"
+        assert name in pins, f"constraints.txt pins no {dep.name}"
+        assert dep.specifier.contains(pins[name]), (dep, pins[name])
+    assert "ipykernel" in listed  # a kernel for the chapters
     post = ROOT / "binder" / "postBuild"
-    assert "pip install" in post.read_text() and post.stat().st_mode & 0o111
+    command = [line for line in post.read_text().splitlines()
+               if "pip install" in line]
+    assert command == [
+        "python -m pip install --no-cache-dir -c constraints.txt ."]
+    assert post.stat().st_mode & 0o111
 
 
 def test_version_agrees():
