@@ -114,7 +114,6 @@ torch, and ``make bench`` gave prefill 1.18, 0.98, 1.17 forced against
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 
