@@ -49,6 +49,7 @@ import numpy as np
 from ._checks import (as_float_array, check_01_mask, check_bool, check_keys,
                       check_number, check_positive_int, check_same_dtype,
                       check_shape, check_state_shapes)
+from .masks import causal_mask_mod
 
 __all__ = [
     "LinearAttentionCache",
@@ -250,7 +251,8 @@ def chunk_gated_delta_rule_core(q, k, v, g, beta, state,
     q, k, v = (x.reshape(B, H, -1, C, x.shape[-1]) for x in (q, k, v))
     g, beta = g.reshape(B, H, -1, C), beta.reshape(B, H, -1, C)
     G = np.cumsum(g, axis=-1)  # (B, H, T/C, C): log-decay in the chunk
-    causal = np.tril(np.ones((C, C), dtype=bool))
+    i = np.arange(C)
+    causal = causal_mask_mod(0, 0, i[:, None], i)  # (C, C), j <= i
     # exp(G_i - G_j) for j <= i, 0 above: (B, H, T/C, C, C)
     decay = np.exp(np.where(causal, G[..., :, None] - G[..., None, :],
                             -np.inf))
@@ -258,7 +260,8 @@ def chunk_gated_delta_rule_core(q, k, v, g, beta, state,
     # (B, H, T/C, C, d_k) @ (B, H, T/C, d_k, C) -> (B, H, T/C, C, C)
     attn = q @ k.swapaxes(-1, -2) * decay  # within the chunk
     if delta_rule:  # (I + strictly lower part) u = beta v
-        A = (np.tril(k_beta @ k.swapaxes(-1, -2) * decay, -1)
+        strict = causal & (i[:, None] != i)  # j < i
+        A = (np.where(strict, k_beta @ k.swapaxes(-1, -2) * decay, 0)
              + np.eye(C, dtype=k.dtype))  # (B, H, T/C, C, C)
         u = np.linalg.solve(A, v_beta)  # (B, H, T/C, C, d_v)
         w = np.linalg.solve(A, k_beta * np.exp(G)[..., None])  # (..., C, d_k)

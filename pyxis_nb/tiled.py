@@ -273,6 +273,8 @@ class Tiles:
     ----------
     block_q, block_k : int
         Queries and keys of one tile.
+    scale : numpy float
+        Multiplies the queries (``1 / sqrt(d_head)`` by default).
     n_rep : int
         Rows per query: with GQA the ``n_rep`` query heads that share a
         key/value head are rows of one tile (query ``i``, head ``r``: row
@@ -298,6 +300,7 @@ class Tiles:
 
     block_q: int
     block_k: int
+    scale: np.floating
     n_rep: int
     keep: Callable
     score_mod: Callable | None
@@ -312,7 +315,7 @@ def tiled_attention_loop(q, k, v, out, tiles: Tiles, stats=None):
     Parameters
     ----------
     q : ndarray, shape (..., T * n_rep, d_head)
-        Scaled already; with GQA the ``n_rep`` heads of a query are rows.
+        With GQA the ``n_rep`` heads of a query are neighbouring rows.
     k, v : ndarray, shape (..., S, d_head)
         Of ``q``'s dtype and leading shape.
     out : ndarray, shape (..., T * n_rep, d_head)
@@ -331,7 +334,7 @@ def tiled_attention_loop(q, k, v, out, tiles: Tiles, stats=None):
     """
     n, (S, d_v) = tiles.n_rep, v.shape[-2:]
     for i0, i1 in _spans(q.shape[-2] // n, tiles.block_q):  # queries, Q_i
-        q_i = q[..., i0 * n:i1 * n, :]  # their rows (one per head with GQA)
+        q_i = q[..., i0 * n:i1 * n, :] * tiles.scale  # scaled once, its rows
         state = tiles.start(q_i.shape[:-1], d_v)  # m = -inf (or the sink)
         for j0, j1 in _spans(S, tiles.block_k, *tiles.keys(i0, i1)):
             keep = tiles.keep(i0, i1, j0, j1)  # (.., rows, cols), None: all
@@ -469,25 +472,26 @@ def tiled_attention_core(query, key, value, *, attn_mask=None, mask_mod=None,
     (B, H, T, d_head), (H_kv, S, d_v) = query.shape, value.shape[1:]
     n_rep = H // H_kv
     scale = query.dtype.type(1 / np.sqrt(d_head) if scale is None else scale)
-    # (B, H_kv, n_rep, T, d) -> (B, H_kv, T, n_rep, d): a query's heads are
-    # neighbouring rows of its key/value head, scaled once
-    rows = np.empty((B, H_kv, T, n_rep, d_head), query.dtype)
-    np.multiply(query.reshape(B, H_kv, n_rep, T, d_head).transpose(
-        0, 1, 3, 2, 4), scale, out=rows)
-    rows = rows.reshape(B, H_kv, T * n_rep, d_head)
+    # (B, H_kv, n_rep, T, d) -> (B, H_kv, T * n_rep, d): a query's heads
+    # are neighbouring rows of its key/value head (a copy with GQA)
+    rows = query if n_rep == 1 else query.reshape(
+        B, H_kv, n_rep, T, d_head).transpose(0, 1, 3, 2, 4).reshape(
+        B, H_kv, T * n_rep, d_head)
     out = np.empty((B, H_kv, T * n_rep, d_v), query.dtype)
     masks = _TileMasks(attn_mask, mask_mod, score_mod, is_causal, sinks,
                        (B, H_kv, n_rep, T, S), query.dtype)
     bq, bk = min(block_q, T), min(block_k, S)
 
     def attend(heads):  # every tile of some of the heads: one core's work
-        tiles = masks.tiles(heads, block_q, block_k,
+        tiles = masks.tiles(heads, block_q, block_k, scale,
                             _tile_buffer(rows[heads], bq * n_rep, bk))
         tiled_attention_loop(rows[heads], key[heads], value[heads],
                              out[heads], tiles, stats)
 
     _across_cores(attend, (B, H_kv), parallel=stats is None
                   and mask_mod is None and score_mod is None)
+    if n_rep == 1:  # (B, H, T, d) already
+        return out
     # (B, H_kv, T, n_rep, d) -> laid out (B, T, H, d), so that merging the
     # heads costs no further copy; returned as the (B, H, T, d) view
     merged = np.empty((B, T, H_kv, n_rep, d_v), query.dtype)
@@ -650,13 +654,13 @@ class _TileMasks:
             else:
                 self.bias = m.astype(self.dtype, copy=False)
 
-    def tiles(self, heads: tuple, block_q: int, block_k: int,
+    def tiles(self, heads: tuple, block_q: int, block_k: int, scale,
               buffer) -> Tiles:
         """The :class:`Tiles` of the batch and head slice ``heads``."""
         part = _TilePart(self, heads)
         score_mod = (None if self.user_score_mod is None
                      and self.bias is None else part.score_mod)
-        return Tiles(block_q, block_k, self.n_rep, part.keep, score_mod,
+        return Tiles(block_q, block_k, scale, self.n_rep, part.keep, score_mod,
                      functools.partial(part.keys, block_k=block_k),
                      part.start, buffer)
 

@@ -486,3 +486,53 @@ def test_every_unchecked_core_is_in_its_modules_all():
             if n not in importlib.import_module(f"pyxis_nb.{m}").__all__
             or n in px.__all__] == []
 
+
+
+# ------------------------------------- (f) one kernel: one of each piece
+# Issue #36: the package had five attention kernels, five softmaxes and six
+# causal triangles. Each piece now exists once and every other place calls
+# it; these greps fail when a second copy appears.
+
+def _functions(predicate) -> set[str]:
+    """``module.function`` of every package function whose source (as the
+    AST gives it back) satisfies ``predicate``."""
+    found = set()
+    for path in sorted(PKG.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and predicate(
+                    ast.unparse(node)):
+                found.add(f"{path.stem}.{node.name}")
+    return found
+
+
+def test_one_softmax():
+    """Exponentiate and normalise: the softmax, and the cross-entropy of
+    the trained-heads model (a loss over logits, not attention)."""
+    assert _functions(lambda s: "np.exp(" in s and ".sum(" in s
+                      and "/" in s) == {"stable_softmax.softmax_core",
+                                        "attention_only.cross_entropy"}
+
+
+def test_one_online_softmax():
+    """A running maximum and a rescale by its exponential: FlashAttention's
+    update, which the model's kernel and the long-context chapter share."""
+    assert _functions(lambda s: "np.exp(" in s and "np.maximum(" in s) == {
+        "tiled.online_softmax_update"}
+
+
+def test_one_causal_triangle():
+    """masks.causal_mask_mod is the triangle; nothing builds another."""
+    assert _functions(lambda s: re.search(r"np\.tri[lu]?\(", s)) == set()
+    assert _functions(lambda s: "kv_idx <= q_idx" in s) == {
+        "masks.causal_mask_mod"}
+
+
+def test_no_chapter_writes_the_layer_loop():
+    """Chapters go through the model's forward and its hooks."""
+    loop = re.compile(r"for\s+[\w, ()]+\s+in\s+[^\n:]*\blayers\b")
+    bad = [f"{nb.name} cell {i}"
+           for nb in sorted((PKG.parent / "book").glob("*.ipynb"))
+           for i, cell in enumerate(json.loads(nb.read_text())["cells"])
+           if cell["cell_type"] == "code"
+           and loop.search("".join(cell["source"]))]
+    assert bad == []

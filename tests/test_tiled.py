@@ -410,9 +410,9 @@ def test_the_fast_path_equals_the_loop_it_shows(rng):
     def start(rows_shape, d_v):
         return OnlineSoftmaxState.empty(rows_shape, np.float64, d_v)
 
-    tiles = Tiles(16, 32, 1, keep, None, lambda i0, i1: (0, i1), start,
-                  lambda rows, cols: None)
-    shown = tiled_attention_loop(q * scale, k, v, np.empty_like(q), tiles)
+    tiles = Tiles(16, 32, scale, 1, keep, None, lambda i0, i1: (0, i1),
+                  start, lambda rows, cols: None)
+    shown = tiled_attention_loop(q, k, v, np.empty_like(q), tiles)
     fast = px.tiled_attention(q, k, v, is_causal=True, block_q=16, block_k=32)
     np.testing.assert_array_equal(fast, shown)
 
