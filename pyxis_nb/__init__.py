@@ -16,6 +16,7 @@ tests/test_conventions.py, drawn in CONTRIBUTING.md)::
     analysis     circuits  evaluation  attention_only  experiments  memory
       |
     chapter kit  positions  head  engine  batching  source
+                 linear_attention
       |
     model stack  stable_softmax  masks  tiled  attention  norms  rope
                  multihead  qwen3  kv_cache  gguf_file  model
@@ -29,7 +30,8 @@ import importlib as _importlib
 
 from . import (stable_softmax, masks, tiled, attention, norms,  # noqa
                rope, multihead, qwen3, kv_cache, gguf_file, model)
-from . import positions, head, engine, batching, source  # noqa
+from . import (positions, head, engine, batching, source,  # noqa
+               linear_attention)
 from . import (circuits, evaluation, attention_only, experiments,  # noqa
                memory)
 from .attention import scaled_dot_product_attention
@@ -57,7 +59,8 @@ LAYERS = {
     "model stack": ["stable_softmax", "masks", "tiled", "attention", "norms",
                     "rope", "multihead", "qwen3", "kv_cache", "gguf_file",
                     "model"],
-    "chapter kit": ["positions", "head", "engine", "batching", "source"],
+    "chapter kit": ["positions", "head", "engine", "batching", "source",
+                    "linear_attention"],
     "analysis": ["circuits", "evaluation", "attention_only", "experiments",
                  "memory"],
     "views": ["plotting", "widgets"],

@@ -16,18 +16,38 @@ The KV cache stores one key and one value vector of ``d_head`` numbers per
 key/value head, per layer, per token: it grows with ``H_kv``, not ``H``,
 which is the memory GQA and MQA save. Model configurations live in
 :mod:`pyxis_nb.qwen3`.
+
+The models of 2024-26 cache less: sliding-window layers keep only the
+window, multi-head latent attention (DeepSeek-V3) a latent of
+``kv_lora_rank + qk_rope_head_dim`` numbers a token, linear-attention
+layers (Qwen3-Next) a state that does not grow. :func:`attention_recipe`
+reads which from a config, and :func:`attention_configs` holds the configs
+of seven models, taken from transformers' config classes (so the table
+runs with numpy alone).
 """
 
 from __future__ import annotations
 
-from ._checks import check_bool, check_int, check_positive_int
+import json
+import pathlib
+
+from ._checks import (check_bool, check_choice, check_int,
+                      check_positive_int)
 
 __all__ = [
+    "ATTENTION_CONFIGS",
+    "LAYER_TYPES",
+    "attention_configs",
+    "attention_recipe",
+    "attention_table",
+    "cache_bytes",
+    "layer_cache_bytes",
     "decode_step_flops",
     "kv_cache_bytes",
     "attention_parameter_count",
     "score_matrix_bytes",
     "format_bytes",
+    "linear_attention_state_bytes",
 ]
 
 
@@ -76,6 +96,68 @@ def kv_cache_bytes(num_hidden_layers: int, num_key_value_heads: int,
     T = _check_count("seq_len", seq_len)
     B = _check_count("batch_size", batch_size)
     return 2 * layers * H_kv * d_head * nbytes * T * B
+
+
+def linear_attention_state_bytes(config, dtype_bytes: int = 2,
+                                 batch_size: int = 1) -> int:
+    """Bytes one linear-attention layer holds, at any length.
+
+    Qwen3-Next's Gated DeltaNet layer keeps a state of ``d_k x d_v``
+    numbers per value head and the last ``linear_conv_kernel_dim`` inputs
+    of its convolution (queries, keys and values: ``2 H_k d_k + H d_v``
+    channels), as transformers' cache stores them
+    (:class:`~pyxis_nb.linear_attention.LinearAttentionCache`).
+
+    Parameters
+    ----------
+    config : dict or transformers config
+        ``linear_num_key_heads``, ``linear_num_value_heads``,
+        ``linear_key_head_dim``, ``linear_value_head_dim``,
+        ``linear_conv_kernel_dim`` (a Qwen3NextConfig, its ``to_dict()``
+        or an entry of :func:`attention_configs`).
+    dtype_bytes : int, default 2
+        Bytes per value (bf16).
+    batch_size : int, default 1
+        Sequences held, ``B`` >= 0.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> linear_attention_state_bytes(dict(  # Qwen3-Next's defaults
+    ...     linear_num_key_heads=16, linear_num_value_heads=32,
+    ...     linear_key_head_dim=128, linear_value_head_dim=128,
+    ...     linear_conv_kernel_dim=4))
+    1114112
+    """
+    c = _config_values(config, (
+        "linear_num_key_heads", "linear_num_value_heads",
+        "linear_key_head_dim", "linear_value_head_dim",
+        "linear_conv_kernel_dim"))
+    nbytes = check_positive_int("dtype_bytes", dtype_bytes)
+    B = _check_count("batch_size", batch_size)
+    H, d_k, d_v = (c["linear_num_value_heads"], c["linear_key_head_dim"],
+                   c["linear_value_head_dim"])
+    conv_dim = 2 * c["linear_num_key_heads"] * d_k + H * d_v
+    state = H * d_k * d_v + conv_dim * c["linear_conv_kernel_dim"]
+    return state * nbytes * B
+
+
+def _config_values(config, names) -> dict:
+    """``names`` of a config (a dict or an object), each an int >= 1."""
+    if hasattr(config, "to_dict"):
+        config = config.to_dict()
+    if not isinstance(config, dict):
+        raise ValueError(f"config must be a dict or a transformers config, "
+                         f"got {type(config).__name__}")
+    missing = [n for n in names if n not in config]
+    if missing:
+        raise ValueError(f"config has no {missing}: expected the keys "
+                         f"{list(names)}")
+    return {n: check_positive_int(f"config[{n!r}]", config[n])
+            for n in names}
 
 
 def attention_parameter_count(hidden_size: int, num_attention_heads: int,
@@ -223,3 +305,274 @@ def decode_step_flops(config, context_len: int, *,
         per_layer = T * per_token + 4 * H * d_head * T * T
     L = config.num_hidden_layers
     return L * per_layer + 2 * d_model * config.vocab_size
+
+
+# --------------------------------------------- the recipes of 2024-26 models
+#: the shipped configs (tools/attention_configs.py writes the file)
+ATTENTION_CONFIGS = (pathlib.Path(__file__).parent / "data"
+                     / "attention_configs.json")
+#: the layer types of a config's ``layer_types`` that this module knows
+LAYER_TYPES = ("full_attention", "sliding_attention", "linear_attention")
+_SHORT = {"full_attention": "full", "sliding_attention": "sliding",
+          "linear_attention": "linear"}
+
+
+def attention_configs() -> dict[str, dict]:
+    """Seven models' attention configs, by name, from transformers' classes.
+
+    Qwen3-1.7B, SmolLM2-135M, a Llama-3-8B-style GQA, Gemma 3 (the
+    ``Gemma3TextConfig`` defaults), gpt-oss (``GptOssConfig``), DeepSeek-V3
+    (``DeepseekV3Config``) and Qwen3-Next (``Qwen3NextConfig``): the keys
+    of each config's ``to_dict()`` that attention reads, as
+    tools/attention_configs.py wrote them from transformers 5.24.
+
+    Returns
+    -------
+    dict of str to dict
+        Model name -> its config (``num_hidden_layers``, ``layer_types``,
+        ``kv_lora_rank``, ``linear_num_value_heads``, ...).
+    """
+    table = json.loads(ATTENTION_CONFIGS.read_text())
+    return {name: entry["config"] for name, entry in table.items()
+            if not name.startswith("_")}
+
+
+def _recipe_config(config) -> dict:
+    """A config as a dict, with ``layer_types`` (all full without one)."""
+    if hasattr(config, "to_dict"):
+        config = config.to_dict()
+    if not isinstance(config, dict):
+        raise ValueError(f"config must be a dict or a transformers config, "
+                         f"got {type(config).__name__}")
+    c = dict(config)
+    L = _config_values(c, ("num_hidden_layers",))["num_hidden_layers"]
+    types = c.get("layer_types") or ["full_attention"] * L
+    if len(types) != L:
+        raise ValueError(f"config's layer_types has {len(types)} entries, "
+                         f"expected num_hidden_layers = {L}")
+    for t in set(types):
+        check_choice("an entry of config's layer_types", t, LAYER_TYPES)
+    c["layer_types"] = list(types)
+    if "sliding_attention" in types:
+        _config_values(c, ("sliding_window",))
+    if "linear_attention" in types:
+        linear_attention_state_bytes(c)  # its keys are there
+    if "full_attention" in types or "sliding_attention" in types:
+        _config_values(c, ("kv_lora_rank", "qk_rope_head_dim")
+                       if "kv_lora_rank" in c else
+                       ("num_attention_heads", "num_key_value_heads",
+                        "head_dim"))
+    return c
+
+
+def _per_token(c: dict) -> int:
+    """Numbers one attention layer caches a token: K and V, or MLA's."""
+    if "kv_lora_rank" in c:  # the latent c_kv and the shared k_pe
+        return c["kv_lora_rank"] + c["qk_rope_head_dim"]
+    return 2 * c["num_key_value_heads"] * c["head_dim"]
+
+
+def layer_cache_bytes(config, layer_type: str, seq_len: int, *,
+                      dtype_bytes: int = 2, batch_size: int = 1) -> int:
+    """Bytes one layer of this type holds after ``seq_len`` tokens.
+
+    A full layer holds every token (keys and values, or MLA's latent and
+    rotated key); a sliding layer at most ``sliding_window`` of them
+    (transformers keeps ``sliding_window - 1`` between calls and adds the
+    new token); a linear-attention layer its state, whatever the length.
+
+    Parameters
+    ----------
+    config : dict or transformers config
+        An entry of :func:`attention_configs`, a config's ``to_dict()`` or
+        the config.
+    layer_type : {"full_attention", "sliding_attention", "linear_attention"}
+        An entry of ``config.layer_types``.
+    seq_len : int
+        Tokens ``T`` seen, >= 0.
+    dtype_bytes : int, default 2
+        Bytes per value (bf16).
+    batch_size : int, default 1
+        Sequences held, ``B`` >= 0.
+
+    Returns
+    -------
+    int
+    """
+    c = _recipe_config(config)
+    check_choice("layer_type", layer_type, LAYER_TYPES)
+    T = _check_count("seq_len", seq_len)
+    nbytes = check_positive_int("dtype_bytes", dtype_bytes)
+    B = _check_count("batch_size", batch_size)
+    if layer_type == "linear_attention":
+        return linear_attention_state_bytes(c, nbytes, B)
+    if layer_type == "sliding_attention":
+        T = min(T, c["sliding_window"])
+    return _per_token(c) * T * nbytes * B
+
+
+def cache_bytes(config, seq_len: int, *, dtype_bytes: int = 2,
+                batch_size: int = 1) -> int:
+    """Bytes a model's cache holds after ``seq_len`` tokens, every layer.
+
+    Parameters
+    ----------
+    config : dict or transformers config
+        An entry of :func:`attention_configs`, a config's ``to_dict()`` or
+        the config (no ``layer_types``: every layer full).
+    seq_len : int
+        Tokens ``T`` seen, >= 0.
+    dtype_bytes : int, default 2
+        Bytes per value (bf16).
+    batch_size : int, default 1
+        Sequences held, ``B`` >= 0.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> configs = attention_configs()
+    >>> cache_bytes(configs["Qwen3-1.7B"], 1)  # bf16, a token
+    114688
+    >>> cache_bytes(configs["DeepSeek-V3"], 1)  # 61 x (512 + 64) x 2
+    70272
+    """
+    c = _recipe_config(config)
+    return sum(layer_cache_bytes(c, t, seq_len, dtype_bytes=dtype_bytes,
+                                 batch_size=batch_size)
+               for t in c["layer_types"])
+
+
+def _pattern(types: list) -> str:
+    """``"5 sliding : 1 full (22 sliding, 4 full)"``, or ``"28 full"``."""
+    L = len(types)
+    counts = {t: types.count(t) for t in dict.fromkeys(types)}
+    if len(counts) == 1:
+        return f"{L} {_SHORT[types[0]]}"
+    period = next(p for p in range(1, L + 1)
+                  if all(types[i] == types[i % p] for i in range(L)))
+    runs = []  # the repeating unit, as (type, run length)
+    for t in types[:period]:
+        if runs and runs[-1][0] == t:
+            runs[-1][1] += 1
+        else:
+            runs.append([t, 1])
+    total = ", ".join(f"{n} {_SHORT[t]}" for t, n in counts.items())
+    if period == L:
+        return total
+    unit = " : ".join(f"{n} {_SHORT[t]}" for t, n in runs)
+    return f"{unit} ({total})"
+
+
+def _cache_form(c: dict) -> str:
+    """What an attention layer and a linear layer keep, in words."""
+    types = set(c["layer_types"])
+    if "kv_lora_rank" in c:
+        form = (f"latent c_kv ({c['kv_lora_rank']}) + rotated key k_pe "
+                f"({c['qk_rope_head_dim']})")
+    else:
+        form = (f"K and V, {c['num_key_value_heads']} heads of "
+                f"{c['head_dim']}")
+    if "sliding_attention" in types:
+        form += f"; sliding layers keep {c['sliding_window']} tokens"
+    if "linear_attention" in types:
+        form += (f"; linear layers a {c['linear_key_head_dim']} x "
+                 f"{c['linear_value_head_dim']} state per head "
+                 f"({c['linear_num_value_heads']}) and the conv inputs")
+    return form
+
+
+def attention_recipe(config, *, seq_len: int = 131_072,
+                     dtype_bytes: int = 2) -> dict:
+    """A model's attention recipe and what its cache costs.
+
+    Parameters
+    ----------
+    config : dict or transformers config
+        An entry of :func:`attention_configs`, a config's ``to_dict()`` or
+        the config.
+    seq_len : int, default 131_072
+        The length of the ``bytes_at_seq_len`` column (128k tokens).
+    dtype_bytes : int, default 2
+        Bytes per value (bf16).
+
+    Returns
+    -------
+    dict
+        ``num_attention_heads``, ``num_key_value_heads``, ``head_dim``
+        (MLA: the query/key head, ``qk_nope_head_dim + qk_rope_head_dim``),
+        ``layer_pattern`` (e.g. "5 sliding : 1 full (22 sliding, 4 full)"),
+        ``sliding_window`` (None without sliding layers), ``cache_form``;
+        in bytes: ``bytes_per_token`` (what a token adds while it is
+        inside every window), ``bytes_per_token_past_window`` (once past
+        them), ``constant_bytes`` (linear layers' states),
+        ``bytes_at_seq_len`` (all of it after ``seq_len`` tokens),
+        ``mha_bytes_per_token`` (plain multi-head attention of the same
+        heads in every layer: no sharing, no window, no latent, no state);
+        and ``seq_len``.
+
+    Examples
+    --------
+    >>> r = attention_recipe(attention_configs()["DeepSeek-V3"])
+    >>> r["bytes_per_token"], r["mha_bytes_per_token"]
+    (70272, 4997120)
+    """
+    c = _recipe_config(config)
+    T = _check_count("seq_len", seq_len)
+    nbytes = check_positive_int("dtype_bytes", dtype_bytes)
+    types, L = c["layer_types"], len(c["layer_types"])
+    attention = [t for t in types if t != "linear_attention"]
+    per_token = _per_token(c) * nbytes if attention else 0
+    mla = "kv_lora_rank" in c
+    head_dim = (c["qk_nope_head_dim"] + c["qk_rope_head_dim"] if mla
+                else c.get("head_dim"))
+    v_head_dim = c["v_head_dim"] if mla else head_dim
+    H = c.get("num_attention_heads")
+    return {
+        "num_attention_heads": H,
+        "num_key_value_heads": c.get("num_key_value_heads"),
+        "head_dim": head_dim,
+        "layer_pattern": _pattern(types),
+        "sliding_window": (c["sliding_window"]
+                           if "sliding_attention" in types else None),
+        "cache_form": _cache_form(c),
+        "bytes_per_token": per_token * len(attention),
+        "bytes_per_token_past_window": per_token * attention.count(
+            "full_attention"),
+        "constant_bytes": linear_attention_state_bytes(c, nbytes) * (
+            L - len(attention)) if len(attention) < L else 0,
+        "bytes_at_seq_len": cache_bytes(c, T, dtype_bytes=nbytes),
+        "mha_bytes_per_token": (L * H * (head_dim + v_head_dim) * nbytes
+                                if H else None),
+        "seq_len": T,
+    }
+
+
+def attention_table(configs: dict | None = None, *,
+                    seq_len: int = 131_072, dtype_bytes: int = 2
+                    ) -> list[dict]:
+    """:func:`attention_recipe` of each model, one row each.
+
+    Parameters
+    ----------
+    configs : dict of str to config, optional
+        Model name -> config; None: :func:`attention_configs`.
+    seq_len : int, default 131_072
+        The length of the ``bytes_at_seq_len`` column.
+    dtype_bytes : int, default 2
+        Bytes per value (bf16).
+
+    Returns
+    -------
+    list of dict
+        Each recipe, with the model's name under ``"model"`` first.
+    """
+    configs = attention_configs() if configs is None else configs
+    if not isinstance(configs, dict):
+        raise ValueError("configs must be a dict of model name -> config, "
+                         f"got {type(configs).__name__}")
+    return [{"model": name, **attention_recipe(
+        c, seq_len=seq_len, dtype_bytes=dtype_bytes)}
+        for name, c in configs.items()]

@@ -11,6 +11,12 @@ Two layouts decide which coordinates pair up:
 Weights trained for one layout need the rows of ``q_proj`` and ``k_proj``
 permuted per head to run in the other (:func:`permute_qk_proj`).
 
+Long-context models change ``inv_freq`` itself: a config's
+``rope_parameters`` names a ``rope_type`` (linear, dynamic, yarn, llama3),
+and :func:`compute_rope_parameters` returns the ``inv_freq`` and the
+attention scaling (a factor on ``cos`` and ``sin``) that transformers'
+``modeling_rope_utils.ROPE_INIT_FUNCTIONS`` computes for it.
+
 Shape legend:
     ...      any leading batch/head dimensions
     B        batch
@@ -22,22 +28,35 @@ Shape legend:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ._checks import (as_float_array, check_choice, check_even, check_fits,
-                      check_float_dtype, check_frequencies, check_pairs,
-                      check_positions)
+from ._checks import (as_float_array, check_bool, check_choice, check_even,
+                      check_fits, check_float_dtype, check_frequencies,
+                      check_keys, check_number, check_pairs, check_positions,
+                      check_positive_int, check_shape, check_theta)
 
 __all__ = [
+    "ROPE_INIT_FUNCTIONS",
     "ROPE_LAYOUTS",
+    "ROPE_TYPES",
     "apply_rope",
     "apply_rotary_pos_emb",
+    "compute_default_rope_parameters",
+    "compute_dynamic_ntk_parameters",
+    "compute_linear_scaling_rope_parameters",
+    "compute_llama3_parameters",
+    "compute_rope_parameters",
+    "compute_yarn_parameters",
     "half_to_interleaved_permutation",
     "interleaved_to_half_permutation",
     "permute_qk_proj",
     "rope_frequencies",
     "rotary_cos_sin",
+    "rotary_cos_sin_core",
     "rotate_half",
+    "yarn_get_mscale",
 ]
 
 ROPE_LAYOUTS = ("half", "interleaved")
@@ -67,8 +86,9 @@ def rope_frequencies(head_dim: int,
 
 
 def rotary_cos_sin(position_ids, head_dim: int, *,
-                   rope_theta: float = 1_000_000.0,
-                   dtype=np.float32):
+                   rope_theta: float | None = None,
+                   dtype=np.float32, inv_freq=None,
+                   attention_scaling: float = 1.0):
     """The ``cos`` and ``sin`` tables of Hugging Face's rotary embedding.
 
     Both halves of the last axis repeat the same ``d_head / 2`` angles, as
@@ -80,11 +100,19 @@ def rotary_cos_sin(position_ids, head_dim: int, *,
     position_ids : array_like of int, shape (B, T) or (T,)
         The position of each token (real positions are allowed too).
     head_dim : int
-        ``d_head``, even.
-    rope_theta : float, default 1_000_000.0
-        The base of the frequencies, as in :func:`rope_frequencies`.
+        ``d_head``, even: the width of the rotated part of a head (with
+        ``partial_rotary_factor``, ``head_dim * partial_rotary_factor``).
+    rope_theta : float, optional
+        The base of the frequencies, as in :func:`rope_frequencies`;
+        1_000_000.0 (Qwen3) when neither it nor ``inv_freq`` is given.
     dtype : numpy float dtype, default float32
         The dtype of the returned tables.
+    inv_freq : array_like of float, shape (d_head/2,), optional
+        The frequencies themselves, from :func:`compute_rope_parameters`
+        (YaRN, llama3, ...), instead of ``rope_theta``.
+    attention_scaling : float, default 1.0
+        A factor on both tables, from :func:`compute_rope_parameters`
+        (YaRN's ``attention_factor``): it scales every score by its square.
 
     Returns
     -------
@@ -97,11 +125,53 @@ def rotary_cos_sin(position_ids, head_dim: int, *,
     """
     pos = check_positions("position_ids", position_ids)
     dtype = check_float_dtype("dtype", dtype)
-    pos = pos[None, :] if pos.ndim == 1 else pos  # (T,) -> (1, T)
-    # (B, T, 1) * (d_head/2,) -> (B, T, d_head/2)
-    freqs = pos[:, :, None] * rope_frequencies(head_dim, rope_theta)
+    inv_freq = _check_inv_freq(head_dim, rope_theta, inv_freq)
+    scaling = check_number("attention_scaling", attention_scaling, above=0)
+    return rotary_cos_sin_core(pos, inv_freq, scaling, dtype)
+
+
+def _check_inv_freq(head_dim, rope_theta, inv_freq) -> np.ndarray:
+    """``inv_freq`` (d_head/2,) as float64, given or from ``rope_theta``."""
+    if inv_freq is None:
+        theta = 1_000_000.0 if rope_theta is None else rope_theta
+        return rope_frequencies(head_dim, theta)
+    if rope_theta is not None:
+        raise ValueError(
+            f"pass rope_theta or inv_freq, not both: got rope_theta = "
+            f"{rope_theta!r} and inv_freq of shape {np.shape(inv_freq)}")
+    d_head = check_even("head_dim", head_dim)
+    freq = as_float_array("inv_freq", inv_freq, ndim=1, finite=True)
+    check_shape("inv_freq", freq, freq.shape == (d_head // 2,),
+                f"(head_dim/2,) = ({d_head // 2},)")
+    return freq.astype(np.float64)
+
+
+def rotary_cos_sin_core(position_ids, inv_freq, attention_scaling: float,
+                        dtype) -> tuple[np.ndarray, np.ndarray]:
+    """Unchecked core of :func:`rotary_cos_sin`.
+
+    Parameters
+    ----------
+    position_ids : ndarray of float64, shape (B, T) or (T,)
+        The position of each token.
+    inv_freq : ndarray of float64, shape (d_head/2,)
+        The frequencies.
+    attention_scaling : float
+        The factor on both tables.
+    dtype : numpy float dtype
+        The dtype of the returned tables.
+
+    Returns
+    -------
+    cos, sin : ndarray, shape (B, T, d_head)
+    """
+    pos = position_ids[None, :] if position_ids.ndim == 1 else position_ids
+    freqs = pos[:, :, None] * inv_freq  # (B, T, 1) * (d_head/2,)
     emb = np.concatenate([freqs, freqs], axis=-1)  # (B, T, d_head)
-    return np.cos(emb).astype(dtype), np.sin(emb).astype(dtype)
+    cos, sin = np.cos(emb), np.sin(emb)
+    if attention_scaling != 1.0:
+        cos, sin = cos * attention_scaling, sin * attention_scaling
+    return cos.astype(dtype), sin.astype(dtype)
 
 
 def _check_even_last(name: str, x) -> np.ndarray:
@@ -333,3 +403,415 @@ def permute_qk_proj(weight, *, head_dim: int,
             else interleaved_to_half_permutation)(d_head)
     per_head = w.reshape(-1, d_head, *w.shape[1:])  # (H, d_head, ...)
     return per_head[:, perm].reshape(w.shape)  # (H * d_head, ...)
+
+
+# ------------------------------------------------------------ RoPE scaling
+# transformers' modeling_rope_utils: each rope_type turns a config's
+# ``rope_parameters`` into ``inv_freq`` and an attention scaling (a factor
+# on cos and sin). transformers computes ``inv_freq`` in float32; these
+# compute it in float64.
+
+ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3")
+
+#: the keys of ``rope_parameters`` each rope_type reads besides
+#: ``rope_type``, ``rope_theta`` and ``partial_rotary_factor``: (required,
+#: optional), as transformers' ``_validate_<rope_type>_rope_parameters``
+_ROPE_KEYS = {
+    "default": ((), ()),
+    "linear": (("factor",), ()),
+    "dynamic": (("factor",), ()),
+    "yarn": (("factor", "original_max_position_embeddings"),
+             ("attention_factor", "beta_fast", "beta_slow", "mscale",
+              "mscale_all_dim", "truncate")),
+    "llama3": (("factor", "original_max_position_embeddings",
+                "low_freq_factor", "high_freq_factor"), ()),
+}
+
+
+def _check_rope_mapping(rope_parameters):
+    """A flat dict of RoPE parameters, not one nested by layer type."""
+    if not isinstance(rope_parameters, dict):
+        raise ValueError(
+            "rope_parameters must be a dict (a config's rope_parameters), "
+            f"got {type(rope_parameters).__name__} {rope_parameters!r}")
+    nested = [k for k, v in rope_parameters.items() if isinstance(v, dict)]
+    if nested:
+        raise ValueError(
+            f"rope_parameters is nested by layer type (keys {nested}): pass "
+            f"one layer type's dict, e.g. rope_parameters[{nested[0]!r}]")
+    return rope_parameters
+
+
+def _check_rope_parameters(rope_type: str, rope_parameters, head_dim,
+                           max_position_embeddings=None,
+                           seq_len=None) -> dict:
+    """``rope_parameters`` of ``rope_type`` with its defaults filled in,
+    its rotated width ``dim`` and the checked sizes."""
+    got = _check_rope_mapping(rope_parameters).get("rope_type")
+    if got != rope_type:
+        raise ValueError(
+            f"rope_parameters['rope_type'] is {got!r}, expected "
+            f"{rope_type!r} (or call compute_rope_parameters)")
+    required, optional = _ROPE_KEYS[rope_type]
+    check_keys("rope_parameters", rope_parameters,
+               ("rope_type", "rope_theta", "partial_rotary_factor",
+                *required, *optional), ("rope_type", "rope_theta", *required))
+    p = {**dict.fromkeys(optional), "partial_rotary_factor": 1.0,
+         **rope_parameters}
+
+    def key(name):
+        return f"rope_parameters[{name!r}]"
+
+    p["rope_theta"] = check_theta(key("rope_theta"), p["rope_theta"])
+    fraction = check_number(key("partial_rotary_factor"),
+                            p["partial_rotary_factor"], above=0)
+    if fraction > 1:
+        raise ValueError(f"{key('partial_rotary_factor')} must be a number "
+                         f"in (0, 1], got {fraction!r}")
+    d_head = check_positive_int("head_dim", head_dim)
+    p["dim"] = check_even("int(head_dim * partial_rotary_factor)",
+                          int(d_head * fraction))
+    for name, value in (("max_position_embeddings", max_position_embeddings),
+                        ("seq_len", seq_len)):
+        p[name] = None if value is None else check_positive_int(name, value)
+    if rope_type == "default":
+        return p
+    if rope_type == "yarn" and p["factor"] is None:  # max / original
+        if p["max_position_embeddings"] is None:
+            raise ValueError(
+                "max_position_embeddings is None: YaRN with "
+                f"{key('factor')} None needs it (factor = "
+                "max_position_embeddings / original_max_position_embeddings)")
+    else:
+        check_number(key("factor"), p["factor"], at_least=1)
+    if rope_type == "dynamic":
+        if p["max_position_embeddings"] is None:
+            raise ValueError(
+                "max_position_embeddings is None: dynamic RoPE scales by "
+                "seq_len / max_position_embeddings")
+        if p["dim"] < 4:
+            raise ValueError(
+                "int(head_dim * partial_rotary_factor) must be >= 4 for "
+                f"dynamic RoPE (it raises to dim / (dim - 2)), got {p['dim']}")
+    if rope_type in ("yarn", "llama3"):
+        check_positive_int(key("original_max_position_embeddings"),
+                           p["original_max_position_embeddings"])
+    if rope_type == "yarn":
+        for name, default in (("beta_fast", 32), ("beta_slow", 1)):
+            if p[name] is None:  # transformers: `beta_fast or 32`
+                p[name] = default
+            check_number(key(name), p[name], above=0)
+        if p["beta_fast"] < p["beta_slow"]:
+            raise ValueError(
+                f"{key('beta_fast')} = {p['beta_fast']!r} must be >= "
+                f"{key('beta_slow')} = {p['beta_slow']!r}")
+        if p["attention_factor"] is not None:
+            check_number(key("attention_factor"), p["attention_factor"],
+                         above=0)
+        for name in ("mscale", "mscale_all_dim"):
+            if p[name] is not None:
+                check_number(key(name), p[name], at_least=0)
+        p["truncate"] = (True if p["truncate"] is None
+                         else check_bool(key("truncate"), p["truncate"]))
+    if rope_type == "llama3":
+        low = check_number(key("low_freq_factor"), p["low_freq_factor"],
+                           above=0)
+        high = check_number(key("high_freq_factor"), p["high_freq_factor"],
+                            above=0)
+        if high <= low:
+            raise ValueError(
+                f"{key('high_freq_factor')} = {high!r} must be > "
+                f"{key('low_freq_factor')} = {low!r}")
+    return p
+
+
+def compute_default_rope_parameters(rope_parameters, head_dim: int,
+                                    max_position_embeddings=None,
+                                    seq_len=None) -> tuple[np.ndarray, float]:
+    """Plain RoPE: ``inv_freq = rope_theta ** (-2i / dim)``, no scaling.
+
+    Parameters
+    ----------
+    rope_parameters : dict
+        A config's ``rope_parameters``: ``rope_type`` "default",
+        ``rope_theta``, optionally ``partial_rotary_factor`` (the rotated
+        fraction of each head: ``dim = int(head_dim * factor)``).
+    head_dim : int
+        ``d_head`` (the config's ``head_dim``).
+    max_position_embeddings : int, optional
+        Unused by this rope_type (every type takes the same arguments).
+    seq_len : int, optional
+        Unused by this rope_type.
+
+    Returns
+    -------
+    inv_freq : ndarray of float64, shape (dim/2,)
+    attention_scaling : float
+        1.0.
+
+    See Also
+    --------
+    transformers.models.llama.modeling_llama.LlamaRotaryEmbedding\
+.compute_default_rope_parameters
+    """
+    p = _check_rope_parameters("default", rope_parameters, head_dim,
+                               max_position_embeddings, seq_len)
+    base, dim = p["rope_theta"], p["dim"]
+    return base ** (-np.arange(0, dim, 2) / dim), 1.0  # (dim/2,)
+
+
+def compute_linear_scaling_rope_parameters(
+        rope_parameters, head_dim: int, max_position_embeddings=None,
+        seq_len=None) -> tuple[np.ndarray, float]:
+    """Position interpolation: every frequency divided by ``factor``.
+
+    Parameters
+    ----------
+    rope_parameters : dict
+        ``rope_type`` "linear", ``rope_theta``, ``factor`` (>= 1),
+        optionally ``partial_rotary_factor``.
+    head_dim : int
+        ``d_head``.
+    max_position_embeddings : int, optional
+        Unused by this rope_type.
+    seq_len : int, optional
+        Unused by this rope_type.
+
+    Returns
+    -------
+    inv_freq : ndarray of float64, shape (dim/2,)
+    attention_scaling : float
+        1.0.
+
+    See Also
+    --------
+    transformers.modeling_rope_utils._compute_linear_scaling_rope_parameters
+    """
+    p = _check_rope_parameters("linear", rope_parameters, head_dim,
+                               max_position_embeddings, seq_len)
+    base, dim = p["rope_theta"], p["dim"]
+    # positions m / factor: the same angles as frequencies / factor
+    return base ** (-np.arange(0, dim, 2) / dim) / p["factor"], 1.0
+
+
+def compute_dynamic_ntk_parameters(
+        rope_parameters, head_dim: int, max_position_embeddings=None,
+        seq_len=None) -> tuple[np.ndarray, float]:
+    """Dynamic NTK: a larger base once ``seq_len`` outgrows the model.
+
+    Parameters
+    ----------
+    rope_parameters : dict
+        ``rope_type`` "dynamic", ``rope_theta``, ``factor`` (>= 1),
+        optionally ``partial_rotary_factor``.
+    head_dim : int
+        ``d_head``; the rotated width must be at least 4.
+    max_position_embeddings : int
+        The config's ``max_position_embeddings``: up to it, plain RoPE.
+    seq_len : int, optional
+        The length seen so far (transformers: ``max(position_ids) + 1``,
+        growing only); None or shorter: ``max_position_embeddings``.
+
+    Returns
+    -------
+    inv_freq : ndarray of float64, shape (dim/2,)
+    attention_scaling : float
+        1.0.
+
+    See Also
+    --------
+    transformers.modeling_rope_utils._compute_dynamic_ntk_parameters
+    """
+    p = _check_rope_parameters("dynamic", rope_parameters, head_dim,
+                               max_position_embeddings, seq_len)
+    base, dim, factor = p["rope_theta"], p["dim"], p["factor"]
+    L = p["max_position_embeddings"]
+    T = max(p["seq_len"] or L, L)
+    base = base * (factor * T / L - (factor - 1)) ** (dim / (dim - 2))
+    return base ** (-np.arange(0, dim, 2) / dim), 1.0  # (dim/2,)
+
+
+def yarn_get_mscale(scale: float, mscale: float = 1.0) -> float:
+    """YaRN's attention factor: ``0.1 * mscale * ln(scale) + 1``, 1 at 1.
+
+    Parameters
+    ----------
+    scale : float
+        The context extension ``factor``; 1.0 for ``scale <= 1``.
+    mscale : float, default 1.0
+        A multiplier of the log (DeepSeek's ``mscale``, ``mscale_all_dim``).
+
+    Returns
+    -------
+    float
+
+    See Also
+    --------
+    transformers.models.deepseek_v3.modeling_deepseek_v3.yarn_get_mscale
+    """
+    scale = check_number("scale", scale, above=0)
+    mscale = check_number("mscale", mscale, at_least=0)
+    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
+
+
+def compute_yarn_parameters(rope_parameters, head_dim: int,
+                            max_position_embeddings=None,
+                            seq_len=None) -> tuple[np.ndarray, float]:
+    """YaRN: slow pairs interpolated, fast pairs kept, a ramp between.
+
+    A pair that turns fewer than ``beta_slow`` times over the original
+    context is divided by ``factor``; one that turns more than
+    ``beta_fast`` times is kept; between, a linear ramp over the pair
+    index mixes the two. The attention factor (on cos and sin) is
+    ``0.1 ln(factor) + 1``, or DeepSeek's ratio of two such factors.
+
+    Parameters
+    ----------
+    rope_parameters : dict
+        ``rope_type`` "yarn", ``rope_theta``, ``factor`` (None: from
+        ``max_position_embeddings``), ``original_max_position_embeddings``;
+        optionally ``attention_factor``, ``beta_fast`` (32), ``beta_slow``
+        (1), ``mscale``, ``mscale_all_dim``, ``truncate`` (True: the ramp's
+        ends rounded to whole pairs), ``partial_rotary_factor``.
+    head_dim : int
+        ``d_head`` (DeepSeek-V3: ``qk_rope_head_dim``).
+    max_position_embeddings : int, optional
+        Needed only when ``factor`` is None.
+    seq_len : int, optional
+        Unused by this rope_type.
+
+    Returns
+    -------
+    inv_freq : ndarray of float64, shape (dim/2,)
+    attention_scaling : float
+
+    See Also
+    --------
+    transformers.modeling_rope_utils._compute_yarn_parameters
+    """
+    p = _check_rope_parameters("yarn", rope_parameters, head_dim,
+                               max_position_embeddings, seq_len)
+    base, dim = p["rope_theta"], p["dim"]
+    L = p["original_max_position_embeddings"]
+    factor = p["factor"] or p["max_position_embeddings"] / L
+    if p["attention_factor"] is not None:
+        attention_factor = p["attention_factor"]
+    elif p["mscale"] and p["mscale_all_dim"]:
+        attention_factor = (yarn_get_mscale(factor, p["mscale"])
+                            / yarn_get_mscale(factor, p["mscale_all_dim"]))
+    else:
+        attention_factor = yarn_get_mscale(factor)
+
+    def pair_turning(turns):  # the pair that turns `turns` times in L
+        return dim * math.log(L / (turns * 2 * math.pi)) / (2 * math.log(base))
+
+    low, high = pair_turning(p["beta_fast"]), pair_turning(p["beta_slow"])
+    if p["truncate"]:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, dim - 1)
+    # 0 up to pair `low` (keep), 1 from pair `high` on (interpolate)
+    ramp = np.clip((np.arange(dim // 2) - low) / ((high - low) or 0.001),
+                   0, 1)  # (dim/2,)
+    inv_freq = base ** (-np.arange(0, dim, 2) / dim)  # (dim/2,)
+    return (inv_freq * (1 - ramp) + inv_freq / factor * ramp,
+            float(attention_factor))
+
+
+def compute_llama3_parameters(rope_parameters, head_dim: int,
+                              max_position_embeddings=None,
+                              seq_len=None) -> tuple[np.ndarray, float]:
+    """Llama 3.1: long waves divided by ``factor``, short ones kept.
+
+    A pair whose wavelength ``2 pi / inv_freq`` is longer than
+    ``original_max_position_embeddings / low_freq_factor`` is divided by
+    ``factor``; shorter than ``... / high_freq_factor``, kept; between, a
+    mix that moves smoothly with ``original / wavelength``.
+
+    Parameters
+    ----------
+    rope_parameters : dict
+        ``rope_type`` "llama3", ``rope_theta``, ``factor``,
+        ``original_max_position_embeddings``, ``low_freq_factor``,
+        ``high_freq_factor`` (> ``low_freq_factor``), optionally
+        ``partial_rotary_factor``.
+    head_dim : int
+        ``d_head``.
+    max_position_embeddings : int, optional
+        Unused by this rope_type.
+    seq_len : int, optional
+        Unused by this rope_type.
+
+    Returns
+    -------
+    inv_freq : ndarray of float64, shape (dim/2,)
+    attention_scaling : float
+        1.0.
+
+    See Also
+    --------
+    transformers.modeling_rope_utils._compute_llama3_parameters
+    """
+    p = _check_rope_parameters("llama3", rope_parameters, head_dim,
+                               max_position_embeddings, seq_len)
+    base, dim, factor = p["rope_theta"], p["dim"], p["factor"]
+    L, low, high = (p["original_max_position_embeddings"],
+                    p["low_freq_factor"], p["high_freq_factor"])
+    inv_freq = base ** (-np.arange(0, dim, 2) / dim)  # (dim/2,)
+    wavelen = 2 * math.pi / inv_freq
+    scaled = np.where(wavelen > L / low, inv_freq / factor, inv_freq)
+    smooth = (L / wavelen - low) / (high - low)  # 0 at L/low, 1 at L/high
+    medium = (wavelen >= L / high) & (wavelen <= L / low)
+    mixed = (1 - smooth) * inv_freq / factor + smooth * inv_freq
+    return np.where(medium, mixed, scaled), 1.0
+
+
+#: rope_type -> its function, as transformers' ``ROPE_INIT_FUNCTIONS``
+#: (which keeps "default" in each model's rotary embedding)
+ROPE_INIT_FUNCTIONS = {
+    "default": compute_default_rope_parameters,
+    "linear": compute_linear_scaling_rope_parameters,
+    "dynamic": compute_dynamic_ntk_parameters,
+    "yarn": compute_yarn_parameters,
+    "llama3": compute_llama3_parameters,
+}
+
+
+def compute_rope_parameters(rope_parameters, head_dim: int, *,
+                            max_position_embeddings: int | None = None,
+                            seq_len: int | None = None
+                            ) -> tuple[np.ndarray, float]:
+    """``inv_freq`` and the attention scaling of a config's RoPE.
+
+    Calls the function of ``rope_parameters["rope_type"]`` in
+    :data:`ROPE_INIT_FUNCTIONS`. Pass the tables on with
+    ``rotary_cos_sin(position_ids, 2 * len(inv_freq), inv_freq=inv_freq,
+    attention_scaling=attention_scaling)``.
+
+    Parameters
+    ----------
+    rope_parameters : dict
+        A config's ``rope_parameters`` (one layer type's, if nested):
+        ``rope_type`` (one of :data:`ROPE_TYPES`), ``rope_theta`` and the
+        keys of that type.
+    head_dim : int
+        ``d_head`` (DeepSeek-V3: ``qk_rope_head_dim``).
+    max_position_embeddings : int, optional
+        The config's; read by "dynamic", and by "yarn" without a factor.
+    seq_len : int, optional
+        The length seen so far; read by "dynamic" only.
+
+    Returns
+    -------
+    inv_freq : ndarray of float64, shape (dim/2,)
+        ``dim = int(head_dim * partial_rotary_factor)``.
+    attention_scaling : float
+        The factor on ``cos`` and ``sin`` (1.0 except for YaRN).
+
+    See Also
+    --------
+    transformers.modeling_rope_utils.ROPE_INIT_FUNCTIONS
+    """
+    rope_type = _check_rope_mapping(rope_parameters).get("rope_type")
+    check_choice("rope_parameters['rope_type']", rope_type, ROPE_TYPES)
+    return ROPE_INIT_FUNCTIONS[rope_type](
+        rope_parameters, head_dim, max_position_embeddings, seq_len)

@@ -107,3 +107,35 @@ def fresh_python(code: str, **kwargs):
     CompletedProcess, stdout and stderr as text."""
     return subprocess.run([sys.executable, "-c", code], capture_output=True,
                           text=True, **kwargs)
+
+
+class _Float64Torch:
+    """``torch`` whose ``float`` and ``float32`` are ``torch.float64``."""
+
+    def __init__(self, torch):
+        self._torch = torch
+
+    def __getattr__(self, name):
+        if name in ("float", "float32"):
+            return self._torch.float64
+        return getattr(self._torch, name)
+
+
+def run_in_float64(monkeypatch, *modules, tensor_float=False):
+    """Make transformers' ``modules`` compute in float64 where they cast to
+    float32 by name (``dtype=torch.float``, ``.to(torch.float32)``): their
+    global ``torch`` is swapped for one whose float32 is float64, for this
+    test. With ``tensor_float``, ``tensor.float()`` also leaves a float64
+    tensor as it is (else it rounds to float32)."""
+    import torch
+    for module in modules:
+        monkeypatch.setattr(module, "torch", _Float64Torch(torch))
+    if tensor_float:
+        to_float = torch.Tensor.float
+
+        def keep_float64(self, *args, **kwargs):
+            if self.dtype == torch.float64:
+                return self
+            return to_float(self, *args, **kwargs)
+
+        monkeypatch.setattr(torch.Tensor, "float", keep_float64)

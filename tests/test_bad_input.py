@@ -240,6 +240,230 @@ ROWS += [
      r"head_dim must be even, got 3"),
     (px.permute_qk_proj, dict(weight=z(8, 4, dtype=int), head_dim=4),
      ValueError, r"weight .*int64"),
+    # rope: scaling (compute_rope_parameters) and tables from inv_freq
+    (px.rope.compute_rope_parameters, dict(rope_parameters="yarn",
+                                           head_dim=64), ValueError,
+     r"rope_parameters must be a dict .*str 'yarn'"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"full_attention": {"rope_type": "default"}},
+        head_dim=64), ValueError,
+     r"rope_parameters is nested by layer type .*'full_attention'"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "longrope", "rope_theta": 1e4},
+        head_dim=64), ValueError,
+     r"rope_parameters\['rope_type'\] must be one of .*'longrope'"),
+    (px.rope.compute_yarn_parameters, dict(
+        rope_parameters={"rope_type": "linear", "rope_theta": 1e4,
+                         "factor": 2.0}, head_dim=64), ValueError,
+     r"rope_parameters\['rope_type'\] is 'linear', expected 'yarn'"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "linear", "rope_theta": 1e4},
+        head_dim=64), ValueError,
+     r"rope_parameters has unknown keys \[\], missing keys \['factor'\]"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "default", "rope_theta": 1e4,
+                         "factor": 2.0}, head_dim=64), ValueError,
+     r"rope_parameters has unknown keys \['factor'\]"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "default"}, head_dim=64), ValueError,
+     r"missing keys \['rope_theta'\]"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "default", "rope_theta": 1.0},
+        head_dim=64), ValueError, r"rope_theta'\] must be .*> 1.*1\.0"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "default", "rope_theta": 1e4,
+                         "partial_rotary_factor": 1.5}, head_dim=64),
+     ValueError, r"partial_rotary_factor'\] .*\(0, 1\], got 1\.5"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "default", "rope_theta": 1e4},
+        head_dim=0), ValueError, r"head_dim .*got 0"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "default", "rope_theta": 1e4,
+                         "partial_rotary_factor": 0.5}, head_dim=14),
+     ValueError, r"int\(head_dim \* partial_rotary_factor\) must be even, "
+     r"got 7"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "linear", "rope_theta": 1e4,
+                         "factor": 0.5}, head_dim=64), ValueError,
+     r"factor'\] must be a number >= 1, got 0\.5"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "dynamic", "rope_theta": 1e4,
+                         "factor": 2.0}, head_dim=64), ValueError,
+     r"max_position_embeddings is None: dynamic"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "dynamic", "rope_theta": 1e4,
+                         "factor": 2.0}, head_dim=2,
+        max_position_embeddings=64), ValueError,
+     r"must be >= 4 for dynamic RoPE .*got 2"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "dynamic", "rope_theta": 1e4,
+                         "factor": 2.0}, head_dim=64,
+        max_position_embeddings=64, seq_len=0), ValueError,
+     r"seq_len .*>= 1, got 0"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "yarn", "rope_theta": 1e4,
+                         "factor": None,
+                         "original_max_position_embeddings": 4096},
+        head_dim=64), ValueError,
+     r"max_position_embeddings is None: YaRN with .*factor'\] None"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "yarn", "rope_theta": 1e4,
+                         "factor": 4.0,
+                         "original_max_position_embeddings": 4096.0},
+        head_dim=64), ValueError,
+     r"original_max_position_embeddings'\] must be an integer .*4096\.0"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "yarn", "rope_theta": 1e4,
+                         "factor": 4.0, "beta_fast": 1.0, "beta_slow": 2.0,
+                         "original_max_position_embeddings": 4096},
+        head_dim=64), ValueError,
+     r"beta_fast'\] = 1\.0 must be >= .*beta_slow'\] = 2\.0"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "yarn", "rope_theta": 1e4,
+                         "factor": 4.0, "beta_slow": -1.0,
+                         "original_max_position_embeddings": 4096},
+        head_dim=64), ValueError, r"beta_slow'\] must be .*> 0, got -1\.0"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "yarn", "rope_theta": 1e4,
+                         "factor": 4.0, "attention_factor": 0.0,
+                         "original_max_position_embeddings": 4096},
+        head_dim=64), ValueError,
+     r"attention_factor'\] must be .*> 0, got 0\.0"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "yarn", "rope_theta": 1e4,
+                         "factor": 4.0, "mscale": -1.0,
+                         "original_max_position_embeddings": 4096},
+        head_dim=64), ValueError, r"mscale'\] must be .*>= 0, got -1\.0"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "yarn", "rope_theta": 1e4,
+                         "factor": 4.0, "truncate": "no",
+                         "original_max_position_embeddings": 4096},
+        head_dim=64), TypeError, r"truncate'\] must be True or False.*'no'"),
+    (px.rope.compute_rope_parameters, dict(
+        rope_parameters={"rope_type": "llama3", "rope_theta": 5e5,
+                         "factor": 8.0, "low_freq_factor": 4.0,
+                         "high_freq_factor": 4.0,
+                         "original_max_position_embeddings": 8192},
+        head_dim=64), ValueError,
+     r"high_freq_factor'\] = 4\.0 must be > .*low_freq_factor'\] = 4\.0"),
+    (px.rope.yarn_get_mscale, dict(scale=0.0), ValueError,
+     r"scale must be a number > 0, got 0\.0"),
+    (px.rope.yarn_get_mscale, dict(scale=2.0, mscale=-1.0), ValueError,
+     r"mscale must be a number >= 0, got -1\.0"),
+    (px.rotary_cos_sin, dict(position_ids=np.arange(3), head_dim=8,
+                             inv_freq=np.ones(3)), ValueError,
+     r"inv_freq has shape \(3,\), expected \(head_dim/2,\) = \(4,\)"),
+    (px.rotary_cos_sin, dict(position_ids=np.arange(3), head_dim=8,
+                             inv_freq=np.ones(4, dtype=int)), ValueError,
+     r"inv_freq .*int64"),
+    (px.rotary_cos_sin, dict(position_ids=np.arange(3), head_dim=8,
+                             inv_freq=np.ones(4), rope_theta=1e4),
+     ValueError, r"rope_theta or inv_freq, not both: .*10000\.0 .*\(4,\)"),
+    (px.rotary_cos_sin, dict(position_ids=np.arange(3), head_dim=8,
+                             attention_scaling=0.0), ValueError,
+     r"attention_scaling must be a number > 0, got 0\.0"),
+    # linear attention
+    (px.linear_attention.recurrent_gated_delta_rule,
+     dict(query=z(1, 3, 8), key=z(1, 3, 8), value=z(1, 3, 1, 4)),
+     ValueError, r"query must have 4 dimensions, got shape \(1, 3, 8\)"),
+    (px.linear_attention.recurrent_gated_delta_rule,
+     dict(query=z(1, 0, 1, 8), key=z(1, 0, 1, 8), value=z(1, 0, 1, 4)),
+     ValueError, r"query has shape \(1, 0, 1, 8\), expected .*T, H_k, d_k "
+     r">= 1"),
+    (px.linear_attention.recurrent_gated_delta_rule,
+     dict(query=z(1, 3, 2, 8), key=z(1, 3, 2, 4), value=z(1, 3, 2, 4)),
+     ValueError, r"key has shape \(1, 3, 2, 4\), expected .*\(1, 3, 2, 8\)"),
+    (px.linear_attention.chunk_gated_delta_rule,
+     dict(query=z(1, 3, 2, 8), key=z(1, 3, 2, 8), value=z(1, 3, 3, 4)),
+     ValueError, r"value has shape \(1, 3, 3, 4\), .*multiple of H_k = 2"),
+    (px.linear_attention.chunk_gated_delta_rule,
+     dict(query=z(1, 3, 2, 8), key=z(1, 3, 2, 8), value=z(1, 4, 2, 4)),
+     ValueError, r"value has shape \(1, 4, 2, 4\), .*\(B, T\) = \(1, 3\)"),
+    (px.linear_attention.recurrent_gated_delta_rule,
+     dict(query=z(1, 3, 1, 8), key=z(1, 3, 1, 8), value=z(1, 3, 2, 4),
+          g=z(1, 3, 1)), ValueError,
+     r"g has shape \(1, 3, 1\), expected \(B, T, H\) = \(1, 3, 2\)"),
+    (px.linear_attention.recurrent_gated_delta_rule,
+     dict(query=z(1, 3, 1, 8), key=z(1, 3, 1, 8), value=z(1, 3, 2, 4),
+          g=np.full((1, 3, 2), 0.5)), ValueError,
+     r"g is the log of a decay and must be <= 0, got a maximum of 0\.5"),
+    (px.linear_attention.recurrent_gated_delta_rule,
+     dict(query=z(1, 3, 1, 8), key=z(1, 3, 1, 8), value=z(1, 3, 2, 4),
+          beta=np.full((1, 3, 2), np.nan)), ValueError,
+     r"beta must be finite"),
+    (px.linear_attention.recurrent_gated_delta_rule,
+     dict(query=z(1, 3, 1, 8), key=z(1, 3, 1, 8), value=z(1, 3, 2, 4),
+          initial_state=z(1, 2, 4, 8)), ValueError,
+     r"initial_state has shape \(1, 2, 4, 8\), expected .* = \(1, 2, 8, 4\)"),
+    (px.linear_attention.recurrent_gated_delta_rule,
+     dict(query=z(1, 3, 1, 8, dtype=np.float32), key=z(1, 3, 1, 8),
+          value=z(1, 3, 2, 4)), ValueError,
+     r"key has dtype float64 but query has dtype float32"),
+    (px.linear_attention.recurrent_gated_delta_rule,
+     dict(query=z(1, 3, 1, 8, dtype=int), key=z(1, 3, 1, 8),
+          value=z(1, 3, 2, 4)), ValueError, r"query .*int64"),
+    (px.linear_attention.recurrent_gated_delta_rule,
+     dict(query=z(1, 3, 1, 8), key=z(1, 3, 1, 8), value=z(1, 3, 2, 4),
+          output_final_state="yes"), TypeError,
+     r"output_final_state must be True or False, got str 'yes'"),
+    (px.linear_attention.chunk_gated_delta_rule,
+     dict(query=z(1, 3, 1, 8), key=z(1, 3, 1, 8), value=z(1, 3, 2, 4),
+          use_qk_l2norm_in_kernel=1), TypeError,
+     r"use_qk_l2norm_in_kernel must be True or False, got int 1"),
+    (px.linear_attention.chunk_gated_delta_rule,
+     dict(query=z(1, 3, 1, 8), key=z(1, 3, 1, 8), value=z(1, 3, 2, 4),
+          delta_rule=None), TypeError, r"delta_rule must be True or False"),
+    (px.linear_attention.chunk_gated_delta_rule,
+     dict(query=z(1, 3, 1, 8), key=z(1, 3, 1, 8), value=z(1, 3, 2, 4),
+          scale=0.0), ValueError, r"scale must be a number > 0, got 0\.0"),
+    (px.linear_attention.chunk_gated_delta_rule,
+     dict(query=z(1, 3, 1, 8), key=z(1, 3, 1, 8), value=z(1, 3, 2, 4),
+          chunk_size=0), ValueError, r"chunk_size .*>= 1, got 0"),
+    (px.linear_attention.l2norm, dict(x=np.ones(3, dtype=int)), ValueError,
+     r"x .*int64"),
+    (px.linear_attention.l2norm, dict(x=z(3), eps=-1.0), ValueError,
+     r"eps must be a number >= 0, got -1\.0"),
+    (px.memory.linear_attention_state_bytes,
+     dict(config={"linear_num_key_heads": 16}), ValueError,
+     r"config has no \['linear_num_value_heads', .*"),
+    (px.memory.linear_attention_state_bytes, dict(config=[1, 2]), ValueError,
+     r"config must be a dict or a transformers config, got list"),
+    (px.memory.linear_attention_state_bytes,
+     dict(config=dict(linear_num_key_heads=16, linear_num_value_heads=32,
+                      linear_key_head_dim=128, linear_value_head_dim=128,
+                      linear_conv_kernel_dim=4), dtype_bytes=0),
+     ValueError, r"dtype_bytes .*got 0"),
+    # the attention table (memory)
+    (px.memory.attention_recipe, dict(config="gpt-oss"), ValueError,
+     r"config must be a dict or a transformers config, got str"),
+    (px.memory.attention_recipe, dict(config={"num_attention_heads": 8}),
+     ValueError, r"config has no \['num_hidden_layers'\]"),
+    (px.memory.attention_recipe, dict(config={
+        "num_hidden_layers": 2, "layer_types": ["full_attention"]}),
+     ValueError, r"layer_types has 1 entries, expected num_hidden_layers "
+     r"= 2"),
+    (px.memory.attention_recipe, dict(config={
+        "num_hidden_layers": 1, "layer_types": ["chunked_attention"]}),
+     ValueError, r"an entry of config's layer_types must be one of .*"
+     r"'chunked_attention'"),
+    (px.memory.cache_bytes, dict(config={
+        "num_hidden_layers": 1, "layer_types": ["sliding_attention"],
+        "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 4},
+        seq_len=3), ValueError, r"config has no \['sliding_window'\]"),
+    (px.memory.cache_bytes, dict(config={
+        "num_hidden_layers": 1, "num_attention_heads": 2,
+        "num_key_value_heads": 1, "head_dim": 0}, seq_len=3), ValueError,
+     r"config\['head_dim'\] .*>= 1, got 0"),
+    (px.memory.cache_bytes, dict(config={
+        "num_hidden_layers": 1, "num_attention_heads": 2,
+        "num_key_value_heads": 1, "head_dim": 4}, seq_len=-1), ValueError,
+     r"seq_len .*got -1"),
+    (px.memory.layer_cache_bytes, dict(config={
+        "num_hidden_layers": 1, "num_attention_heads": 2,
+        "num_key_value_heads": 1, "head_dim": 4}, layer_type="full",
+        seq_len=3), ValueError, r"layer_type must be one of .*'full'"),
+    (px.memory.attention_table, dict(configs=["gpt-oss"]), ValueError,
+     r"configs must be a dict of model name -> config, got list"),
     # batching
     (px.batching.pad_sequences, dict(sequences=[]), ValueError, r"sequences is empty"),
     (px.batching.pad_sequences, dict(sequences=[[1], []]), ValueError,
@@ -1032,3 +1256,92 @@ CIRCUIT_ROWS = [
 def test_circuits_bad_input_raises(name, kwargs, match):
     with pytest.raises(ValueError, match=match):
         _named(name)(**kwargs)
+
+
+# Qwen3-Next's linear-attention layer: its loader and its call.
+GDN_CONFIG = dict(hidden_size=8, linear_num_key_heads=1,
+                  linear_num_value_heads=2, linear_key_head_dim=4,
+                  linear_value_head_dim=2, linear_conv_kernel_dim=4,
+                  rms_norm_eps=1e-6, hidden_act="silu",
+                  layer_types=["linear_attention", "full_attention"])
+
+
+def _gdn(**changes):
+    """A small layer's state_dict and config, with changes to the config."""
+    gdn = px.linear_attention.Qwen3NextGatedDeltaNet.from_config(GDN_CONFIG)
+    return gdn.state_dict(), {**GDN_CONFIG, **changes}
+
+
+def _load(state_dict, config, **kw):
+    return px.linear_attention.Qwen3NextGatedDeltaNet.from_state_dict(
+        state_dict, config, **kw)
+
+
+GDN_ROWS = [
+    ("a config that is a string", lambda g: _load(_gdn()[0], "qwen3_next"),
+     ValueError, r"config must be a transformers Qwen3NextConfig .*got str"),
+    ("a config without the linear sizes",
+     lambda g: _load(_gdn()[0], {"hidden_size": 8}), ValueError,
+     r"config has unknown keys \[\], missing keys \['linear_num_key_heads'"),
+    ("value heads not a multiple of key heads",
+     lambda g: _load(*_gdn(linear_num_key_heads=3, linear_num_value_heads=4)),
+     ValueError, r"linear_num_value_heads = 4 .*linear_num_key_heads = 3"),
+    ("a gelu convolution", lambda g: _load(*_gdn(hidden_act="gelu")),
+     ValueError, r"hidden_act is 'gelu', expected 'silu'"),
+    ("layer_idx of a full-attention layer",
+     lambda g: _load(*_gdn(), layer_idx=1), ValueError,
+     r"layer_idx must index a 'linear_attention' layer .*0 \.\. 1.*got 1"),
+    ("layer_idx past the layers", lambda g: _load(*_gdn(), layer_idx=2),
+     ValueError, r"layer_idx .*got 2"),
+    ("a state_dict without A_log",
+     lambda g: _load({k: v for k, v in _gdn()[0].items() if k != "A_log"},
+                     GDN_CONFIG), ValueError,
+     r"state_dict does not fit config: missing keys \['A_log'\]"),
+    ("a state_dict of the wrong shape",
+     lambda g: _load(_gdn()[0] | {"norm.weight": z(3)}, GDN_CONFIG),
+     ValueError, r"norm.weight has shape \(3,\) in state_dict, expected "
+     r"\(2,\) from config"),
+    ("a state_dict of two dtypes",
+     lambda g: _load(_gdn()[0] | {"norm.weight": np.ones(2, np.float32)},
+                     GDN_CONFIG), ValueError,
+     r"norm.weight has dtype float32 but .* has dtype float64"),
+    ("a state_dict of ints",
+     lambda g: _load(_gdn()[0] | {"A_log": np.ones(2, int)}, GDN_CONFIG),
+     ValueError, r"A_log .*int64"),
+    ("chunk_size 0", lambda g: _load(*_gdn(), chunk_size=0), ValueError,
+     r"chunk_size .*got 0"),
+    ("hidden_states of the wrong width", lambda g: g(z(1, 3, 6)),
+     ValueError, r"hidden_states has shape \(1, 3, 6\), expected .*"
+     r"d_model = 8"),
+    ("hidden_states without tokens", lambda g: g(z(1, 0, 8)), ValueError,
+     r"hidden_states has shape \(1, 0, 8\), expected .*T >= 1"),
+    ("hidden_states in float32", lambda g: g(z(1, 3, 8, dtype=np.float32)),
+     ValueError, r"hidden_states has dtype float32 but weights has dtype "
+     r"float64"),
+    ("a mask of the wrong shape",
+     lambda g: g(z(2, 3, 8), attention_mask=np.ones((2, 4))), ValueError,
+     r"attention_mask has shape \(2, 4\), expected \(B, T\) = \(2, 3\)"),
+    ("a mask of 2s", lambda g: g(z(1, 3, 8), attention_mask=[[1, 2, 1]]),
+     ValueError, r"attention_mask must be boolean or hold only 0 and 1"),
+    ("a cache that is a dict", lambda g: g(z(1, 3, 8), cache={}),
+     ValueError, r"cache must be a LinearAttentionCache .*got dict"),
+    ("a cache of another batch",
+     lambda g: g(z(1, 1, 8), cache=_filled(g, 2)), ValueError,
+     r"cache holds a batch of 2 in float64, got hidden_states of shape "
+     r"\(1, 1, 8\)"),
+]
+
+
+def _filled(layer, batch_size):
+    cache = layer.new_cache()
+    layer(z(batch_size, 2, 8), cache=cache)
+    return cache
+
+
+@pytest.mark.parametrize("call, error, pattern",
+                         [r[1:] for r in GDN_ROWS],
+                         ids=[r[0] for r in GDN_ROWS])
+def test_linear_attention_layer_refuses(call, error, pattern):
+    layer = px.linear_attention.Qwen3NextGatedDeltaNet.from_config(GDN_CONFIG)
+    with pytest.raises(error, match=pattern):
+        call(layer)

@@ -255,7 +255,9 @@ def test_the_layer_diagram_matches_the_layers():
 # the book's notation table, and the few extras the package needs
 # (rows: a tile's rows, its queries times n_rep, in the tiled kernel)
 NOTATION = {"...", "B", "T", "S", "L", "V", "d_model", "d_head", "H", "H_kv",
-            "n_rep", "block_q", "block_k", "d_ff", "rows"}
+            "n_rep", "block_q", "block_k", "d_ff", "rows",
+            # linear attention's: query/key heads and sizes, chunk length
+            "H_k", "d_k", "d_v", "C"}
 
 
 def legend_symbols(module: str) -> list[str]:

@@ -243,3 +243,213 @@ def test_against_hugging_face_formulas_in_torch(rng, theta):
 
 
 # ------------------------------------------------------------------ bad input
+
+
+# ------------------------------------------------------------- RoPE scaling
+GPT_OSS_YARN = {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0,
+                "beta_slow": 1.0, "truncate": False,
+                "original_max_position_embeddings": 4096,
+                "rope_theta": 150000.0}
+LLAMA31 = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+           "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+           "original_max_position_embeddings": 8192}
+
+
+def test_scaled_frequencies_by_hand():
+    inv = px.rope_frequencies(64, 150000.0)
+    # linear: every pair / factor; dynamic up to max_position_embeddings:
+    # plain RoPE
+    lin, s = px.rope.compute_rope_parameters(
+        {"rope_type": "linear", "rope_theta": 150000.0, "factor": 4.0}, 64)
+    np.testing.assert_allclose(lin, inv / 4, rtol=1e-15)
+    assert s == 1.0
+    dyn, _ = px.rope.compute_rope_parameters(
+        {"rope_type": "dynamic", "rope_theta": 150000.0, "factor": 4.0}, 64,
+        max_position_embeddings=4096, seq_len=4096)
+    np.testing.assert_allclose(dyn, inv, rtol=1e-15)
+    longer, _ = px.rope.compute_rope_parameters(
+        {"rope_type": "dynamic", "rope_theta": 150000.0, "factor": 4.0}, 64,
+        max_position_embeddings=4096, seq_len=8192)
+    assert longer[0] == 1.0 and np.all(longer[1:] < inv[1:])  # larger base
+    # YaRN (gpt-oss): the fast pairs kept, the slow ones / 32, a ramp between
+    yarn, s = px.rope.compute_yarn_parameters(GPT_OSS_YARN, 64)
+    assert s == pytest.approx(0.1 * np.log(32) + 1, abs=1e-15)
+    ratio = inv / yarn
+    assert ratio[0] == 1.0 and ratio[-1] == pytest.approx(32.0, rel=1e-14)
+    assert np.all(np.diff(ratio) >= -1e-12)  # 1 -> 32, never back
+    # llama3: short waves kept, long waves / 8
+    ll, _ = px.rope.compute_llama3_parameters(LLAMA31, 128)
+    inv = px.rope_frequencies(128, 500000.0)
+    wavelen = 2 * np.pi / inv
+    np.testing.assert_array_equal(ll[wavelen < 8192 / 4],
+                                  inv[wavelen < 8192 / 4])
+    np.testing.assert_allclose(ll[wavelen > 8192], inv[wavelen > 8192] / 8,
+                               rtol=1e-15)
+    assert px.rope.yarn_get_mscale(1.0) == 1.0
+    assert px.rope.yarn_get_mscale(40.0, 0.707) == pytest.approx(
+        0.1 * 0.707 * np.log(40) + 1)
+
+
+def test_partial_rotary_factor_rotates_a_fraction():
+    inv, _ = px.rope.compute_rope_parameters(
+        {"rope_type": "default", "rope_theta": 1e4,
+         "partial_rotary_factor": 0.25}, 256)
+    np.testing.assert_array_equal(inv, px.rope_frequencies(64, 1e4))
+
+
+def test_cos_sin_from_inv_freq():
+    pos = np.arange(6)
+    inv = px.rope_frequencies(8, 1e4)
+    ref = px.rotary_cos_sin(pos, 8, rope_theta=1e4, dtype=np.float64)
+    got = px.rotary_cos_sin(pos, 8, inv_freq=inv, dtype=np.float64)
+    for a, b in zip(got, ref):
+        np.testing.assert_array_equal(a, b)
+    cos, sin = px.rotary_cos_sin(pos, 8, inv_freq=inv, dtype=np.float64,
+                                 attention_scaling=1.5)
+    np.testing.assert_allclose(cos, 1.5 * ref[0], rtol=1e-15)
+    np.testing.assert_allclose(sin, 1.5 * ref[1], rtol=1e-15)
+    assert cos[0, 0, 0] == 1.5  # position 0: the scaling itself
+
+
+def _hf_rope_cases():
+    """(id, transformers config, head_dim, seq_len) for each rope_type."""
+    t = pytest.importorskip("transformers",
+                            reason="transformers is not installed: "
+                            "reference check skipped")
+    yarn_ds = dict(rope_type="yarn", rope_theta=10000.0, factor=40.0,
+                   mscale=1.0, mscale_all_dim=1.0, beta_fast=32,
+                   beta_slow=1, original_max_position_embeddings=4096)
+    ds = dict(max_position_embeddings=163840)
+    dynamic = dict(rope_type="dynamic", rope_theta=10000.0, factor=4.0)
+    cases = [
+        ("gpt-oss yarn", t.GptOssConfig(), 64, None),
+        ("DeepSeek-V3 yarn", t.DeepseekV3Config(rope_parameters=yarn_ds,
+                                                **ds), 64, None),
+        ("DeepSeek mscale 0.707", t.DeepseekV3Config(
+            rope_parameters=yarn_ds | dict(mscale=0.707), **ds), 64, None),
+        ("yarn truncated, factor 4", t.LlamaConfig(
+            rope_parameters=dict(rope_type="yarn", rope_theta=1e6,
+                                 factor=4.0,
+                                 original_max_position_embeddings=32768),
+            max_position_embeddings=131072), 128, None),
+        ("yarn attention_factor", t.LlamaConfig(
+            rope_parameters=dict(rope_type="yarn", rope_theta=1e4,
+                                 factor=8.0, attention_factor=1.25,
+                                 beta_fast=16.0, beta_slow=2.0,
+                                 original_max_position_embeddings=2048),
+            max_position_embeddings=16384), 128, None),
+        ("Llama-3.1 llama3", t.LlamaConfig(
+            rope_parameters=LLAMA31, max_position_embeddings=131072), 128,
+         None),
+        ("linear", t.LlamaConfig(rope_parameters=dict(
+            rope_type="linear", rope_theta=1e4, factor=4.0)), 128, None),
+        ("default", t.LlamaConfig(), 128, None),
+        ("default, partial 0.25 (Qwen3-Next)", t.Qwen3NextConfig(), 256,
+         None),
+    ]
+    cases += [(f"dynamic seq_len {n}", t.LlamaConfig(
+        rope_parameters=dynamic, max_position_embeddings=2048), 128, n)
+        for n in (None, 100, 2048, 2049, 4096, 10000, 131072)]
+    return cases
+
+
+def _hf_rope(config, seq_len):
+    """transformers' inv_freq and attention scaling for this config."""
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+    from transformers.models.llama import modeling_llama
+    from transformers.models.qwen3_next import modeling_qwen3_next
+    rope_type = config.rope_parameters["rope_type"]
+    if rope_type != "default":
+        kwargs = {} if seq_len is None else {"seq_len": seq_len}
+        return ROPE_INIT_FUNCTIONS[rope_type](config, "cpu", **kwargs)
+    module = (modeling_qwen3_next.Qwen3NextRotaryEmbedding
+              if config.model_type == "qwen3_next"
+              else modeling_llama.LlamaRotaryEmbedding)
+    return module.compute_default_rope_parameters(config)
+
+
+def _ours(config, head_dim, seq_len):
+    return px.rope.compute_rope_parameters(
+        dict(config.rope_parameters), head_dim,
+        max_position_embeddings=config.max_position_embeddings,
+        seq_len=seq_len)
+
+
+CASE_IDS = ["gpt-oss yarn", "DeepSeek-V3 yarn", "DeepSeek mscale 0.707",
+            "yarn truncated, factor 4", "yarn attention_factor",
+            "Llama-3.1 llama3", "linear", "default",
+            "default, partial 0.25 (Qwen3-Next)"] + [
+    f"dynamic seq_len {n}" for n in (None, 100, 2048, 2049, 4096, 10000,
+                                     131072)]
+
+
+@pytest.mark.parametrize("case", range(len(CASE_IDS)), ids=CASE_IDS)
+def test_scaling_equals_transformers_in_float64(case, monkeypatch):
+    """transformers' own functions, their float32 casts made float64."""
+    from conftest import run_in_float64
+    name, config, head_dim, seq_len = _hf_rope_cases()[case]
+    assert name == CASE_IDS[case]
+    import torch
+    from transformers import modeling_rope_utils
+    from transformers.models.llama import modeling_llama
+    from transformers.models.qwen3_next import modeling_qwen3_next
+    run_in_float64(monkeypatch, modeling_rope_utils, modeling_llama,
+                   modeling_qwen3_next)
+    inv_t, scaling_t = _hf_rope(config, seq_len)
+    assert inv_t.dtype == torch.float64
+    inv, scaling = _ours(config, head_dim, seq_len)
+    assert inv.shape == tuple(inv_t.shape)
+    np.testing.assert_allclose(inv, inv_t.numpy(), rtol=1e-12, atol=0)
+    assert abs(scaling - float(scaling_t)) <= 1e-12
+
+
+@pytest.mark.parametrize("case", range(len(CASE_IDS)), ids=CASE_IDS)
+def test_scaling_equals_transformers_to_float32_rounding(case):
+    """As transformers ships: inv_freq in float32 (a few units of float32
+    rounding; the measured worst is 3.2e-7, llama3), the scaling in
+    Python floats."""
+    name, config, head_dim, seq_len = _hf_rope_cases()[case]
+    inv_t, scaling_t = _hf_rope(config, seq_len)
+    inv, scaling = _ours(config, head_dim, seq_len)
+    np.testing.assert_allclose(inv, inv_t.double().numpy(), rtol=2.0**-21,
+                               atol=0)
+    assert abs(scaling - float(scaling_t)) <= 1e-12
+
+
+def test_yarn_tables_equal_transformers_rotary_embedding():
+    """cos and sin with YaRN's attention factor, as LlamaRotaryEmbedding
+    makes them (its angles in float32: atol as the torch test above)."""
+    t = pytest.importorskip("transformers")
+    import torch
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+    config = t.LlamaConfig(head_dim=64, rope_parameters=GPT_OSS_YARN,
+                           max_position_embeddings=131072)
+    position_ids = np.stack([np.arange(8), np.arange(8) + 3000])  # (B, T)
+    x = torch.zeros(1, dtype=torch.float64)
+    cos_t, sin_t = LlamaRotaryEmbedding(config)(
+        x, torch.as_tensor(position_ids))
+    inv, scaling = px.rope.compute_rope_parameters(GPT_OSS_YARN, 64)
+    cos, sin = px.rotary_cos_sin(position_ids, 64, inv_freq=inv,
+                                 attention_scaling=scaling,
+                                 dtype=np.float64)
+    assert cos.shape == tuple(cos_t.shape) == (2, 8, 64)
+    assert cos[0, 0, 0] == pytest.approx(1.3465735902799727, abs=1e-15)
+    np.testing.assert_allclose(cos, cos_t.numpy(), atol=4e-4)
+    np.testing.assert_allclose(sin, sin_t.numpy(), atol=4e-4)
+    np.testing.assert_allclose(cos[0], cos_t.numpy()[0], atol=1e-6)
+
+
+def test_dynamic_reads_the_longest_position_as_transformers_does():
+    """transformers' rotary embedding grows inv_freq to max(position) + 1."""
+    t = pytest.importorskip("transformers")
+    import torch
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+    params = dict(rope_type="dynamic", rope_theta=1e4, factor=2.0)
+    config = t.LlamaConfig(head_dim=32, rope_parameters=params,
+                           max_position_embeddings=512)
+    rotary = LlamaRotaryEmbedding(config)
+    rotary(torch.zeros(1), torch.arange(1500)[None])  # seq_len 1500
+    inv, _ = px.rope.compute_rope_parameters(
+        params, 32, max_position_embeddings=512, seq_len=1500)
+    np.testing.assert_allclose(inv, rotary.inv_freq.double().numpy(),
+                               rtol=2.0**-21)

@@ -1,0 +1,104 @@
+"""Write pyxis_nb/data/attention_configs.json from transformers' config classes.
+
+The table of attention recipes (``px.memory.attention_table``) runs in a bare
+kernel with numpy only, so the configs it reads are stored: for each model,
+the config class, the arguments given to it (none: the class's defaults,
+which reproduce the family's published shape) and the keys of its
+``to_dict()`` that attention and its cache depend on.
+
+    .venv/bin/python tools/attention_configs.py          # write the file
+    .venv/bin/python tools/attention_configs.py --check  # compare, exit 1 if not
+
+tests/test_attention_configs_reference.py re-derives every entry with
+``derive()`` and compares.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TARGET = ROOT / "pyxis_nb" / "data" / "attention_configs.json"
+
+# The arguments for each model: FACTS.md section 1 (Qwen3-1.7B) and 5
+# (SmolLM2-135M); Llama-3-8B's published config.json; the class defaults
+# for the rest (FACTS.md section 6).
+MODELS = {
+    "Qwen3-1.7B": ("Qwen3Config", dict(
+        hidden_size=2048, num_attention_heads=16, num_key_value_heads=8,
+        head_dim=128, num_hidden_layers=28, intermediate_size=6144,
+        vocab_size=151936, max_position_embeddings=40960, rms_norm_eps=1e-6,
+        tie_word_embeddings=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})),
+    "SmolLM2-135M": ("LlamaConfig", dict(
+        hidden_size=576, num_attention_heads=9, num_key_value_heads=3,
+        head_dim=64, num_hidden_layers=30, intermediate_size=1536,
+        vocab_size=49152, max_position_embeddings=8192, rms_norm_eps=1e-5,
+        tie_word_embeddings=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 100000.0})),
+    "Llama-3-8B-style GQA": ("LlamaConfig", dict(
+        hidden_size=4096, num_attention_heads=32, num_key_value_heads=8,
+        head_dim=128, num_hidden_layers=32, intermediate_size=14336,
+        vocab_size=128256, max_position_embeddings=8192, rms_norm_eps=1e-5,
+        rope_parameters={"rope_type": "default", "rope_theta": 500000.0})),
+    "Gemma 3": ("Gemma3TextConfig", {}),
+    "gpt-oss": ("GptOssConfig", {}),
+    "DeepSeek-V3": ("DeepseekV3Config", {}),
+    "Qwen3-Next": ("Qwen3NextConfig", {}),
+}
+
+# The keys of to_dict() that the attention recipe and its cache read (kept
+# where the config has them and they are not None).
+KEYS = (
+    "model_type", "hidden_size", "num_hidden_layers", "num_attention_heads",
+    "num_key_value_heads", "head_dim", "max_position_embeddings",
+    "rope_parameters", "layer_types", "sliding_window", "attention_bias",
+    "query_pre_attn_scalar", "attn_logit_softcapping", "hidden_act",
+    "rms_norm_eps",
+    # multi-head latent attention (DeepSeek-V3)
+    "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+    "v_head_dim", "rope_interleave",
+    # linear attention (Qwen3-Next)
+    "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+    "linear_value_head_dim", "linear_conv_kernel_dim",
+)
+
+
+def derive() -> dict:
+    """Every entry, computed now from the installed transformers."""
+    import transformers
+    table = {"_about": (
+        "Configs of the attention table (px.memory.attention_configs), "
+        "written by tools/attention_configs.py from transformers "
+        f"{transformers.__version__}'s config classes: config_class("
+        "**kwargs).to_dict(), the keys attention reads.")}
+    for name, (cls, kwargs) in MODELS.items():
+        full = getattr(transformers, cls)(**kwargs).to_dict()
+        table[name] = {
+            "config_class": cls, "kwargs": kwargs,
+            "config": {k: full[k] for k in KEYS
+                       if full.get(k) is not None}}
+    return table
+
+
+def dumps(table: dict) -> str:
+    """The file's text: sorted keys, two-space indent, a final newline."""
+    return json.dumps(table, indent=2) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    text = dumps(derive())
+    if "--check" in argv:
+        same = TARGET.exists() and TARGET.read_text() == text
+        print(f"{TARGET.relative_to(ROOT)}: "
+              f"{'up to date' if same else 'differs'}")
+        return 0 if same else 1
+    TARGET.write_text(text)
+    print(f"wrote {TARGET.relative_to(ROOT)} ({len(text)} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
