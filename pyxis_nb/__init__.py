@@ -15,7 +15,8 @@ tests/test_conventions.py, drawn in CONTRIBUTING.md)::
       |
     analysis     circuits  evaluation  attention_only  experiments  memory
       |
-    chapter kit  positions  head  engine  batching  source  linear_attention
+    chapter kit  positions  head  engine  batching  source
+                 linear_attention  variants
       |
     model stack  stable_softmax  masks  tiled  attention  norms  rope
                  multihead  qwen3  kv_cache  gguf_file  model
@@ -30,7 +31,7 @@ import importlib as _importlib
 from . import (stable_softmax, masks, tiled, attention, norms,  # noqa
                rope, multihead, qwen3, kv_cache, gguf_file, model)
 from . import (positions, head, engine, batching, source,  # noqa
-               linear_attention)
+               linear_attention, variants)
 from . import (circuits, evaluation, attention_only, experiments,  # noqa
                memory)
 from .attention import scaled_dot_product_attention
@@ -59,7 +60,7 @@ LAYERS = {
                     "rope", "multihead", "qwen3", "kv_cache", "gguf_file",
                     "model"],
     "chapter kit": ["positions", "head", "engine", "batching", "source",
-                    "linear_attention"],
+                    "linear_attention", "variants"],
     "analysis": ["circuits", "evaluation", "attention_only", "experiments",
                  "memory"],
     "views": ["plotting", "widgets"],

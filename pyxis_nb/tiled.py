@@ -626,7 +626,11 @@ def check_score_mod_tile(score, want: tuple, dtype) -> np.ndarray:
             f"for a tile of scores of dtype {dtype} and shape {want}, "
             "expected the scores' dtype and shape"
         )
-    return np.broadcast_to(score, want)
+    if score.shape == tuple(want) and score.flags.writeable:
+        return score
+    # a smaller or read-only answer: a writable copy, as the mask writes
+    # -inf into the tile next
+    return np.array(np.broadcast_to(score, want))
 
 
 class _TileMasks:

@@ -1345,3 +1345,99 @@ def test_linear_attention_layer_refuses(call, error, pattern):
     layer = px.linear_attention.Qwen3NextGatedDeltaNet.from_config(GDN_CONFIG)
     with pytest.raises(error, match=pattern):
         call(layer)
+
+
+# ------------------------------------------- attention variants (variants)
+VAR_CONFIG = dict(hidden_size=8, num_attention_heads=2,
+                  num_key_value_heads=2, head_dim=4, sliding_window=3,
+                  layer_types=["sliding_attention", "full_attention"],
+                  rope_parameters={"rope_type": "default",
+                                   "rope_theta": 1e4},
+                  query_pre_attn_scalar=4, attn_logit_softcapping=2.0)
+
+
+def _variant(cls=px.variants.GptOssAttention, config=VAR_CONFIG,
+             layer_idx=0, state=None, **kw):
+    """A variant with ones for weights (or the given state_dict)."""
+    if state is None:
+        shapes = cls(config, layer_idx).state_shapes()
+        state = {k: np.ones(s) for k, s in shapes.items()}
+    return cls.from_state_dict(state, config, layer_idx, **kw)
+
+
+def _oss_state(**changes):
+    shapes = px.variants.GptOssAttention(VAR_CONFIG).state_shapes()
+    return {k: np.ones(s) for k, s in shapes.items()} | changes
+
+
+VARIANT_ROWS = [
+    ("a config that is a list", lambda g: _variant(config=[1]), TypeError,
+     r"config must be a transformers config or its to_dict\(\), got list"),
+    ("a config without num_key_value_heads",
+     lambda g: _variant(config={k: v for k, v in VAR_CONFIG.items()
+                                if k != "num_key_value_heads"}),
+     ValueError, r"config has .*missing keys \['num_key_value_heads'\]"),
+    ("layer_idx past the layers", lambda g: _variant(layer_idx=2),
+     ValueError, r"layer_idx must index an attention layer .*0 \.\. 1.*"
+     r"got 2"),
+    ("layer_idx of a linear-attention layer",
+     lambda g: _variant(px.variants.Qwen3NextAttention,
+                        VAR_CONFIG | {"layer_types": ["linear_attention",
+                                                      "full_attention"]}),
+     ValueError, r"layer_idx must index an attention layer .*got 0"),
+    ("a sliding layer with window 0",
+     lambda g: _variant(config=VAR_CONFIG | {"sliding_window": 0}),
+     ValueError, r"sliding_window .*got 0"),
+    ("attn_implementation 'sdpa'",
+     lambda g: _variant(attn_implementation="sdpa"), ValueError,
+     r"attn_implementation .*'sdpa'"),
+    ("a state_dict without sinks",
+     lambda g: _variant(state={k: v for k, v in _oss_state().items()
+                               if k != "sinks"}), ValueError,
+     r"state_dict does not fit config: missing keys \['sinks'\]"),
+    ("sinks of the wrong shape",
+     lambda g: _variant(state=_oss_state(sinks=z(3))), ValueError,
+     r"sinks has shape \(3,\) in state_dict, expected \(2,\) from config"),
+    ("a state_dict of two dtypes",
+     lambda g: _variant(state=_oss_state(sinks=np.ones(2, np.float32))),
+     ValueError, r"sinks has dtype float32 but .* has dtype float64"),
+    ("query_pre_attn_scalar 0",
+     lambda g: _variant(px.variants.Gemma2Attention,
+                        VAR_CONFIG | {"query_pre_attn_scalar": 0}),
+     ValueError, r"query_pre_attn_scalar .*0"),
+    ("DiffLlama with one key/value head",
+     lambda g: _variant(px.variants.DiffLlamaAttention,
+                        VAR_CONFIG | {"num_key_value_heads": 1}),
+     ValueError, r"num_key_value_heads = 1 must be even"),
+    ("a soft-cap of 0", lambda g: px.variants.soft_cap(0), ValueError,
+     r"cap .*0"),
+    ("hidden_states of the wrong width", lambda g: g(z(1, 3, 6)),
+     ValueError, r"hidden_states has shape \(1, 3, 6\), expected .*"
+     r"d_model = 8"),
+    ("hidden_states without tokens", lambda g: g(z(1, 0, 8)), ValueError,
+     r"hidden_states has shape \(1, 0, 8\), expected .*T >= 1"),
+    ("hidden_states in float32", lambda g: g(z(1, 3, 8, dtype=np.float32)),
+     ValueError, r"hidden_states has dtype float32 but o_proj.weight has "
+     r"dtype float64"),
+    ("position_ids of the wrong length",
+     lambda g: g(z(1, 3, 8), position_ids=np.arange(4)), ValueError,
+     r"position_ids has shape \(4,\).*\(1, 3\)"),
+    ("negative position_ids",
+     lambda g: g(z(1, 3, 8), position_ids=np.array([-1, 0, 1])),
+     ValueError, r"position_ids has shape \(3,\).*-1 \.\. 1"),
+    ("output_attentions on the tiled kernel",
+     lambda g: g(z(1, 3, 8), output_attentions=True), ValueError,
+     r"output_attentions=True needs attn_implementation='eager'"),
+    ("output_attentions that is not a bool",
+     lambda g: g(z(1, 3, 8), output_attentions="yes"), TypeError,
+     r"output_attentions must be True or False, got str 'yes'"),
+]
+
+
+@pytest.mark.parametrize("call, error, pattern",
+                         [r[1:] for r in VARIANT_ROWS],
+                         ids=[r[0] for r in VARIANT_ROWS])
+def test_attention_variants_refuse(call, error, pattern):
+    layer = _variant()
+    with pytest.raises(error, match=pattern):
+        call(layer)

@@ -1,0 +1,711 @@
+"""Attention layers of the models of 2024-26, each on the one kernel.
+
+Every layer here projects, rotates and mixes as its transformers module
+does, and leaves the softmax to the kernel chosen by name
+(``px.attention.ATTENTION_FUNCTIONS[attn_implementation]``). What makes a
+variant is what it hands that kernel:
+
+* local and global layers: a ``mask_mod`` (``config.layer_types``, the
+  causal triangle or a sliding window of ``config.sliding_window``);
+* gpt-oss's learned sinks: ``sinks``, one logit per head;
+* Gemma 2's logit soft-capping: a ``score_mod``, ``cap * tanh(s / cap)``;
+* Qwen3-Next's gate: a sigmoid on the kernel's output, per head and
+  channel;
+* DiffLlama's differential attention: two maps' outputs, subtracted.
+
+Each class is built from the module's own ``state_dict`` and its config,
+``Cls.from_state_dict(state_dict, config, layer_idx)``, and called on the
+hidden states and their positions.
+
+Shape legend:
+    B        batch
+    T        query positions
+    S        key/value positions (S = T: no cache here)
+    d_model  hidden size
+    H        query heads
+    H_kv     key/value heads
+    d_head   size of one head
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._checks import (as_float_array, check_heads, check_keys,
+                      check_number, check_positive_int, check_same_dtype,
+                      check_shape, check_state_shapes)
+from .attention import ATTENTION_FUNCTIONS
+from .masks import causal_mask_mod, sliding_window_mask_mod
+from .multihead import (attention_inputs, check_attn_implementation,
+                        check_output_attentions, merge_heads_core)
+from .norms import rms_norm_core
+from .rope import apply_rotary, compute_rope_parameters, rotary_cos_sin_core
+
+__all__ = ["GptOssAttention", "Gemma2Attention", "Gemma3Attention",
+           "Qwen3NextAttention", "DiffLlamaAttention", "soft_cap"]
+
+#: the layer kinds of ``config.layer_types`` an attention layer can be
+LAYER_TYPES = ("full_attention", "sliding_attention")
+
+
+def _config_dict(config, required: tuple) -> dict:
+    """A transformers config, or its ``to_dict()``, as a dict."""
+    if hasattr(config, "to_dict"):
+        config = config.to_dict()
+    if not isinstance(config, dict):
+        raise TypeError(
+            "config must be a transformers config or its to_dict(), got "
+            f"{type(config).__name__}")
+    check_keys("config", [k for k in required if k in config], required,
+               required)
+    return config
+
+
+def soft_cap(cap: float):
+    """Gemma 2's logit soft-capping as FlexAttention's ``score_mod``.
+
+    Parameters
+    ----------
+    cap : float
+        ``attn_logit_softcapping``, > 0: the scores stay in (-cap, cap).
+
+    Returns
+    -------
+    callable
+        ``score_mod(score, b, h, q_idx, kv_idx) = cap * tanh(score / cap)``.
+    """
+    cap = check_number("cap", cap, above=0)
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        return cap * np.tanh(score / cap)
+    return score_mod
+
+
+def _linear(x, weight, bias):
+    """torch's ``F.linear``: (B, T, in) @ (in, out) -> (B, T, out), + bias."""
+    y = x @ weight.T
+    return y if bias is None else y + bias
+
+
+class _VariantAttention:
+    """What every variant shares: q/k/v/o, RoPE, the mask, the kernel.
+
+    Parameters
+    ----------
+    config : transformers config or dict
+        The model's config (or its ``to_dict()``).
+    layer_idx : int, default 0
+        The layer's index: its entry of ``config.layer_types``.
+    attn_implementation : {"flex_attention", "eager"}
+        The kernel, by name; "eager" returns the weights too.
+    """
+
+    #: the config keys the layer reads (all variants)
+    _REQUIRED = ("hidden_size", "num_attention_heads", "num_key_value_heads")
+    #: q_proj's width in heads' widths (Qwen3-Next: 2, with its gate)
+    _Q_WIDTH = 1
+
+    def __init__(self, config, layer_idx: int = 0,
+                 attn_implementation: str = "flex_attention"):
+        c = _config_dict(config, self._REQUIRED)
+        self.config = c
+        self.attn_implementation = check_attn_implementation(
+            attn_implementation)
+        self.hidden_size = check_positive_int("hidden_size",
+                                              c["hidden_size"])
+        self.num_heads, self.num_key_value_heads = check_heads(
+            c["num_attention_heads"], c["num_key_value_heads"])
+        self.head_dim = check_positive_int("head_dim", c.get("head_dim") or (
+            self.hidden_size // self.num_heads))
+        self.layer_idx = layer_idx
+        self.layer_type = self._layer_type(c.get("layer_types"), layer_idx)
+        self.sliding_window = None
+        if self.layer_type == "sliding_attention":
+            self.sliding_window = check_positive_int("sliding_window",
+                                                     c["sliding_window"])
+        #: the kernel's mask_mod: the causal triangle, or a window of it
+        self.mask_mod = (causal_mask_mod if self.sliding_window is None
+                         else sliding_window_mask_mod(self.sliding_window))
+        self.attention_bias = bool(c.get("attention_bias", False))
+        self.scaling = self.head_dim ** -0.5
+        self.inv_freq, self.attention_scaling = compute_rope_parameters(
+            self._rope_parameters(c), self.head_dim,
+            max_position_embeddings=c.get("max_position_embeddings"))
+        self.score_mod, self.sinks = None, None
+
+    @staticmethod
+    def _layer_type(layer_types, layer_idx) -> str:
+        """``layer_types[layer_idx]``, an attention kind; full without
+        ``layer_types``."""
+        if layer_types is None:
+            return "full_attention"
+        if (isinstance(layer_idx, bool) or not isinstance(layer_idx, int)
+                or not 0 <= layer_idx < len(layer_types)
+                or layer_types[layer_idx] not in LAYER_TYPES):
+            raise ValueError(
+                f"layer_idx must index an attention layer of "
+                f"config.layer_types (0 .. {len(layer_types) - 1}, kinds "
+                f"{sorted(set(layer_types))}), got {layer_idx!r}")
+        return layer_types[layer_idx]
+
+    def _rope_parameters(self, c: dict) -> dict:
+        """This layer's ``rope_parameters`` (one layer type's if nested)."""
+        rope = c.get("rope_parameters") or {
+            "rope_type": "default", "rope_theta": c.get("rope_theta")}
+        if self.layer_type in rope:  # Gemma 3: one entry a layer type
+            rope = rope[self.layer_type]
+        factor = c.get("partial_rotary_factor")
+        if factor is not None and "partial_rotary_factor" not in rope:
+            rope = {**rope, "partial_rotary_factor": factor}
+        return rope
+
+    # ---------------------------------------------------------- weights
+    def state_shapes(self) -> dict:
+        """The module's ``state_dict`` keys and shapes (torch's layout).
+
+        Returns
+        -------
+        dict of str to tuple
+        """
+        D, d = self.hidden_size, self.head_dim
+        H, H_kv = self.num_heads, self.num_key_value_heads
+        shapes = {"q_proj.weight": (self._Q_WIDTH * H * d, D),
+                  "k_proj.weight": (H_kv * d, D),
+                  "v_proj.weight": (H_kv * d, D),
+                  "o_proj.weight": (D, H * d)}
+        if self.attention_bias:
+            shapes.update({name.replace("weight", "bias"): shape[:1]
+                           for name, shape in shapes.items()})
+        return shapes
+
+    @classmethod
+    def from_state_dict(cls, state_dict, config, layer_idx: int = 0,
+                        attn_implementation: str = "flex_attention"):
+        """The layer from transformers' module's own ``state_dict()``.
+
+        Parameters
+        ----------
+        state_dict : mapping of str to ndarray or torch.Tensor
+            Every key of the module, no other, one float dtype.
+        config : transformers config or dict
+            The model's config, or its ``to_dict()``.
+        layer_idx : int, default 0
+            The layer's index (its entry of ``config.layer_types``).
+        attn_implementation : {"flex_attention", "eager"}
+            The kernel, by name; "eager" can return the weights.
+
+        Returns
+        -------
+        the layer
+        """
+        layer = cls(config, layer_idx, attn_implementation)
+        check_state_shapes(
+            "state_dict", {k: tuple(np.shape(v))
+                           for k, v in state_dict.items()},
+            layer.state_shapes(), against="config")
+        weights = {k: as_float_array(k, np.asarray(v))
+                   for k, v in state_dict.items()}
+        check_same_dtype(**weights)
+        layer.load(weights)
+        return layer
+
+    def load(self, weights: dict) -> None:
+        """Keep the checked arrays (a variant adds its own).
+
+        Parameters
+        ----------
+        weights : dict of str to ndarray
+            The state_dict, checked.
+        """
+        self.q_proj, self.k_proj = weights["q_proj.weight"], \
+            weights["k_proj.weight"]
+        self.v_proj, self.o_proj = weights["v_proj.weight"], \
+            weights["o_proj.weight"]
+        self.q_bias, self.k_bias, self.v_bias, self.o_bias = (
+            weights.get(f"{n}_proj.bias") for n in "qkvo")
+
+    # ---------------------------------------------------------- forward
+    def __call__(self, hidden_states, position_ids=None,
+                 output_attentions: bool = False):
+        """The module's output (and the weights with ``output_attentions``).
+
+        Parameters
+        ----------
+        hidden_states : ndarray, shape (B, T, d_model)
+            The layer's input, of the weights' dtype.
+        position_ids : array_like of int, shape (T,) or (B, T), optional
+            Each token's position (RoPE); 0 .. T-1 by default. The mask
+            is causal over the T tokens whatever the positions.
+        output_attentions : bool, default False
+            Also return the (B, H, T, S) weights; needs
+            ``attn_implementation="eager"``.
+
+        Returns
+        -------
+        output : ndarray, shape (B, T, d_model)
+        weights : ndarray, shape (B, H, T, S), with ``output_attentions``
+        """
+        x = as_float_array("hidden_states", hidden_states)
+        check_shape("hidden_states", x, x.ndim == 3 and x.shape[1] >= 1
+                    and x.shape[2] == self.hidden_size,
+                    f"(B, T, d_model) with T >= 1, d_model = "
+                    f"{self.hidden_size}")
+        check_same_dtype(**{"o_proj.weight": self.o_proj,
+                            "hidden_states": x})
+        B, T, _ = x.shape
+        output_attentions = check_output_attentions(
+            output_attentions, self.attn_implementation)
+        if position_ids is None:
+            position_ids = np.arange(T)
+        _, pos = attention_inputs(None, position_ids, B, T, 0)  # (B, T)
+        out, weights = self.forward_core(x, pos)
+        return (out, weights) if output_attentions else out
+
+    def forward_core(self, x, position_ids):
+        """Unchecked core of :meth:`__call__`: out and weights (or None).
+
+        Parameters
+        ----------
+        x : ndarray, shape (B, T, d_model)
+            The layer's input.
+        position_ids : ndarray of int, shape (B, T)
+            Each token's position.
+
+        Returns
+        -------
+        out : ndarray, shape (B, T, d_model)
+        weights : ndarray, shape (B, H, T, S), or None
+        """
+        q, k, v, extra = self.project(x)  # (B, H | H_kv, T, d_head)
+        # (B, T, d_rot) each, d_rot = 2 * len(inv_freq) -> (B, 1, T, d_rot)
+        cos, sin = rotary_cos_sin_core(position_ids, self.inv_freq,
+                                       self.attention_scaling, x.dtype)
+        q = self.rotate(q, cos[:, None], sin[:, None])
+        k = self.rotate(k, cos[:, None], sin[:, None])
+        attention = ATTENTION_FUNCTIONS[self.attn_implementation]  # by name
+        out, weights = attention(q, k, self.values(v), None,
+                                 scaling=self.scaling,
+                                 score_mod=self.score_mod,
+                                 mask_mod=self.mask_mod, sinks=self.sinks)
+        out = self.combine(out, extra)  # (B, H', T, d') -> (B, T, H*d_head)
+        # (B, T, H*d_head) @ (H*d_head, d_model) -> (B, T, d_model)
+        return _linear(out, self.o_proj, self.o_bias), weights
+
+    def project(self, x):
+        """Queries, keys and values, split into heads.
+
+        Parameters
+        ----------
+        x : ndarray, shape (B, T, d_model)
+            The layer's input.
+
+        Returns
+        -------
+        q : ndarray, shape (B, H, T, d_head)
+        k, v : ndarray, shape (B, H_kv, T, d_head)
+        extra : None
+            What a variant carries to :meth:`combine` (Qwen3-Next: its
+            gate).
+        """
+        B, T, _ = x.shape
+        q = _linear(x, self.q_proj, self.q_bias)  # (B, T, H*d_head)
+        k = _linear(x, self.k_proj, self.k_bias)  # (B, T, H_kv*d_head)
+        v = _linear(x, self.v_proj, self.v_bias)
+        # (B, T, heads*d_head) -> (B, T, heads, d_head) -> (B, heads, T, d)
+        q, k, v = (y.reshape(B, T, -1, self.head_dim).transpose(0, 2, 1, 3)
+                   for y in (q, k, v))
+        return q, k, v, None
+
+    def rotate(self, x, cos, sin):
+        """RoPE on the first ``d_rot`` channels of each head (all of them
+        unless ``partial_rotary_factor``), half layout.
+
+        Parameters
+        ----------
+        x : ndarray, shape (B, H | H_kv, T, d_head)
+            Queries or keys.
+        cos, sin : ndarray, shape (B, 1, T, d_rot)
+            The tables.
+
+        Returns
+        -------
+        ndarray, shape of ``x``
+        """
+        d_rot = cos.shape[-1]
+        if d_rot == x.shape[-1]:
+            return apply_rotary(x, cos, sin)
+        # (B, H, T, d_rot) rotated, (B, H, T, d_head - d_rot) as they are
+        return np.concatenate([apply_rotary(x[..., :d_rot], cos, sin),
+                               x[..., d_rot:]], axis=-1)
+
+    def values(self, v):
+        """The values the kernel mixes (DiffLlama: both halves side by side).
+
+        Parameters
+        ----------
+        v : ndarray, shape (B, H_kv, S, d_head)
+            The values.
+
+        Returns
+        -------
+        ndarray, shape (B, H_kv, S, d_head)
+        """
+        return v
+
+    def combine(self, out, extra):
+        """The kernel's output, as ``o_proj`` reads it.
+
+        Parameters
+        ----------
+        out : ndarray, shape (B, H, T, d_head)
+            Each head's output.
+        extra : object
+            What :meth:`project` returned beside q, k, v.
+
+        Returns
+        -------
+        ndarray, shape (B, T, H*d_head)
+        """
+        return merge_heads_core(out)
+
+    def __repr__(self) -> str:
+        window = (f", sliding_window={self.sliding_window}"
+                  if self.sliding_window else "")
+        return (f"{type(self).__name__}(layer_idx={self.layer_idx}, "
+                f"{self.layer_type}{window}, heads={self.num_heads}/"
+                f"{self.num_key_value_heads} of {self.head_dim}, "
+                f"attn_implementation={self.attn_implementation!r})")
+
+
+class GptOssAttention(_VariantAttention):
+    """gpt-oss's attention: biases, learned sinks, YaRN, local/global.
+
+    One learned logit per head (``sinks``) joins every row's softmax and is
+    then dropped, so a row's weights over the real keys sum to less than
+    1. Sliding layers see ``config.sliding_window`` keys; RoPE as
+    ``config.rope_parameters`` says (YaRN, factor 32, in gpt-oss).
+
+    Parameters
+    ----------
+    config : GptOssConfig or dict
+        A transformers config or its ``to_dict()``.
+    layer_idx : int, default 0
+        Its entry of ``config.layer_types`` picks the mask.
+    attn_implementation : {"flex_attention", "eager"}
+        The kernel, by name.
+
+    See Also
+    --------
+    transformers.models.gpt_oss.modeling_gpt_oss.GptOssAttention
+    """
+
+    def state_shapes(self) -> dict:
+        """The module's keys and shapes: q/k/v/o and ``sinks`` (H,).
+
+        Returns
+        -------
+        dict of str to tuple
+        """
+        return super().state_shapes() | {"sinks": (self.num_heads,)}
+
+    def load(self, weights: dict) -> None:
+        """Keep the projections and the sinks.
+
+        Parameters
+        ----------
+        weights : dict of str to ndarray
+            The state_dict, checked.
+        """
+        super().load(weights)
+        self.sinks = weights["sinks"]  # (H,): the kernel's extra column
+
+
+class Gemma2Attention(_VariantAttention):
+    """Gemma 2's attention: soft-capped logits, local and global layers.
+
+    The scores are scaled by ``query_pre_attn_scalar ** -0.5`` and capped,
+    ``cap * tanh(score / cap)`` with ``cap = attn_logit_softcapping``,
+    before the mask: a ``score_mod`` of the kernel.
+
+    Parameters
+    ----------
+    config : Gemma2Config or dict
+        A transformers config or its ``to_dict()``.
+    layer_idx : int, default 0
+        Its entry of ``config.layer_types`` picks the mask.
+    attn_implementation : {"flex_attention", "eager"}
+        The kernel, by name.
+
+    See Also
+    --------
+    transformers.models.gemma2.modeling_gemma2.Gemma2Attention
+    """
+
+    _REQUIRED = _VariantAttention._REQUIRED + ("query_pre_attn_scalar",)
+
+    def __init__(self, config, layer_idx: int = 0,
+                 attn_implementation: str = "flex_attention"):
+        super().__init__(config, layer_idx, attn_implementation)
+        c = self.config
+        self.scaling = check_number("query_pre_attn_scalar",
+                                    c["query_pre_attn_scalar"],
+                                    above=0) ** -0.5
+        cap = c.get("attn_logit_softcapping")
+        self.score_mod = None if cap is None else soft_cap(cap)
+
+
+class Gemma3Attention(Gemma2Attention):
+    """Gemma 3's attention: q/k norms with ``1 + w``, two RoPE bases.
+
+    Sliding layers rotate with ``rope_parameters["sliding_attention"]``
+    (base 10,000; older configs: ``rope_local_base_freq``), full layers
+    with ``rope_parameters["full_attention"]`` (1,000,000). No soft-cap
+    unless the config sets one.
+
+    Parameters
+    ----------
+    config : Gemma3TextConfig or dict
+        A transformers config or its ``to_dict()``.
+    layer_idx : int, default 0
+        Its entry of ``config.layer_types`` picks the mask and the base.
+    attn_implementation : {"flex_attention", "eager"}
+        The kernel, by name.
+
+    See Also
+    --------
+    transformers.models.gemma3.modeling_gemma3.Gemma3Attention
+    """
+
+    def _rope_parameters(self, c: dict) -> dict:
+        """The layer type's entry; ``rope_local_base_freq`` for sliding
+        layers of a config that has one base only."""
+        local = c.get("rope_local_base_freq")
+        rope = c.get("rope_parameters") or {}
+        if (local is not None and self.layer_type == "sliding_attention"
+                and self.layer_type not in rope):
+            return {"rope_type": "default", "rope_theta": local}
+        return super()._rope_parameters(c)
+
+    def state_shapes(self) -> dict:
+        """The module's keys and shapes: q/k/v/o and the two norms.
+
+        Returns
+        -------
+        dict of str to tuple
+        """
+        d = self.head_dim
+        return super().state_shapes() | {"q_norm.weight": (d,),
+                                         "k_norm.weight": (d,)}
+
+    def load(self, weights: dict) -> None:
+        """Keep the projections and the norms' ``1 + w``.
+
+        Parameters
+        ----------
+        weights : dict of str to ndarray
+            The state_dict, checked.
+        """
+        super().load(weights)
+        self.q_norm = 1 + weights["q_norm.weight"]  # Gemma's (1 + w) gain
+        self.k_norm = 1 + weights["k_norm.weight"]
+        self.eps = check_number("rms_norm_eps",
+                                self.config.get("rms_norm_eps", 1e-6),
+                                at_least=0)
+
+    def project(self, x):
+        """Queries and keys normalised per head before RoPE.
+
+        Parameters
+        ----------
+        x : ndarray, shape (B, T, d_model)
+            The layer's input.
+
+        Returns
+        -------
+        q : ndarray, shape (B, H, T, d_head)
+        k, v : ndarray, shape (B, H_kv, T, d_head)
+        extra : None
+        """
+        q, k, v, extra = super().project(x)
+        return (rms_norm_core(q, self.q_norm, self.eps),
+                rms_norm_core(k, self.k_norm, self.eps), v, extra)
+
+
+class Qwen3NextAttention(Gemma3Attention):
+    """Qwen3-Next's gated attention: a sigmoid gate on every output.
+
+    ``q_proj`` is twice as wide: each head's ``2 * d_head`` numbers are its
+    query and its gate. The kernel's output is multiplied by
+    ``sigmoid(gate)`` per head and channel before ``o_proj``. Queries and
+    keys go through RMSNorm with ``1 + w``; RoPE turns the first
+    ``partial_rotary_factor`` of each head (a quarter in Qwen3-Next).
+
+    Parameters
+    ----------
+    config : Qwen3NextConfig or dict
+        A transformers config or its ``to_dict()``.
+    layer_idx : int, default 0
+        Must name a "full_attention" entry of ``config.layer_types``.
+    attn_implementation : {"flex_attention", "eager"}
+        The kernel, by name.
+
+    See Also
+    --------
+    transformers.models.qwen3_next.modeling_qwen3_next.Qwen3NextAttention
+    """
+
+    _REQUIRED = _VariantAttention._REQUIRED
+    _Q_WIDTH = 2
+
+    def __init__(self, config, layer_idx: int = 0,
+                 attn_implementation: str = "flex_attention"):
+        _VariantAttention.__init__(self, config, layer_idx,
+                                   attn_implementation)
+
+    def project(self, x):
+        """Queries (normalised), their gates, keys (normalised), values.
+
+        Parameters
+        ----------
+        x : ndarray, shape (B, T, d_model)
+            The layer's input.
+
+        Returns
+        -------
+        q : ndarray, shape (B, H, T, d_head)
+        k, v : ndarray, shape (B, H_kv, T, d_head)
+        gate : ndarray, shape (B, H, T, d_head)
+        """
+        B, T, _ = x.shape
+        d = self.head_dim
+        # (B, T, H*2*d_head) -> (B, T, H, 2*d_head) -> (B, H, T, 2*d_head)
+        qg = _linear(x, self.q_proj, self.q_bias).reshape(
+            B, T, -1, 2 * d).transpose(0, 2, 1, 3)
+        q, gate = qg[..., :d], qg[..., d:]  # (B, H, T, d_head) each
+        k = _linear(x, self.k_proj, self.k_bias)  # (B, T, H_kv*d_head)
+        v = _linear(x, self.v_proj, self.v_bias)
+        # (B, T, H_kv*d_head) -> (B, H_kv, T, d_head)
+        k, v = (y.reshape(B, T, -1, d).transpose(0, 2, 1, 3) for y in (k, v))
+        return (rms_norm_core(q, self.q_norm, self.eps),
+                rms_norm_core(k, self.k_norm, self.eps), v, gate)
+
+    def combine(self, out, gate):
+        """``out * sigmoid(gate)``, per head and channel, heads merged.
+
+        Parameters
+        ----------
+        out : ndarray, shape (B, H, T, d_head)
+            Each head's output.
+        gate : ndarray, shape (B, H, T, d_head)
+            The gate's logits.
+
+        Returns
+        -------
+        ndarray, shape (B, T, H*d_head)
+        """
+        return merge_heads_core(out / (1 + np.exp(-gate)))
+
+
+class DiffLlamaAttention(_VariantAttention):
+    """Differential attention: two maps' outputs, the second times lambda
+    subtracted.
+
+    Head ``h`` of the first half and head ``h + H/2`` of the second form a
+    pair: map 1 and map 2. Each map mixes both halves of the value heads
+    side by side (``2 * d_head`` numbers a head: one kernel call, values
+    concatenated). Then ``out_1 - lambda * out_2``, an RMSNorm over the
+    pair's ``2 * d_head`` channels, times ``1 - lambda_init``, with
+    ``lambda = exp(lq1 . lk1) - exp(lq2 . lk2) + lambda_init`` and
+    ``lambda_init = 0.8 - 0.6 exp(-0.3 layer_idx)``.
+
+    Parameters
+    ----------
+    config : DiffLlamaConfig or dict
+        A transformers config or its ``to_dict()``.
+    layer_idx : int, default 0
+        The layer's index (it sets ``lambda_init``).
+    attn_implementation : {"flex_attention", "eager"}
+        The kernel, by name.
+
+    See Also
+    --------
+    transformers.models.diffllama.modeling_diffllama.DiffLlamaAttention
+    """
+
+    _LAMBDAS = ("lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2")
+
+    def __init__(self, config, layer_idx: int = 0,
+                 attn_implementation: str = "flex_attention"):
+        super().__init__(config, layer_idx, attn_implementation)
+        if self.num_key_value_heads % 2:
+            raise ValueError(
+                f"num_key_value_heads = {self.num_key_value_heads} must be "
+                "even: the value heads split into two halves")
+        self.lambda_init = 0.8 - 0.6 * math.exp(-0.3 * layer_idx)
+        self.eps = check_number("rms_norm_eps",
+                                self.config.get("rms_norm_eps", 1e-6),
+                                at_least=0)
+
+    def state_shapes(self) -> dict:
+        """The module's keys and shapes: q/k/v/o and four (d_head,)
+        vectors.
+
+        Returns
+        -------
+        dict of str to tuple
+        """
+        return super().state_shapes() | {
+            name: (self.head_dim,) for name in self._LAMBDAS}
+
+    def load(self, weights: dict) -> None:
+        """Keep the projections and lambda.
+
+        Parameters
+        ----------
+        weights : dict of str to ndarray
+            The state_dict, checked.
+        """
+        super().load(weights)
+        lq1, lk1, lq2, lk2 = (weights[n] for n in self._LAMBDAS)
+        lambda_full = np.exp(lq1 @ lk1) - np.exp(lq2 @ lk2) + self.lambda_init
+        self.lambda_full = lq1.dtype.type(lambda_full)  # the weights' dtype
+
+    def values(self, v):
+        """Both halves of the value heads, side by side, for every head.
+
+        Parameters
+        ----------
+        v : ndarray, shape (B, H_kv, S, d_head)
+            The values.
+
+        Returns
+        -------
+        ndarray, shape (B, H_kv, S, 2*d_head)
+            Head ``j`` holds ``[v[j mod H_kv/2], v[H_kv/2 + j mod H_kv/2]]``.
+        """
+        v1, v2 = np.split(v, 2, axis=1)  # (B, H_kv/2, S, d_head) each
+        # each half repeated twice -> (B, H_kv, S, d_head), side by side
+        return np.concatenate([np.concatenate([v1, v1], axis=1),
+                               np.concatenate([v2, v2], axis=1)], axis=-1)
+
+    def combine(self, out, extra):
+        """``(1 - lambda_init) RMSNorm(out_1 - lambda out_2)``, merged.
+
+        Parameters
+        ----------
+        out : ndarray, shape (B, H, T, 2*d_head)
+            Each head's output over both value halves.
+        extra : None
+            Unused.
+
+        Returns
+        -------
+        ndarray, shape (B, T, H*d_head)
+        """
+        out1, out2 = np.split(out, 2, axis=1)  # (B, H/2, T, 2*d_head) each
+        diff = out1 - self.lambda_full * out2
+        ones = np.ones(diff.shape[-1], diff.dtype)  # no gain: a plain norm
+        diff = (1 - self.lambda_init) * rms_norm_core(diff, ones, self.eps)
+        return merge_heads_core(diff)  # (B, T, H/2 * 2*d_head)
