@@ -164,7 +164,7 @@ def qwen3_0_6b_pair(torch, transformers):
 
 def smollm2_pair(torch, transformers):
     """SmolLM2 from its GGUF (px); transformers views px's own arrays."""
-    folder = px.gguf_file.cache_folder() / "smollm2"
+    folder = px.loading.cache_folder() / "smollm2"
     ours = px.LlamaForCausalLM.from_pretrained(folder, gguf_file=px.SMOLLM2_GGUF)
     # px's config fields are Hugging Face's names (the chapter does the same)
     config = transformers.LlamaConfig(**ours.config.to_dict(),
@@ -254,7 +254,7 @@ def main() -> bool:
     ours, theirs = qwen3_0_6b_pair(torch, transformers)
     rows.append(measure("Qwen3-0.6B shapes (f32)", ours, theirs, torch,
                         n_new=16, repeats=2, prefill_repeats=2))
-    if (px.gguf_file.cache_folder() / "smollm2" / px.SMOLLM2_GGUF).is_file():
+    if (px.loading.cache_folder() / "smollm2" / px.SMOLLM2_GGUF).is_file():
         del ours, theirs
         ours, theirs = smollm2_pair(torch, transformers)
         rows.append(measure("SmolLM2-135M (GGUF, f32)", ours, theirs, torch,

@@ -19,7 +19,7 @@ tests/test_conventions.py, drawn in CONTRIBUTING.md)::
                  linear_attention  variants
       |
     model stack  stable_softmax  masks  tiled  attention  norms  rope
-                 multihead  qwen3  kv_cache  gguf_file  model
+                 multihead  qwen3  kv_cache  gguf_file  model  loading
 
 Only numpy is imported with the package: ``plotting`` and ``widgets`` (and
 so matplotlib and ipywidgets) load on first use of one of their names,
@@ -29,7 +29,8 @@ e.g. ``px.plot_attention(...)`` or ``px.widgets`` (PEP 562).
 import importlib as _importlib
 
 from . import (stable_softmax, masks, tiled, attention, norms,  # noqa
-               rope, multihead, qwen3, kv_cache, gguf_file, model)
+               rope, multihead, qwen3, kv_cache, gguf_file, model,
+               loading)
 from . import (positions, head, engine, batching, source,  # noqa
                linear_attention, variants)
 from . import (circuits, evaluation, attention_only, experiments,  # noqa
@@ -37,13 +38,13 @@ from . import (circuits, evaluation, attention_only, experiments,  # noqa
 from .attention import scaled_dot_product_attention
 from .head import Head
 from .kv_cache import KVCache
-from .gguf_file import SMOLLM2_GGUF, fetch_smollm2
+from .gguf_file import SMOLLM2_GGUF
+from .loading import fetch_smollm2, load_tokenizer
 from .masks import causal_mask, padding_mask, sliding_window_mask
 from .model import (SHAKESPEARE_CHECKPOINT, CausalLMOutputWithPast,
                     GenerateDecoderOnlyOutput, LlamaForCausalLM,
                     Qwen3DecoderLayer, Qwen3ForCausalLM, Qwen3MLP,
-                    Qwen3RMSNorm, TinyDecoder, load_tokenizer,
-                    safetensors_header)
+                    Qwen3RMSNorm, TinyDecoder, safetensors_header)
 from .multihead import MultiHeadAttention, merge_heads, repeat_kv, split_heads
 from .norms import rms_norm
 from .qwen3 import QWEN3_1_7B, ModelConfig, random_attention
@@ -58,7 +59,7 @@ from .tiled import tiled_attention
 LAYERS = {
     "model stack": ["stable_softmax", "masks", "tiled", "attention", "norms",
                     "rope", "multihead", "qwen3", "kv_cache", "gguf_file",
-                    "model"],
+                    "model", "loading"],
     "chapter kit": ["positions", "head", "engine", "batching", "source",
                     "linear_attention", "variants"],
     "analysis": ["circuits", "evaluation", "attention_only", "experiments",

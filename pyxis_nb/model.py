@@ -48,7 +48,7 @@ from .multihead import (MultiHeadAttention, attention_inputs,
                         check_attn_implementation, check_output_attentions,
                         weight_shapes)
 from .norms import rms_norm_core
-from .gguf_file import read_gguf, gguf_tokenizer
+from .gguf_file import read_gguf
 from .qwen3 import ModelConfig, random_attention, state_shapes
 from .rope import rotary_cos_sin
 from .stable_softmax import softmax_core
@@ -63,7 +63,6 @@ __all__ = [
     "Qwen3ForCausalLM",
     "TinyDecoder",
     "LlamaForCausalLM",
-    "load_tokenizer",
     "safetensors_header",
 ]
 
@@ -1243,38 +1242,3 @@ def _read_tensors(file: pathlib.Path, dtype) -> dict:
             x = x.astype(dtype)
         out[name] = x.reshape(t["shape"])
     return out
-
-
-def load_tokenizer(path, *, gguf_file=None):
-    """A checkpoint's ``tokenizer.json``, loaded with HF ``tokenizers``.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The checkpoint folder or the ``tokenizer.json`` file itself.
-    gguf_file : str, optional
-        A GGUF file in the folder: the tokenizer its ``tokenizer.ggml.*``
-        metadata describes (``gguf_tokenizer``), as
-        ``AutoTokenizer.from_pretrained(path, gguf_file=...)`` builds it.
-
-    Returns
-    -------
-    tokenizers.Tokenizer
-        ``encode(text).ids`` / ``.tokens``, ``decode(ids)``.
-
-    Raises
-    ------
-    FileNotFoundError
-        If there is no such file.
-
-    See Also
-    --------
-    transformers.AutoTokenizer.from_pretrained
-    """
-    if gguf_file is not None:
-        return gguf_tokenizer(pathlib.Path(path) / gguf_file)
-    from tokenizers import Tokenizer
-    file = pathlib.Path(path)
-    file = file / "tokenizer.json" if file.is_dir() else file
-    check_found(file.is_file(), f"path {str(path)!r} has no tokenizer.json")
-    return Tokenizer.from_file(str(file))

