@@ -7,7 +7,9 @@ to the same page in the other edition in every page's header (the
 ``pyxis-edition-switch.html`` template, before the theme's buttons), and
 ``<link rel="alternate" hreflang>`` tags for both editions in its head;
 on the Japanese pages it gives the theme's header buttons the Japanese
-labels that the theme's own catalog lacks.
+labels that the theme's own catalog lacks, and translates the captions of
+the table of contents (Foundations, ...), which sphinx-external-toc adds
+after Sphinx has translated the page.
 
 The link is relative (``../ja/book/qkv.html`` from ``book/qkv.html``,
 ``../../book/qkv.html`` back), so it works on the published site, on a
@@ -18,7 +20,13 @@ for the English build).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+from sphinx import addnodes
+from sphinx.locale import init as init_locale
+from sphinx.transforms import SphinxTransform
+from sphinx.util.i18n import docname_to_domain
 
 TEMPLATES = Path(__file__).parent / "templates"
 SWITCH = "pyxis-edition-switch.html"
@@ -100,6 +108,29 @@ def _button_labels(app, pagename, templatename, context, doctree):
         _label(context.get("header_buttons", []), labels)
 
 
+class TranslateTocCaptions(SphinxTransform):
+    """The captions of the table of contents' parts, translated from the
+    page's catalog. sphinx-external-toc inserts its toctrees (transform
+    priority 100) after Sphinx has translated the page (20): the gettext
+    builder extracts their captions, but the build would show them in
+    English."""
+
+    default_priority = 101
+
+    def apply(self, **kwargs):
+        if (self.config.language or "en") == "en":
+            return
+        config = self.config
+        domain = docname_to_domain(self.env.docname, config.gettext_compact)
+        dirs = [os.path.join(self.env.srcdir, d) for d in config.locale_dirs]
+        catalog, found = init_locale(dirs, config.language, domain)
+        if not found:
+            return
+        for toctree in self.document.findall(addnodes.toctree):
+            if toctree.get("caption"):
+                toctree["caption"] = catalog.gettext(toctree["caption"])
+
+
 def _refresh_copies(app, env, added, changed, removed):
     """Rebuild the root page on every build, so that the build always ends
     by copying its static and extra files: Sphinx skips that step when no
@@ -112,6 +143,7 @@ def _refresh_copies(app, env, added, changed, removed):
 def setup(app):
     app.connect("config-inited", _config_inited)
     app.connect("env-get-outdated", _refresh_copies)
+    app.add_transform(TranslateTocCaptions)
     app.connect("html-page-context", _page_context)
     # after the theme has made its buttons (priority 501)
     app.connect("html-page-context", _button_labels, priority=600)
