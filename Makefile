@@ -1,8 +1,10 @@
 # Pyxis Notebooks. The two commands of the README:
-#   make site   build the website into _build/html (creates .venv and installs the pinned toolchain)
+#   make site   build the website into _build/html, the Japanese edition into _build/html/ja
+#               (creates .venv and installs the pinned toolchain)
 #   make test   run every test: pyxis_nb unit/property tests, nbval on every notebook, the website check
 # Others: make lint (ruff, lint-imports; the first step of test and unit), make execute
-# (re-run notebooks and store outputs), make lab, make bench, make clean.
+# (re-run notebooks and store outputs), make gettext (update the Japanese edition's
+# catalogs), make lab, make bench, make clean.
 
 PYTHON ?= python3
 WITH_TORCH ?= 0
@@ -13,7 +15,7 @@ NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: lint site test unit nbval webcheck screenshots execute lab bench vendor venv wheel standalone \
-  chapter-times clean
+  chapter-times clean gettext
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -59,11 +61,44 @@ wheel: venv
 	$(PY) tools/portable_cells.py --links-page $(WHEEL_DIR)
 	@ls $(WHEEL_DIR)/*.whl
 
+# Both editions, with warnings as errors: English into _build/html, then
+# Japanese (the same notebooks, their text from the catalogs in locale/ja,
+# _config.yml with _config_ja.yml on top) built apart and put at
+# _build/html/ja, where its pages use the English site's figures, notebooks and
+# wheel (the same files; tools/edition_assets.py). Every page links to its
+# counterpart in the other edition (_ext/pyxis_editions.py).
+JA := _build/ja
 site: venv vendor wheel
 	$(VENV)/bin/jupyter-book build . --builder html -n -W --keep-going
+	$(PY) tools/edition_config.py _config.yml _config_ja.yml $(JA)/_config.yml
+	$(VENV)/bin/jupyter-book build . --config $(JA)/_config.yml --path-output $(JA) \
+	  --builder html -n -W --keep-going
+	rm -rf _build/html/ja
+	cp -r $(JA)/_build/html _build/html/ja
+	$(PY) tools/edition_assets.py _build/html ja
 	@echo
-	@echo "The website is in _build/html. Open _build/html/index.html in a browser,"
+	@echo "The website is in _build/html (the Japanese edition in _build/html/ja)."
+	@echo "Open _build/html/index.html in a browser,"
 	@echo "or serve it: $(PY) -m http.server -d _build/html 8000"
+
+# The Japanese edition's message catalogs, after a change to the English
+# text: extract every page's messages (Sphinx's gettext builder) into
+# _build/i18n/_build/gettext (a build folder of its own: the gettext
+# builder's environment is not the html builder's), then update
+# locale/ja/LC_MESSAGES/book/*.po from them. Translations are kept; a new
+# message comes in untranslated, a changed one keeps its old translation
+# marked fuzzy, a removed one goes. The catalogs name no source locations
+# (gettext_location: false), so they are the same on every machine, and all
+# are written in sphinx-intl's format, whatever tool a translator saved them
+# with (tools/tidy_catalogs.py). tests/test_japanese.py fails until every
+# message is translated and none is fuzzy (CONTRIBUTING.md).
+I18N := _build/i18n
+POT := $(I18N)/_build/gettext
+gettext: venv
+	rm -rf $(I18N)
+	$(VENV)/bin/jupyter-book build . --builder custom --custom-builder gettext --path-output $(I18N)
+	$(VENV)/bin/sphinx-intl update -p $(POT) -l ja -d locale --no-obsolete
+	$(PY) tools/tidy_catalogs.py locale/ja/LC_MESSAGES
 
 # Everything, in one pytest run on 2 workers: unit and property tests, the
 # website check (which needs the site built first), and nbval (strict) on every

@@ -8,16 +8,24 @@
 (function () {
   var PICTURES = "article .cell_output img, article .pyxis-view img";
   var dialog = null;
+  // the words it shows, in the page's language (the Japanese edition: <html lang="ja">)
+  var LANGUAGES = {
+    en: {dialog: "Figure at full size", close: "Close", button: "Full size",
+         label: "Open the figure at full size"},
+    ja: {dialog: "原寸の図", close: "閉じる", button: "原寸で表示",
+         label: "図を原寸で開く"},
+  };
+  var WORDS = LANGUAGES[document.documentElement.lang] || LANGUAGES.en;
 
   function zoom(img) {
     if (!dialog) {
       dialog = document.createElement("dialog");
       dialog.className = "pyxis-zoom";
-      dialog.setAttribute("aria-label", "Figure at full size");
+      dialog.setAttribute("aria-label", WORDS.dialog);
       var close = document.createElement("button");
       close.type = "button";
       close.className = "pyxis-zoom-close";
-      close.textContent = "Close";
+      close.textContent = WORDS.close;
       close.addEventListener("click", function () { dialog.close(); });
       var body = document.createElement("div");
       body.className = "pyxis-zoom-body";
@@ -49,8 +57,8 @@
       b = document.createElement("button");
       b.type = "button";
       b.className = "pyxis-full-size";
-      b.textContent = "Full size";
-      b.setAttribute("aria-label", "Open the figure at full size");
+      b.textContent = WORDS.button;
+      b.setAttribute("aria-label", WORDS.label);
       b.addEventListener("click", function () { zoom(img); });
       img.after(b);
     }

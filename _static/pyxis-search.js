@@ -10,8 +10,12 @@
     if (!results) return;
     var note = document.createElement("p");
     note.className = "pyxis-search-note";
-    note.textContent = "Opened as a file, search lists page titles only; for snippets, serve " +
-      "the site (README): .venv/bin/python -m http.server -d _build/html 8000";
+    var serve = ".venv/bin/python -m http.server -d _build/html 8000";
+    note.textContent = document.documentElement.lang === "ja"
+      ? "ファイルとして開いた場合、検索結果にはページのタイトルだけが表示されます。" +
+        "本文の抜粋も表示するには、サイトをHTTPサーバーで配信してください（READMEを参照）：" + serve
+      : "Opened as a file, search lists page titles only; for snippets, serve " +
+        "the site (README): " + serve;
     results.parentNode.insertBefore(note, results);
   });
 })();
