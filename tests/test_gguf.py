@@ -607,3 +607,20 @@ def test_bad_arguments_name_themselves(tmp_path):
     with pytest.raises(ValueError, match=r"bad.gguf: tokenizer.ggml.model "
                        r"is None, expected 'gpt2'"):
         px.load_tokenizer(tmp_path, gguf_file=file.name)
+
+
+def test_smollm2_both_kernels_give_the_same_logits(smol):
+    """attn_implementation on a loaded Llama: the tiled kernel (the
+    default) and the eager one agree to float32 rounding, and the name is
+    recorded in the config."""
+    ids = np.random.default_rng(0).integers(1000, 49_152, (1, 300))
+    assert smol.config._attn_implementation == "flex_attention"
+    tiled = smol(ids).logits
+    try:
+        smol.set_attn_implementation("eager")
+        eager = smol(ids, output_attentions=True)
+    finally:
+        smol.set_attn_implementation("flex_attention")
+    assert eager.attentions.shape == (30, 1, 9, 300, 300)
+    rel = np.abs(tiled - eager.logits).max() / np.abs(eager.logits).max()
+    assert rel < 1e-5, rel

@@ -303,3 +303,23 @@ def test_the_shipped_checkpoint_loads_and_speaks():
 def test_checkpoint_path_helper_points_into_the_package():
     package = pathlib.Path(px.__file__).parent
     assert px.SHAKESPEARE_CHECKPOINT == package / "data" / "qwen3_shakespeare"
+
+
+def test_the_shipped_model_loads_with_either_kernel():
+    """from_pretrained(attn_implementation=...) on the shipped Qwen3: both
+    names give the same logits to float32 rounding; only eager returns
+    weights."""
+    ckpt = px.SHAKESPEARE_CHECKPOINT
+    tiled = px.Qwen3ForCausalLM.from_pretrained(ckpt)
+    eager = px.Qwen3ForCausalLM.from_pretrained(
+        ckpt, attn_implementation="eager")
+    assert eager.config._attn_implementation == "eager"
+    assert all(layer.self_attn.attn_implementation == "eager"
+               for layer in eager.layers)
+    ids = np.random.default_rng(0).integers(1, 2048, (2, 300))
+    a, b = tiled(ids).logits, eager(ids, output_attentions=True)
+    assert b.attentions.shape == (4, 2, 8, 300, 300)
+    assert np.abs(a - b.logits).max() / np.abs(b.logits).max() < 1e-5
+    with pytest.raises(ValueError, match="attn_implementation must be one "
+                       "of"):
+        px.Qwen3ForCausalLM.from_pretrained(ckpt, attn_implementation="sdpa")
