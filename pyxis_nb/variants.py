@@ -731,7 +731,10 @@ class LatentCache:
 
     ``kv_lora_rank + qk_rope_head_dim`` numbers a token, whatever the
     heads: no key or value of any head is kept. ``c_kv`` is kept after
-    ``kv_a_layernorm``, ``k_pe`` after RoPE.
+    ``kv_a_layernorm``, ``k_pe`` after RoPE, side by side in one row as
+    ``kv_a_proj_with_mqa`` lays them out, so the absorbed decode step
+    reads the rows as its keys (and their ``c_kv`` part as its values)
+    without a copy. The buffer doubles when full.
 
     Parameters
     ----------
@@ -739,28 +742,36 @@ class LatentCache:
         ``r``, the latent's width, >= 1.
     qk_rope_head_dim : int
         ``d_rope``, the rotated key slice's width, >= 1.
-
-    Attributes
-    ----------
-    c_kv : ndarray, shape (B, S, r), or None before the first update
-    k_pe : ndarray, shape (B, S, d_rope), or None before the first update
     """
 
     def __init__(self, kv_lora_rank: int, qk_rope_head_dim: int):
         self.kv_lora_rank = check_positive_int("kv_lora_rank", kv_lora_rank)
         self.qk_rope_head_dim = check_positive_int("qk_rope_head_dim",
                                                    qk_rope_head_dim)
-        self.c_kv, self.k_pe = None, None
+        self.buffer = None  # (B, capacity, r + d_rope)
+        self.seq_len = 0
 
     @property
-    def seq_len(self) -> int:
-        """Tokens held, ``S``."""
-        return 0 if self.c_kv is None else self.c_kv.shape[1]
+    def latent(self):
+        """ndarray, shape (B, S, r + d_rope): ``[c_kv, k_pe]`` a token."""
+        return None if self.buffer is None else self.buffer[:, :self.seq_len]
+
+    @property
+    def c_kv(self):
+        """ndarray, shape (B, S, r): the normalised latents."""
+        latent = self.latent
+        return None if latent is None else latent[..., :self.kv_lora_rank]
+
+    @property
+    def k_pe(self):
+        """ndarray, shape (B, S, d_rope): the rotated key slices."""
+        latent = self.latent
+        return None if latent is None else latent[..., self.kv_lora_rank:]
 
     @property
     def nbytes(self) -> int:
-        """Bytes held: ``B * S * (r + d_rope) * itemsize``."""
-        return 0 if self.c_kv is None else self.c_kv.nbytes + self.k_pe.nbytes
+        """Bytes of the tokens held: ``B * S * (r + d_rope) * itemsize``."""
+        return 0 if self.buffer is None else self.latent.nbytes
 
     def update(self, c_kv, k_pe):
         """Append the new tokens' latent and rotated key; return all.
@@ -774,16 +785,20 @@ class LatentCache:
 
         Returns
         -------
-        c_kv : ndarray, shape (B, S, r)
-        k_pe : ndarray, shape (B, S, d_rope)
-            Every token held, the new ones last.
+        ndarray, shape (B, S, r + d_rope)
+            Every token held, the new ones last (a view of the buffer).
         """
-        if self.c_kv is None:
-            self.c_kv, self.k_pe = c_kv, k_pe
-        else:  # (B, S_old, .) + (B, T, .) -> (B, S_old + T, .)
-            self.c_kv = np.concatenate([self.c_kv, c_kv], axis=1)
-            self.k_pe = np.concatenate([self.k_pe, k_pe], axis=1)
-        return self.c_kv, self.k_pe
+        B, T, r = c_kv.shape
+        S = self.seq_len + T
+        if self.buffer is None or S > self.buffer.shape[1]:  # grow: x2
+            grown = np.empty((B, max(S, 2 * self.seq_len),
+                              r + k_pe.shape[-1]), c_kv.dtype)
+            grown[:, :self.seq_len] = self.latent
+            self.buffer = grown
+        self.buffer[:, self.seq_len:S, :r] = c_kv
+        self.buffer[:, self.seq_len:S, r:] = k_pe
+        self.seq_len = S
+        return self.latent
 
     def __repr__(self) -> str:
         return (f"LatentCache(seq_len={self.seq_len}, kv_lora_rank="
@@ -1016,7 +1031,7 @@ class DeepseekV3Attention(_VariantAttention):
         return rotary_cos_sin_core(position_ids, self.inv_freq,
                                    self.attention_scaling, dtype)
 
-    def attend_expanded(self, q_nope, q_pe, c_kv, k_pe, mask_mod):
+    def attend_expanded(self, q_nope, q_pe, latent, mask_mod):
         """Expand the latent to every head's keys and values; attend.
 
         Parameters
@@ -1024,9 +1039,8 @@ class DeepseekV3Attention(_VariantAttention):
         q_nope : ndarray, shape (B, H, T, d_nope)
         q_pe : ndarray, shape (B, H, T, d_rope)
             The queries' two slices, ``q_pe`` rotated.
-        c_kv : ndarray, shape (B, S, r)
-        k_pe : ndarray, shape (B, S, d_rope)
-            The latent and the rotated key slice of every key.
+        latent : ndarray, shape (B, S, r + d_rope)
+            ``[c_kv, k_pe]`` of every key: the latent, the rotated slice.
         mask_mod : callable or None
             The kernel's mask (query ``i`` is the ``i``-th new token).
 
@@ -1035,8 +1049,9 @@ class DeepseekV3Attention(_VariantAttention):
         out : ndarray, shape (B, H, T, d_v)
         weights : ndarray, shape (B, H, T, S), or None
         """
-        B, S, _ = c_kv.shape
-        H, d = self.num_heads, self.qk_nope_head_dim
+        B, S, _ = latent.shape
+        H, d, r = self.num_heads, self.qk_nope_head_dim, self.kv_lora_rank
+        c_kv, k_pe = latent[..., :r], latent[..., r:]  # (B, S, r | d_rope)
         # (B, S, r) @ (r, H*(d_nope + d_v)) -> (B, S, H, d_nope + d_v)
         kv = _linear(c_kv, self.kv_b_proj, None).reshape(B, S, H, -1)
         kv = kv.transpose(0, 2, 1, 3)  # (B, H, S, d_nope + d_v)
@@ -1047,7 +1062,7 @@ class DeepseekV3Attention(_VariantAttention):
         return attention(query, key, kv[..., d:], None, scaling=self.scaling,
                          mask_mod=mask_mod)
 
-    def attend_absorbed(self, q_nope, q_pe, c_kv, k_pe, mask_mod):
+    def attend_absorbed(self, q_nope, q_pe, latent, mask_mod):
         """Attend over the latent itself: ``kv_b_proj`` folded away.
 
         ``q_nope . (W_uk c) = (W_uk^T q_nope) . c``: the key half of
@@ -1062,9 +1077,8 @@ class DeepseekV3Attention(_VariantAttention):
         q_nope : ndarray, shape (B, H, T, d_nope)
         q_pe : ndarray, shape (B, H, T, d_rope)
             The queries' two slices, ``q_pe`` rotated.
-        c_kv : ndarray, shape (B, S, r)
-        k_pe : ndarray, shape (B, S, d_rope)
-            The latent and the rotated key slice of every key.
+        latent : ndarray, shape (B, S, r + d_rope)
+            ``[c_kv, k_pe]`` of every key: the latent, the rotated slice.
         mask_mod : callable or None
             The kernel's mask (query ``i`` is the ``i``-th new token).
 
@@ -1076,10 +1090,12 @@ class DeepseekV3Attention(_VariantAttention):
         # (B, H, T, d_nope) @ (H, d_nope, r) -> (B, H, T, r)
         q_latent = q_nope @ self.w_uk
         query = np.concatenate([q_latent, q_pe], axis=-1)  # (B,H,T,r+d_rope)
-        # (B, S, r + d_rope) -> (B, 1, S, r + d_rope): one key head
-        key = np.concatenate([c_kv, k_pe], axis=-1)[:, None]
+        # (B, S, r + d_rope) -> (B, 1, S, r + d_rope): one key head, and
+        # its first r numbers the one value head (views, no copy)
+        key = latent[:, None]
         attention = ATTENTION_FUNCTIONS[self.attn_implementation]  # by name
-        out, weights = attention(query, key, c_kv[:, None], None,
+        out, weights = attention(query, key, key[..., :self.kv_lora_rank],
+                                 None,
                                  scaling=self.scaling, mask_mod=mask_mod)
         # (B, H, T, r) @ (H, r, d_v) -> (B, H, T, d_v)
         return out @ self.w_uv.transpose(0, 2, 1), weights
@@ -1102,8 +1118,8 @@ class DeepseekV3Attention(_VariantAttention):
         """
         cos, sin = self.tables(position_ids, x.dtype)  # (B, T, d_rope)
         q_nope, q_pe = self.queries(x, cos[:, None], sin[:, None])
-        c_kv, k_pe = self.latent(x, cos, sin)
-        out, weights = self.attend_expanded(q_nope, q_pe, c_kv, k_pe,
+        latent = np.concatenate(self.latent(x, cos, sin), axis=-1)
+        out, weights = self.attend_expanded(q_nope, q_pe, latent,
                                             self.mask_mod)
         # (B, H, T, d_v) -> (B, T, H*d_v) @ (H*d_v, d_model)
         return _linear(merge_heads_core(out), self.o_proj,
@@ -1171,11 +1187,11 @@ class DeepseekV3Attention(_VariantAttention):
         _, pos = attention_inputs(None, position_ids, B, T, 0)  # (B, T)
         cos, sin = self.tables(pos, x.dtype)  # (B, T, d_rope)
         q_nope, q_pe = self.queries(x, cos[:, None], sin[:, None])
-        c_kv, k_pe = cache.update(*self.latent(x, cos, sin))  # (B, S, .)
+        latent = cache.update(*self.latent(x, cos, sin))  # (B, S, r+d_rope)
         # new token i sits at key index past + i: bottom-right causal
         mask_mod = None if T == 1 else _shifted_causal(past)
         attend = self.attend_absorbed if absorb else self.attend_expanded
-        out, _ = attend(q_nope, q_pe, c_kv, k_pe, mask_mod)
+        out, _ = attend(q_nope, q_pe, latent, mask_mod)
         # (B, H, T, d_v) -> (B, T, H*d_v) @ (H*d_v, d_model)
         return _linear(merge_heads_core(out), self.o_proj, self.o_bias)
 
