@@ -28,13 +28,12 @@ Shape legend:
     H        query heads
     H_kv     key/value heads
     d_head   size of one head
-    MLA (DeepseekV3Attention):
-    r_q      q_lora_rank, the queries' bottleneck
-    r        kv_lora_rank, the cached latent c_kv
-    d_nope   qk_nope_head_dim, the query/key slice without RoPE
-    d_rope   qk_rope_head_dim, the rotated slice (k_pe: one for all heads)
-    d_qk     d_nope + d_rope
-    d_v      v_head_dim
+    r_q      MLA: q_lora_rank, the queries' bottleneck
+    r        MLA: kv_lora_rank, the cached latent c_kv
+    d_nope   MLA: qk_nope_head_dim, the query/key slice without RoPE
+    d_rope   MLA: qk_rope_head_dim, the rotated slice (k_pe, shared)
+    d_qk     MLA: d_nope + d_rope
+    d_v      MLA: v_head_dim
 """
 
 from __future__ import annotations
