@@ -1169,17 +1169,20 @@ class DeepseekV3Attention(_VariantAttention):
         if (cache.kv_lora_rank, cache.qk_rope_head_dim) != (
                 self.kv_lora_rank, self.qk_rope_head_dim):
             raise ValueError(
-                f"cache holds latents of ({cache.kv_lora_rank}, "
-                f"{cache.qk_rope_head_dim}), this layer makes "
-                f"({self.kv_lora_rank}, {self.qk_rope_head_dim})")
+                f"cache holds (kv_lora_rank, qk_rope_head_dim) = "
+                f"({cache.kv_lora_rank}, {cache.qk_rope_head_dim}), "
+                f"expected this layer's ({self.kv_lora_rank}, "
+                f"{self.qk_rope_head_dim})")
         B, T, _ = x.shape
         past = cache.seq_len
-        if past and cache.c_kv.shape[0] != B:
-            raise ValueError(f"hidden_states has a batch of {B}, the cache "
-                             f"one of {cache.c_kv.shape[0]}")
-        if past and cache.c_kv.dtype != x.dtype:
-            raise TypeError(f"hidden_states is {x.dtype}, the cache "
-                            f"{cache.c_kv.dtype}")
+        if past and cache.buffer.shape[0] != B:
+            raise ValueError(
+                f"hidden_states has a batch of {B}, expected the cache's "
+                f"{cache.buffer.shape[0]}")
+        if past and cache.buffer.dtype != x.dtype:
+            raise ValueError(
+                f"hidden_states has dtype {x.dtype}, expected the cache's "
+                f"{cache.buffer.dtype}")
         absorb = check_bool("absorb", absorb)
         if position_ids is None:
             position_ids = past + np.arange(T)
