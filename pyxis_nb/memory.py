@@ -48,6 +48,7 @@ __all__ = [
     "score_matrix_bytes",
     "format_bytes",
     "linear_attention_state_bytes",
+    "mla_decode_cost",
 ]
 
 
@@ -305,6 +306,93 @@ def decode_step_flops(config, context_len: int, *,
         per_layer = T * per_token + 4 * H * d_head * T * T
     L = config.num_hidden_layers
     return L * per_layer + 2 * d_model * config.vocab_size
+
+
+def mla_decode_cost(config, context_len: int, *, absorb: bool,
+                    dtype_bytes: int = 2) -> dict[str, int]:
+    """One MLA layer's decode step: bytes read and multiply-adds.
+
+    One new token, batch 1, a :class:`~pyxis_nb.variants.LatentCache` of
+    ``S = context_len`` tokens (the new one included), as
+    :meth:`DeepseekV3Attention.decode
+    <pyxis_nb.variants.DeepseekV3Attention.decode>` runs it. Both forms
+    read every weight once (``kv_b_proj`` whole, or its two halves
+    ``W_uk`` and ``W_uv``) and the cache once. The expanded form then
+    makes every head's key and value of every cached token and reads them
+    (``S H (d_qk + d_v)`` numbers); the absorbed form scores the latent
+    rows themselves. Multiply-adds of the matrix products only (norms,
+    RoPE and the softmax left out).
+
+    Parameters
+    ----------
+    config : dict or transformers config
+        A DeepseekV3Config, its ``to_dict()``, or a dict with
+        ``hidden_size``, ``num_attention_heads``, ``q_lora_rank`` (None:
+        one ``q_proj``), ``kv_lora_rank``, ``qk_nope_head_dim``,
+        ``qk_rope_head_dim``, ``v_head_dim``; ``attention_bias`` (False).
+    context_len : int
+        ``S``, >= 1: the tokens the step attends to.
+    absorb : bool
+        The absorbed form (True) or the expanded one (False).
+    dtype_bytes : int, default 2
+        Bytes per value (bf16).
+
+    Returns
+    -------
+    dict of str to int
+        ``weight_bytes``, ``cache_bytes``, ``expanded_bytes`` (the heads'
+        keys and values made from the cache; 0 absorbed), ``bytes`` (their
+        sum), ``macs``.
+
+    Examples
+    --------
+    >>> import pyxis_nb as px
+    >>> c = dict(hidden_size=7168, num_attention_heads=128,
+    ...          q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128,
+    ...          qk_rope_head_dim=64, v_head_dim=128)
+    >>> px.memory.mla_decode_cost(c, 4096, absorb=True)["cache_bytes"]
+    4718592
+    """
+    if hasattr(config, "to_dict"):
+        config = config.to_dict()
+    c = _config_values(config, (
+        "hidden_size", "num_attention_heads", "kv_lora_rank",
+        "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"))
+    D, H, r = c["hidden_size"], c["num_attention_heads"], c["kv_lora_rank"]
+    d_nope, d_rope, d_v = (c["qk_nope_head_dim"], c["qk_rope_head_dim"],
+                           c["v_head_dim"])
+    r_q = config.get("q_lora_rank")
+    r_q = None if r_q is None else check_positive_int("config['q_lora_rank']",
+                                                      r_q)
+    bias = check_bool("config['attention_bias']",
+                      config.get("attention_bias", False))
+    S = check_positive_int("context_len", context_len)
+    absorb = check_bool("absorb", absorb)
+    nbytes = check_positive_int("dtype_bytes", dtype_bytes)
+    d_qk = d_nope + d_rope
+    # the new token's projections: the same in both forms
+    if r_q is None:  # q_proj
+        weights = macs = D * H * d_qk
+    else:  # q_a_proj, q_a_layernorm, q_b_proj
+        weights = D * r_q + r_q + r_q * H * d_qk + bias * r_q
+        macs = D * r_q + r_q * H * d_qk
+    weights += D * (r + d_rope) + r + H * d_v * D  # kv_a (+ norm), o_proj
+    weights += bias * (r + d_rope + D)
+    macs += D * (r + d_rope) + H * d_v * D
+    weights += H * (d_nope + d_v) * r  # kv_b_proj (W_uk and W_uv)
+    cache = S * (r + d_rope)
+    if absorb:  # W_uk on q; scores over r + d_rope; sum of r; W_uv
+        expanded = 0
+        macs += H * d_nope * r + H * S * (r + d_rope) + H * S * r
+        macs += H * r * d_v
+    else:  # kv_b_proj on S tokens; scores over d_qk; sum of d_v
+        expanded = S * H * (d_qk + d_v)
+        macs += S * r * H * (d_nope + d_v) + H * S * d_qk + H * S * d_v
+    out = {"weight_bytes": weights * nbytes, "cache_bytes": cache * nbytes,
+           "expanded_bytes": expanded * nbytes}
+    out["bytes"] = sum(out.values())
+    out["macs"] = macs
+    return out
 
 
 # --------------------------------------------- the recipes of 2024-26 models

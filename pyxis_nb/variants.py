@@ -11,7 +11,10 @@ variant is what it hands that kernel:
 * Gemma 2's logit soft-capping: a ``score_mod``, ``cap * tanh(s / cap)``;
 * Qwen3-Next's gate: a sigmoid on the kernel's output, per head and
   channel;
-* DiffLlama's differential attention: two maps' outputs, subtracted.
+* DiffLlama's differential attention: two maps' outputs, subtracted;
+* DeepSeek-V3's multi-head latent attention: keys and values expanded
+  from a cached latent, or (weights absorbed) the latent itself as one
+  key/value head of ``kv_lora_rank + qk_rope_head_dim``.
 
 Each class is built from the module's own ``state_dict`` and its config,
 ``Cls.from_state_dict(state_dict, config, layer_idx)``, and called on the
@@ -20,11 +23,17 @@ hidden states and their positions.
 Shape legend:
     B        batch
     T        query positions
-    S        key/value positions (S = T: no cache here)
+    S        key/value positions (S = T, but with a LatentCache)
     d_model  hidden size
     H        query heads
     H_kv     key/value heads
     d_head   size of one head
+    r_q      MLA: q_lora_rank, the queries' bottleneck
+    r        MLA: kv_lora_rank, the cached latent c_kv
+    d_nope   MLA: qk_nope_head_dim, the query/key slice without RoPE
+    d_rope   MLA: qk_rope_head_dim, the rotated slice (k_pe, shared)
+    d_qk     MLA: d_nope + d_rope
+    d_v      MLA: v_head_dim
 """
 
 from __future__ import annotations
@@ -33,18 +42,22 @@ import math
 
 import numpy as np
 
-from ._checks import (as_float_array, check_heads, check_keys,
-                      check_number, check_positive_int, check_same_dtype,
-                      check_shape, check_state_shapes)
+from ._checks import (as_float_array, check_bool, check_even,
+                      check_heads, check_keys, check_number,
+                      check_positive_int, check_same_dtype, check_shape,
+                      check_state_shapes)
 from .attention import ATTENTION_FUNCTIONS
 from .masks import causal_mask_mod, sliding_window_mask_mod
 from .multihead import (attention_inputs, check_attn_implementation,
                         check_output_attentions, merge_heads_core)
 from .norms import rms_norm_core
-from .rope import apply_rotary, compute_rope_parameters, rotary_cos_sin_core
+from .rope import (apply_rotary, compute_rope_parameters,
+                   interleaved_to_half_permutation, rotary_cos_sin_core,
+                   yarn_get_mscale)
 
 __all__ = ["GptOssAttention", "Gemma2Attention", "Gemma3Attention",
-           "Qwen3NextAttention", "DiffLlamaAttention", "soft_cap"]
+           "Qwen3NextAttention", "DiffLlamaAttention", "DeepseekV3Attention",
+           "LatentCache", "soft_cap"]
 
 #: the layer kinds of ``config.layer_types`` an attention layer can be
 LAYER_TYPES = ("full_attention", "sliding_attention")
@@ -709,3 +722,492 @@ class DiffLlamaAttention(_VariantAttention):
         ones = np.ones(diff.shape[-1], diff.dtype)  # no gain: a plain norm
         diff = (1 - self.lambda_init) * rms_norm_core(diff, ones, self.eps)
         return merge_heads_core(diff)  # (B, T, H/2 * 2*d_head)
+
+
+# ------------------------------------------- multi-head latent attention
+class LatentCache:
+    """MLA's cache: the latent ``c_kv`` and the rotated ``k_pe`` a token.
+
+    ``kv_lora_rank + qk_rope_head_dim`` numbers a token, whatever the
+    heads: no key or value of any head is kept. ``c_kv`` is kept after
+    ``kv_a_layernorm``, ``k_pe`` after RoPE, side by side in one row as
+    ``kv_a_proj_with_mqa`` lays them out, so the absorbed decode step
+    reads the rows as its keys (and their ``c_kv`` part as its values)
+    without a copy. The buffer doubles when full.
+
+    Parameters
+    ----------
+    kv_lora_rank : int
+        ``r``, the latent's width, >= 1.
+    qk_rope_head_dim : int
+        ``d_rope``, the rotated key slice's width, >= 1.
+    """
+
+    def __init__(self, kv_lora_rank: int, qk_rope_head_dim: int):
+        self.kv_lora_rank = check_positive_int("kv_lora_rank", kv_lora_rank)
+        self.qk_rope_head_dim = check_positive_int("qk_rope_head_dim",
+                                                   qk_rope_head_dim)
+        self.buffer = None  # (B, capacity, r + d_rope)
+        self.seq_len = 0
+
+    @property
+    def latent(self):
+        """ndarray, shape (B, S, r + d_rope): ``[c_kv, k_pe]`` a token."""
+        return None if self.buffer is None else self.buffer[:, :self.seq_len]
+
+    @property
+    def c_kv(self):
+        """ndarray, shape (B, S, r): the normalised latents."""
+        latent = self.latent
+        return None if latent is None else latent[..., :self.kv_lora_rank]
+
+    @property
+    def k_pe(self):
+        """ndarray, shape (B, S, d_rope): the rotated key slices."""
+        latent = self.latent
+        return None if latent is None else latent[..., self.kv_lora_rank:]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the tokens held: ``B * S * (r + d_rope) * itemsize``."""
+        return 0 if self.buffer is None else self.latent.nbytes
+
+    def update(self, c_kv, k_pe):
+        """Append the new tokens' latent and rotated key; return all.
+
+        Parameters
+        ----------
+        c_kv : ndarray, shape (B, T, r)
+            The new tokens' normalised latent.
+        k_pe : ndarray, shape (B, T, d_rope)
+            Their rotated key slice.
+
+        Returns
+        -------
+        ndarray, shape (B, S, r + d_rope)
+            Every token held, the new ones last (a view of the buffer).
+        """
+        B, T, r = c_kv.shape
+        S = self.seq_len + T
+        if self.buffer is None or S > self.buffer.shape[1]:  # grow: x2
+            grown = np.empty((B, max(S, 2 * self.seq_len),
+                              r + k_pe.shape[-1]), c_kv.dtype)
+            grown[:, :self.seq_len] = self.latent
+            self.buffer = grown
+        self.buffer[:, self.seq_len:S, :r] = c_kv
+        self.buffer[:, self.seq_len:S, r:] = k_pe
+        self.seq_len = S
+        return self.latent
+
+    def __repr__(self) -> str:
+        return (f"LatentCache(seq_len={self.seq_len}, kv_lora_rank="
+                f"{self.kv_lora_rank}, qk_rope_head_dim="
+                f"{self.qk_rope_head_dim}, nbytes={self.nbytes})")
+
+
+class DeepseekV3Attention(_VariantAttention):
+    """Multi-head latent attention (DeepSeek-V2/V3).
+
+    Queries pass a low-rank bottleneck (``q_a_proj``, ``q_a_layernorm``,
+    ``q_b_proj``; one ``q_proj`` when ``q_lora_rank`` is None). Keys and
+    values come from one latent a token: ``kv_a_proj_with_mqa`` gives
+    ``c_kv`` (``kv_lora_rank`` numbers, then ``kv_a_layernorm``) and a
+    key slice ``k_pe`` (``qk_rope_head_dim``) that every head shares;
+    ``kv_b_proj`` expands ``c_kv`` to each head's ``k_nope`` and ``v``.
+    RoPE turns only ``q_pe`` and ``k_pe`` ("decoupled RoPE"), in the
+    interleaved layout with ``rope_interleave`` (pairs ``(2i, 2i + 1)``,
+    written back as transformers does: first members, then second ones).
+    Scale: ``(qk_nope_head_dim + qk_rope_head_dim) ** -0.5``, times YaRN's
+    ``mscale ** 2`` where ``rope_parameters`` sets ``mscale_all_dim``.
+
+    :meth:`decode` runs new tokens against a :class:`LatentCache`,
+    expanded or with the weights absorbed (``absorb=True``): then the
+    kernel attends over the latent itself, one key/value head of
+    ``kv_lora_rank + qk_rope_head_dim``.
+
+    Parameters
+    ----------
+    config : DeepseekV3Config or dict
+        A transformers config or its ``to_dict()``.
+    layer_idx : int, default 0
+        The layer's index.
+    attn_implementation : {"flex_attention", "eager"}
+        The kernel, by name.
+
+    See Also
+    --------
+    transformers.models.deepseek_v3.modeling_deepseek_v3.DeepseekV3Attention
+    """
+
+    _REQUIRED = ("hidden_size", "num_attention_heads", "kv_lora_rank",
+                 "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+    #: the eps of ``q_a_layernorm`` and ``kv_a_layernorm``: transformers
+    #: builds them with DeepseekV3RMSNorm's default, not ``rms_norm_eps``
+    NORM_EPS = 1e-6
+
+    def __init__(self, config, layer_idx: int = 0,
+                 attn_implementation: str = "flex_attention"):
+        c = _config_dict(config, self._REQUIRED)
+        self.config = c
+        self.attn_implementation = check_attn_implementation(
+            attn_implementation)
+        self.hidden_size = check_positive_int("hidden_size",
+                                              c["hidden_size"])
+        self.num_heads = check_positive_int("num_attention_heads",
+                                            c["num_attention_heads"])
+        # the expanded keys and values: one of each a query head
+        self.num_key_value_heads = self.num_heads
+        rank = c.get("q_lora_rank")
+        self.q_lora_rank = (None if rank is None
+                            else check_positive_int("q_lora_rank", rank))
+        self.kv_lora_rank = check_positive_int("kv_lora_rank",
+                                               c["kv_lora_rank"])
+        self.qk_nope_head_dim = check_positive_int("qk_nope_head_dim",
+                                                   c["qk_nope_head_dim"])
+        self.qk_rope_head_dim = check_even("qk_rope_head_dim",
+                                           c["qk_rope_head_dim"])
+        self.v_head_dim = check_positive_int("v_head_dim", c["v_head_dim"])
+        self.qk_head_dim = self.qk_nope_head_dim + self.qk_rope_head_dim
+        self.head_dim = self.qk_rope_head_dim  # as DeepseekV3Config sets it
+        self.layer_idx = layer_idx
+        self.layer_type = self._layer_type(c.get("layer_types"), layer_idx)
+        self.sliding_window, self.mask_mod = None, causal_mask_mod
+        self.attention_bias = bool(c.get("attention_bias", False))
+        self.rope_interleave = bool(c.get("rope_interleave", True))
+        rope = self._rope_parameters(c)
+        self.inv_freq, self.attention_scaling = compute_rope_parameters(
+            rope, self.qk_rope_head_dim,
+            max_position_embeddings=c.get("max_position_embeddings"))
+        self.scaling = self.qk_head_dim ** -0.5
+        if (rope.get("rope_type", "default") != "default"
+                and rope.get("mscale_all_dim")):  # YaRN's, on both q and k
+            mscale = yarn_get_mscale(rope["factor"], rope["mscale_all_dim"])
+            self.scaling = self.scaling * mscale * mscale
+        self.score_mod, self.sinks = None, None
+
+    # ---------------------------------------------------------- weights
+    def state_shapes(self) -> dict:
+        """The module's ``state_dict`` keys and shapes (torch's layout).
+
+        Returns
+        -------
+        dict of str to tuple
+        """
+        D, H, r = self.hidden_size, self.num_heads, self.kv_lora_rank
+        d_qk, d_v = self.qk_head_dim, self.v_head_dim
+        bias = self.attention_bias
+        if self.q_lora_rank is None:
+            shapes = {"q_proj.weight": (H * d_qk, D)}
+        else:
+            r_q = self.q_lora_rank
+            shapes = {"q_a_proj.weight": (r_q, D),
+                      "q_a_layernorm.weight": (r_q,),
+                      "q_b_proj.weight": (H * d_qk, r_q)}
+            if bias:
+                shapes["q_a_proj.bias"] = (r_q,)
+        shapes |= {
+            "kv_a_proj_with_mqa.weight": (r + self.qk_rope_head_dim, D),
+            "kv_a_layernorm.weight": (r,),
+            "kv_b_proj.weight": (H * (self.qk_nope_head_dim + d_v), r),
+            "o_proj.weight": (D, H * d_v)}
+        if bias:
+            shapes |= {"kv_a_proj_with_mqa.bias":
+                       (r + self.qk_rope_head_dim,), "o_proj.bias": (D,)}
+        return shapes
+
+    def load(self, weights: dict) -> None:
+        """Keep the projections and the norms' gains.
+
+        Parameters
+        ----------
+        weights : dict of str to ndarray
+            The state_dict, checked.
+        """
+        get = weights.get
+        self.q_proj = get("q_proj.weight")
+        self.q_a_proj, self.q_a_bias = (get("q_a_proj.weight"),
+                                        get("q_a_proj.bias"))
+        self.q_a_layernorm = get("q_a_layernorm.weight")
+        self.q_b_proj = get("q_b_proj.weight")
+        self.kv_a_proj_with_mqa = weights["kv_a_proj_with_mqa.weight"]
+        self.kv_a_bias = get("kv_a_proj_with_mqa.bias")
+        self.kv_a_layernorm = weights["kv_a_layernorm.weight"]
+        self.kv_b_proj = weights["kv_b_proj.weight"]
+        self.o_proj, self.o_bias = weights["o_proj.weight"], get("o_proj.bias")
+        H, r = self.num_heads, self.kv_lora_rank
+        # (H*(d_nope + d_v), r) -> (H, d_nope + d_v, r): each head's rows
+        w = self.kv_b_proj.reshape(H, -1, r)
+        self.w_uk = w[:, :self.qk_nope_head_dim]  # (H, d_nope, r): keys
+        self.w_uv = w[:, self.qk_nope_head_dim:]  # (H, d_v, r): values
+
+    # ---------------------------------------------------------- pieces
+    def rotate(self, x, cos, sin):
+        """RoPE on a whole slice (``q_pe`` or ``k_pe``), interleaved with
+        ``rope_interleave``.
+
+        Interleaved pairs ``(2i, 2i + 1)`` come back with the rotated first
+        members, then the second ones, as transformers'
+        ``apply_rotary_pos_emb_interleave`` writes them; queries and keys
+        alike, so every dot product is the interleaved layout's.
+
+        Parameters
+        ----------
+        x : ndarray, shape (..., T, d_rope)
+            The slice to turn.
+        cos, sin : ndarray, broadcastable to (..., T, d_rope)
+            The tables.
+
+        Returns
+        -------
+        ndarray, shape of ``x``
+        """
+        if self.rope_interleave:  # (2i, 2i + 1) -> (i, i + d_rope/2)
+            x = x[..., interleaved_to_half_permutation(x.shape[-1])]
+        return apply_rotary(x, cos, sin)
+
+    def queries(self, x, cos, sin):
+        """Each head's query: the slice without RoPE, the rotated slice.
+
+        Parameters
+        ----------
+        x : ndarray, shape (B, T, d_model)
+            The layer's input.
+        cos, sin : ndarray, shape (B, 1, T, d_rope)
+            The tables at the tokens' positions.
+
+        Returns
+        -------
+        q_nope : ndarray, shape (B, H, T, d_nope)
+        q_pe : ndarray, shape (B, H, T, d_rope), rotated
+        """
+        B, T, _ = x.shape
+        if self.q_lora_rank is None:  # (B, T, d_model) -> (B, T, H*d_qk)
+            q = _linear(x, self.q_proj, None)
+        else:  # (B, T, d_model) -> (B, T, r_q) -> (B, T, H*d_qk)
+            q = rms_norm_core(_linear(x, self.q_a_proj, self.q_a_bias),
+                              self.q_a_layernorm, self.NORM_EPS)
+            q = _linear(q, self.q_b_proj, None)
+        # (B, T, H*d_qk) -> (B, T, H, d_qk) -> (B, H, T, d_qk)
+        q = q.reshape(B, T, -1, self.qk_head_dim).transpose(0, 2, 1, 3)
+        d = self.qk_nope_head_dim
+        return q[..., :d], self.rotate(q[..., d:], cos, sin)
+
+    def latent(self, x, cos, sin):
+        """What the cache keeps of each token: ``c_kv`` and rotated ``k_pe``.
+
+        Parameters
+        ----------
+        x : ndarray, shape (B, T, d_model)
+            The layer's input.
+        cos, sin : ndarray, shape (B, T, d_rope)
+            The tables at the tokens' positions.
+
+        Returns
+        -------
+        c_kv : ndarray, shape (B, T, r), after ``kv_a_layernorm``
+        k_pe : ndarray, shape (B, T, d_rope), rotated, shared by all heads
+        """
+        # (B, T, d_model) @ (d_model, r + d_rope) -> (B, T, r + d_rope)
+        ckv = _linear(x, self.kv_a_proj_with_mqa, self.kv_a_bias)
+        r = self.kv_lora_rank
+        c_kv = rms_norm_core(ckv[..., :r], self.kv_a_layernorm, self.NORM_EPS)
+        return c_kv, self.rotate(ckv[..., r:], cos, sin)
+
+    def tables(self, position_ids, dtype):
+        """RoPE's cos and sin at these positions.
+
+        Parameters
+        ----------
+        position_ids : ndarray of int, shape (B, T)
+            Each token's position.
+        dtype : numpy dtype
+            The tables' dtype.
+
+        Returns
+        -------
+        cos, sin : ndarray, shape (B, T, d_rope)
+        """
+        return rotary_cos_sin_core(position_ids, self.inv_freq,
+                                   self.attention_scaling, dtype)
+
+    def attend_expanded(self, q_nope, q_pe, latent, mask_mod):
+        """Expand the latent to every head's keys and values; attend.
+
+        Parameters
+        ----------
+        q_nope : ndarray, shape (B, H, T, d_nope)
+        q_pe : ndarray, shape (B, H, T, d_rope)
+            The queries' two slices, ``q_pe`` rotated.
+        latent : ndarray, shape (B, S, r + d_rope)
+            ``[c_kv, k_pe]`` of every key: the latent, the rotated slice.
+        mask_mod : callable or None
+            The kernel's mask (query ``i`` is the ``i``-th new token).
+
+        Returns
+        -------
+        out : ndarray, shape (B, H, T, d_v)
+        weights : ndarray, shape (B, H, T, S), or None
+        """
+        B, S, _ = latent.shape
+        H, d, r = self.num_heads, self.qk_nope_head_dim, self.kv_lora_rank
+        c_kv, k_pe = latent[..., :r], latent[..., r:]  # (B, S, r | d_rope)
+        # (B, S, r) @ (r, H*(d_nope + d_v)) -> (B, S, H, d_nope + d_v)
+        kv = _linear(c_kv, self.kv_b_proj, None).reshape(B, S, H, -1)
+        kv = kv.transpose(0, 2, 1, 3)  # (B, H, S, d_nope + d_v)
+        k_rot = np.broadcast_to(k_pe[:, None], (B, H, S, k_pe.shape[-1]))
+        key = np.concatenate([kv[..., :d], k_rot], axis=-1)  # (B,H,S,d_qk)
+        query = np.concatenate([q_nope, q_pe], axis=-1)  # (B, H, T, d_qk)
+        attention = ATTENTION_FUNCTIONS[self.attn_implementation]  # by name
+        return attention(query, key, kv[..., d:], None, scaling=self.scaling,
+                         mask_mod=mask_mod)
+
+    def attend_absorbed(self, q_nope, q_pe, latent, mask_mod):
+        """Attend over the latent itself: ``kv_b_proj`` folded away.
+
+        ``q_nope . (W_uk c) = (W_uk^T q_nope) . c``: the key half of
+        ``kv_b_proj`` moves onto the query, so every head scores the
+        shared ``[c_kv, k_pe]`` (one key/value head). ``sum_j p_j W_uv
+        c_j = W_uv sum_j p_j c_j``: the value half moves after the
+        weighted sum, onto the way to ``o_proj``. The kernel runs with
+        ``d_head = r + d_rope`` and values of ``r``.
+
+        Parameters
+        ----------
+        q_nope : ndarray, shape (B, H, T, d_nope)
+        q_pe : ndarray, shape (B, H, T, d_rope)
+            The queries' two slices, ``q_pe`` rotated.
+        latent : ndarray, shape (B, S, r + d_rope)
+            ``[c_kv, k_pe]`` of every key: the latent, the rotated slice.
+        mask_mod : callable or None
+            The kernel's mask (query ``i`` is the ``i``-th new token).
+
+        Returns
+        -------
+        out : ndarray, shape (B, H, T, d_v)
+        weights : ndarray, shape (B, H, T, S), or None
+        """
+        # (B, H, T, d_nope) @ (H, d_nope, r) -> (B, H, T, r)
+        q_latent = q_nope @ self.w_uk
+        query = np.concatenate([q_latent, q_pe], axis=-1)  # (B,H,T,r+d_rope)
+        # (B, S, r + d_rope) -> (B, 1, S, r + d_rope): one key head, and
+        # its first r numbers the one value head (views, no copy)
+        key = latent[:, None]
+        attention = ATTENTION_FUNCTIONS[self.attn_implementation]  # by name
+        out, weights = attention(query, key, key[..., :self.kv_lora_rank],
+                                 None,
+                                 scaling=self.scaling, mask_mod=mask_mod)
+        # (B, H, T, r) @ (H, r, d_v) -> (B, H, T, d_v)
+        return out @ self.w_uv.transpose(0, 2, 1), weights
+
+    # ---------------------------------------------------------- forward
+    def forward_core(self, x, position_ids):
+        """Unchecked core of :meth:`__call__`: out and weights (or None).
+
+        Parameters
+        ----------
+        x : ndarray, shape (B, T, d_model)
+            The layer's input.
+        position_ids : ndarray of int, shape (B, T)
+            Each token's position.
+
+        Returns
+        -------
+        out : ndarray, shape (B, T, d_model)
+        weights : ndarray, shape (B, H, T, T), or None
+        """
+        cos, sin = self.tables(position_ids, x.dtype)  # (B, T, d_rope)
+        q_nope, q_pe = self.queries(x, cos[:, None], sin[:, None])
+        latent = np.concatenate(self.latent(x, cos, sin), axis=-1)
+        out, weights = self.attend_expanded(q_nope, q_pe, latent,
+                                            self.mask_mod)
+        # (B, H, T, d_v) -> (B, T, H*d_v) @ (H*d_v, d_model)
+        return _linear(merge_heads_core(out), self.o_proj,
+                       self.o_bias), weights
+
+    def new_cache(self) -> LatentCache:
+        """An empty :class:`LatentCache` of this layer's sizes.
+
+        Returns
+        -------
+        LatentCache
+        """
+        return LatentCache(self.kv_lora_rank, self.qk_rope_head_dim)
+
+    def decode(self, hidden_states, cache, position_ids=None,
+               absorb: bool = False):
+        """New tokens against the cache: they join it, then attend to it.
+
+        Parameters
+        ----------
+        hidden_states : ndarray, shape (B, T, d_model)
+            The new tokens' input (a prompt, or one token a step).
+        cache : LatentCache
+            The layer's cache (:meth:`new_cache`); it grows by T tokens.
+        position_ids : array_like of int, shape (T,) or (B, T), optional
+            The new tokens' positions; by default ``S_old .. S_old + T -
+            1``, after the ``S_old`` tokens the cache holds.
+        absorb : bool, default False
+            Attend over the latent with the weights absorbed, instead of
+            expanding every cached token's keys and values.
+
+        Returns
+        -------
+        ndarray, shape (B, T, d_model)
+            The module's output for the new tokens, each seeing the
+            cached tokens and the new ones up to itself.
+        """
+        x = as_float_array("hidden_states", hidden_states)
+        check_shape("hidden_states", x, x.ndim == 3 and x.shape[1] >= 1
+                    and x.shape[2] == self.hidden_size,
+                    f"(B, T, d_model) with T >= 1, d_model = "
+                    f"{self.hidden_size}")
+        check_same_dtype(**{"o_proj.weight": self.o_proj,
+                            "hidden_states": x})
+        if not isinstance(cache, LatentCache):
+            raise TypeError(f"cache must be a LatentCache, got "
+                            f"{type(cache).__name__}")
+        if (cache.kv_lora_rank, cache.qk_rope_head_dim) != (
+                self.kv_lora_rank, self.qk_rope_head_dim):
+            raise ValueError(
+                f"cache holds (kv_lora_rank, qk_rope_head_dim) = "
+                f"({cache.kv_lora_rank}, {cache.qk_rope_head_dim}), "
+                f"expected this layer's ({self.kv_lora_rank}, "
+                f"{self.qk_rope_head_dim})")
+        B, T, _ = x.shape
+        past = cache.seq_len
+        if past and cache.buffer.shape[0] != B:
+            raise ValueError(
+                f"hidden_states has a batch of {B}, expected the cache's "
+                f"{cache.buffer.shape[0]}")
+        if past and cache.buffer.dtype != x.dtype:
+            raise ValueError(
+                f"hidden_states has dtype {x.dtype}, expected the cache's "
+                f"{cache.buffer.dtype}")
+        absorb = check_bool("absorb", absorb)
+        if position_ids is None:
+            position_ids = past + np.arange(T)
+        _, pos = attention_inputs(None, position_ids, B, T, 0)  # (B, T)
+        cos, sin = self.tables(pos, x.dtype)  # (B, T, d_rope)
+        q_nope, q_pe = self.queries(x, cos[:, None], sin[:, None])
+        latent = cache.update(*self.latent(x, cos, sin))  # (B, S, r+d_rope)
+        # new token i sits at key index past + i: bottom-right causal
+        mask_mod = None if T == 1 else _shifted_causal(past)
+        attend = self.attend_absorbed if absorb else self.attend_expanded
+        out, _ = attend(q_nope, q_pe, latent, mask_mod)
+        # (B, H, T, d_v) -> (B, T, H*d_v) @ (H*d_v, d_model)
+        return _linear(merge_heads_core(out), self.o_proj, self.o_bias)
+
+    def __repr__(self) -> str:
+        return (f"DeepseekV3Attention(layer_idx={self.layer_idx}, heads="
+                f"{self.num_heads}, q_lora_rank={self.q_lora_rank}, "
+                f"kv_lora_rank={self.kv_lora_rank}, qk "
+                f"{self.qk_nope_head_dim}+{self.qk_rope_head_dim}, v "
+                f"{self.v_head_dim}, attn_implementation="
+                f"{self.attn_implementation!r})")
+
+
+def _shifted_causal(past: int):
+    """The causal ``mask_mod`` of queries that follow ``past`` keys."""
+    def mask_mod(b, h, q_idx, kv_idx):
+        return causal_mask_mod(b, h, q_idx + past, kv_idx)
+    return mask_mod

@@ -1434,6 +1434,107 @@ VARIANT_ROWS = [
 ]
 
 
+MLA_CONFIG = dict(hidden_size=8, num_attention_heads=2, q_lora_rank=4,
+                  kv_lora_rank=4, qk_nope_head_dim=2, qk_rope_head_dim=2,
+                  v_head_dim=3, rope_parameters={"rope_type": "default",
+                                                 "rope_theta": 1e4})
+
+
+def _mla(config=MLA_CONFIG):
+    """A DeepseekV3Attention with ones for weights."""
+    cls = px.variants.DeepseekV3Attention
+    shapes = cls(config).state_shapes()
+    return cls.from_state_dict({k: np.ones(s) for k, s in shapes.items()},
+                               config)
+
+
+def _mla_decode(x, cache=None, **kw):
+    """One decode call of a fresh layer (a fresh cache by default)."""
+    layer = _mla()
+    return layer.decode(x, layer.new_cache() if cache is None else cache,
+                        **kw)
+
+
+def _mla_cache(B=1, dtype=np.float64, sizes=(4, 2)):
+    """A cache holding 3 tokens of a batch of B."""
+    cache = px.variants.LatentCache(*sizes)
+    cache.update(np.zeros((B, 3, sizes[0]), dtype),
+                 np.zeros((B, 3, sizes[1]), dtype))
+    return cache
+
+
+MLA_ROWS = [
+    ("MLA config without kv_lora_rank",
+     lambda: _mla({k: v for k, v in MLA_CONFIG.items()
+                   if k != "kv_lora_rank"}),
+     ValueError, r"config has .*missing keys \['kv_lora_rank'\]"),
+    ("an odd qk_rope_head_dim",
+     lambda: _mla(MLA_CONFIG | {"qk_rope_head_dim": 3}), ValueError,
+     r"qk_rope_head_dim must be even, got 3"),
+    ("q_lora_rank 0", lambda: _mla(MLA_CONFIG | {"q_lora_rank": 0}),
+     ValueError, r"q_lora_rank .*got 0"),
+    ("a state_dict with q_proj beside q_a_proj",
+     lambda: px.variants.DeepseekV3Attention.from_state_dict(
+         {k: np.ones(s) for k, s in px.variants.DeepseekV3Attention(
+             MLA_CONFIG).state_shapes().items()} | {"q_proj.weight":
+                                                    np.ones((16, 8))},
+         MLA_CONFIG), ValueError, r"state_dict does not fit config"),
+    ("a LatentCache of rank 0",
+     lambda: px.variants.LatentCache(0, 2), ValueError,
+     r"kv_lora_rank .*got 0"),
+    ("decode into a dict, not a LatentCache",
+     lambda: _mla_decode(z(1, 1, 8), cache={}), TypeError,
+     r"cache must be a LatentCache, got dict"),
+    ("decode into a cache of other sizes",
+     lambda: _mla_decode(z(1, 1, 8), cache=_mla_cache(sizes=(5, 2))),
+     ValueError, r"cache holds \(kv_lora_rank, qk_rope_head_dim\) = "
+     r"\(5, 2\), expected this layer's \(4, 2\)"),
+    ("decode a batch the cache does not hold",
+     lambda: _mla_decode(z(2, 1, 8), cache=_mla_cache(B=1)), ValueError,
+     r"hidden_states has a batch of 2, expected the cache's 1"),
+    ("decode float32 into a float64 layer",
+     lambda: _mla_decode(z(1, 1, 8, dtype=np.float32)), ValueError,
+     r"hidden_states has dtype float32 but o_proj.weight has dtype "
+     r"float64"),
+    ("decode into a float32 cache",
+     lambda: _mla_decode(z(1, 1, 8), cache=_mla_cache(dtype=np.float32)),
+     ValueError, r"hidden_states has dtype float64, expected the cache's "
+     r"float32"),
+    ("decode hidden_states of the wrong width",
+     lambda: _mla_decode(z(1, 1, 6)), ValueError,
+     r"hidden_states has shape \(1, 1, 6\), expected .*d_model = 8"),
+    ("absorb that is not a bool",
+     lambda: _mla_decode(z(1, 1, 8), absorb="yes"), TypeError,
+     r"absorb must be True or False, got str 'yes'"),
+    ("decode positions of the wrong length",
+     lambda: _mla_decode(z(1, 2, 8), position_ids=np.arange(3)),
+     ValueError, r"position_ids has shape \(3,\).*\(1, 2\)"),
+    ("mla_decode_cost with context_len 0",
+     lambda: px.memory.mla_decode_cost(MLA_CONFIG, 0, absorb=True),
+     ValueError, r"context_len .*got 0"),
+    ("mla_decode_cost with absorb 1",
+     lambda: px.memory.mla_decode_cost(MLA_CONFIG, 4, absorb=1),
+     TypeError, r"absorb must be True or False, got int 1"),
+    ("mla_decode_cost of a config without v_head_dim",
+     lambda: px.memory.mla_decode_cost(
+         {k: v for k, v in MLA_CONFIG.items() if k != "v_head_dim"}, 4,
+         absorb=True),
+     ValueError, r"config has no \['v_head_dim'\]"),
+    ("mla_decode_cost in 0 bytes a value",
+     lambda: px.memory.mla_decode_cost(MLA_CONFIG, 4, absorb=True,
+                                       dtype_bytes=0),
+     ValueError, r"dtype_bytes .*got 0"),
+]
+
+
+@pytest.mark.parametrize("call, error, pattern",
+                         [r[1:] for r in MLA_ROWS],
+                         ids=[r[0] for r in MLA_ROWS])
+def test_multi_head_latent_attention_refuses(call, error, pattern):
+    with pytest.raises(error, match=pattern):
+        call()
+
+
 @pytest.mark.parametrize("call, error, pattern",
                          [r[1:] for r in VARIANT_ROWS],
                          ids=[r[0] for r in VARIANT_ROWS])

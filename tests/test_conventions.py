@@ -272,7 +272,9 @@ def test_the_layer_diagram_matches_the_layers():
 NOTATION = {"...", "B", "T", "S", "L", "V", "d_model", "d_head", "H", "H_kv",
             "n_rep", "block_q", "block_k", "d_ff", "rows",
             # linear attention's: query/key heads and sizes, chunk length
-            "H_k", "d_k", "d_v", "C"}
+            "H_k", "d_k", "d_v", "C",
+            # multi-head latent attention's ranks and slices
+            "r_q", "r", "d_nope", "d_rope", "d_qk"}
 
 
 def legend_symbols(module: str) -> list[str]:
