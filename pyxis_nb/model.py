@@ -50,7 +50,7 @@ from .multihead import (MultiHeadAttention, attention_inputs,
 from .norms import rms_norm_core
 from .gguf_file import read_gguf
 from .qwen3 import ModelConfig, random_attention, state_shapes
-from .rope import (_ROPE_KEYS, compute_rope_parameters, rope_frequencies,
+from .rope import (ROPE_KEYS, compute_rope_parameters, rope_frequencies,
                    rotary_cos_sin)
 from .stable_softmax import softmax_core
 
@@ -1211,7 +1211,7 @@ def _rope_parameters(cfg: dict, name: str) -> dict:
     if kind in ("yarn", "llama3"):  # a top-level key: set too late to count
         rope.setdefault("original_max_position_embeddings",
                         cfg["max_position_embeddings"])
-    required, optional = _ROPE_KEYS[kind]
+    required, optional = ROPE_KEYS[kind]
     extra = sorted(set(rope) - {"rope_type", "rope_theta", *required,
                                 *optional})
     beyond = ("rope_theta" if kind == "default"

@@ -228,20 +228,21 @@ ROPE_SCALED = [
 ]
 
 
+@pytest.mark.parametrize("arch", ["Qwen3", "Llama"])
 @pytest.mark.parametrize("rope", [r[1] for r in ROPE_SCALED],
                          ids=[r[0] for r in ROPE_SCALED])
-def test_rope_scaled_qwen3_matches_transformers(tmp_path, rope):
-    config = transformers.Qwen3Config(
+def test_rope_scaled_model_matches_transformers(tmp_path, rope, arch):
+    config = getattr(transformers, f"{arch}Config")(
         vocab_size=300, hidden_size=64, intermediate_size=96,
         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         head_dim=32, rms_norm_eps=1e-6, max_position_embeddings=256,
         rope_parameters={**rope, "rope_theta": 10_000.0},
         tie_word_embeddings=False)
+    cls = getattr(transformers, f"{arch}ForCausalLM")
     torch.manual_seed(0)
-    transformers.Qwen3ForCausalLM(config).save_pretrained(tmp_path)
-    ours = px.Qwen3ForCausalLM.from_pretrained(tmp_path)
-    theirs = transformers.Qwen3ForCausalLM.from_pretrained(
-        tmp_path, dtype=torch.float32).eval()
+    cls(config).save_pretrained(tmp_path)
+    ours = getattr(px, f"{arch}ForCausalLM").from_pretrained(tmp_path)
+    theirs = cls.from_pretrained(tmp_path, dtype=torch.float32).eval()
     assert ours.config.rope_parameters["rope_type"] == rope["rope_type"]
     np.testing.assert_allclose(ours.inv_freq,
                                theirs.model.rotary_emb.inv_freq.numpy(),
@@ -253,7 +254,7 @@ def test_rope_scaled_qwen3_matches_transformers(tmp_path, rope):
     np.testing.assert_allclose(ours(ids).logits, ref, rtol=1e-4,
                                atol=1e-4 * np.abs(ref).max())
     # a transformers config from ours takes the same RoPE
-    again = transformers.Qwen3Config(**ours.config.to_dict())
+    again = type(config)(**ours.config.to_dict())
     assert again.rope_parameters == theirs.config.rope_parameters
 
 
