@@ -50,7 +50,8 @@ from .multihead import (MultiHeadAttention, attention_inputs,
 from .norms import rms_norm_core
 from .gguf_file import read_gguf
 from .qwen3 import ModelConfig, random_attention, state_shapes
-from .rope import rotary_cos_sin
+from .rope import (ROPE_KEYS, compute_rope_parameters, rope_frequencies,
+                   rotary_cos_sin)
 from .stable_softmax import softmax_core
 
 __all__ = [
@@ -89,6 +90,10 @@ LLAMA_DEFAULTS = dict(
     head_dim=None, hidden_act="silu", max_position_embeddings=2048,
     rms_norm_eps=1e-6, tie_word_embeddings=False, rope_theta=10_000.0,
     attention_bias=False, mlp_bias=False, use_sliding_window=False)
+
+#: The RoPE scalings the models run (``rope_parameters["rope_type"]``);
+#: "dynamic" is refused: its frequencies change with the sequence length.
+ROPE_SCALINGS = ("linear", "yarn", "llama3")
 
 #: config.json's model_type -> the defaults of its transformers config.
 CONFIG_DEFAULTS = {"qwen3": QWEN3_DEFAULTS, "llama": LLAMA_DEFAULTS}
@@ -400,6 +405,16 @@ class Qwen3ForCausalLM:
     generation_config : dict, optional
         ``generation_config.json`` (``eos_token_id``, ...); default {}.
 
+    Attributes
+    ----------
+    inv_freq : ndarray of float64, shape (d_head/2,)
+        RoPE's frequencies, computed once from ``config`` (its
+        ``rope_parameters``: YaRN, llama3, linear; else ``rope_theta``),
+        as HF's ``model.rotary_emb.inv_freq``.
+    attention_scaling : float
+        The factor on RoPE's cos and sin (YaRN's; else 1.0), as HF's
+        ``model.rotary_emb.attention_scaling``.
+
     See Also
     --------
     transformers.Qwen3ForCausalLM
@@ -414,6 +429,7 @@ class Qwen3ForCausalLM:
         self.layers = list(layers)
         self.lm_head = embed_tokens if lm_head is None else lm_head
         self.generation_config = dict(generation_config or {})
+        self.inv_freq, self.attention_scaling = _rope_init(config)
 
     # ------------------------------------------------------------- building
     @classmethod
@@ -755,8 +771,10 @@ class Qwen3ForCausalLM:
         mask, pos = attention_inputs(
             attention_mask, position_ids, B, T, past,
             max_position_embeddings=self.max_position_embeddings)  # once
-        rope = rotary_cos_sin(pos, self.config.head_dim, dtype=self.dtype,
-                              rope_theta=self.config.rope_theta)  # (B, T, d)
+        rope = rotary_cos_sin(
+            pos, self.config.head_dim, dtype=self.dtype,
+            inv_freq=self.inv_freq,
+            attention_scaling=self.attention_scaling)  # (B, T, d_head)
         residual_hook, heads_hook = hooks.get("residual"), hooks.get("heads")
         h = self.embed_tokens[ids]  # (B, T) -> (B, T, d_model)
         attentions, hidden_states = [], []
@@ -1054,6 +1072,55 @@ class LlamaForCausalLM(Qwen3ForCausalLM):
 
 
 # ------------------------------------------------------------ checkpoints
+def _check_rope_type(where: str, rope_type) -> None:
+    """A rope_type the models run: "default" or one of ROPE_SCALINGS."""
+    if rope_type == "dynamic":
+        raise ValueError(
+            f"{where} is 'dynamic', which is not implemented: dynamic NTK "
+            "scaling recomputes inv_freq from the sequence length as it "
+            "grows past max_position_embeddings, and these models compute "
+            "theirs once, at load")
+    allowed = ("default", *ROPE_SCALINGS)
+    if rope_type not in allowed:
+        raise ValueError(
+            f"{where} is {rope_type!r}, expected "
+            f"{' or '.join(map(repr, allowed))} (the RoPE types "
+            "implemented)")
+
+
+def _rope_init(config: ModelConfig) -> tuple[np.ndarray, float]:
+    """``inv_freq`` (d_head/2,) and the attention scaling of a config.
+
+    ``config.rope_parameters`` None: plain RoPE of base ``rope_theta``.
+    Otherwise its ``rope_type`` must be one the models run, its
+    ``rope_theta`` the config's, with no ``partial_rotary_factor`` (the
+    layers rotate whole heads); :func:`compute_rope_parameters` does the
+    rest, with the config's ``max_position_embeddings``.
+    """
+    rope = config.rope_parameters
+    if rope is None:
+        return rope_frequencies(config.head_dim, config.rope_theta), 1.0
+    if not isinstance(rope, dict):
+        raise ValueError(
+            "config.rope_parameters must be a dict or None, got "
+            f"{type(rope).__name__} {rope!r}")
+    _check_rope_type("config.rope_parameters['rope_type']",
+                     rope.get("rope_type"))
+    if rope.get("rope_theta") != config.rope_theta:
+        raise ValueError(
+            "config.rope_parameters['rope_theta'] is "
+            f"{rope.get('rope_theta')!r}, expected config.rope_theta = "
+            f"{config.rope_theta!r}")
+    if rope.get("partial_rotary_factor", 1.0) != 1.0:
+        raise ValueError(
+            "config.rope_parameters['partial_rotary_factor'] is "
+            f"{rope['partial_rotary_factor']!r}, expected 1.0 (the layers "
+            "rotate whole heads)")
+    return compute_rope_parameters(
+        rope, config.head_dim,
+        max_position_embeddings=config.max_position_embeddings)
+
+
 def _check_json_file(file):
     """The parsed JSON of ``file`` (a config or an index), or a ValueError."""
     try:
@@ -1069,8 +1136,9 @@ def read_hf_config(file, model_type: str = "qwen3"
 
     ``model_type``: the one wanted. Missing keys take the defaults of
     ``transformers.Qwen3Config`` / ``LlamaConfig``. RoPE is read from the
-    keys transformers 5 reads (:func:`_rope_parameters`). What
-    this code does not implement (RoPE scaling, sliding windows, biases,
+    keys transformers 5 reads (:func:`_rope_parameters`): a "linear",
+    "yarn" or "llama3" scaling is kept in ``rope_parameters``. What this
+    code does not implement ("dynamic" RoPE, sliding windows, biases,
     another activation) raises instead of being ignored.
     """
     file = pathlib.Path(file)
@@ -1103,8 +1171,10 @@ def read_hf_config(file, model_type: str = "qwen3"
         rms_norm_eps=cfg["rms_norm_eps"],
         intermediate_size=cfg["intermediate_size"],
         vocab_size=cfg["vocab_size"],
-        max_position_embeddings=cfg["max_position_embeddings"])
+        max_position_embeddings=cfg["max_position_embeddings"],
+        rope_parameters=None if rope["rope_type"] == "default" else rope)
     check_model_config(config)
+    _rope_init(config)  # the scaling's own keys and values
     return config, check_bool("tie_word_embeddings",
                               cfg["tie_word_embeddings"])
 
@@ -1116,9 +1186,15 @@ def _rope_parameters(cfg: dict, name: str) -> dict:
     the legacy ``rope_scaling`` wins over ``rope_parameters``; the top-level
     ``rope_theta`` (and ``partial_rotary_factor``) fill in what that dict
     lacks; the type is ``rope_type``, else ``type``, else ``"default"``;
-    a dict nested by layer type gives its ``"full_attention"`` entry.
-    Only the default RoPE is implemented: any other type, or any key
-    beyond ``rope_theta``, raises rather than being run differently.
+    a dict nested by layer type gives its ``"full_attention"`` entry;
+    "yarn" and "llama3" take ``original_max_position_embeddings`` from the
+    dict, else ``max_position_embeddings`` (a top-level key of that name,
+    Phi3's place, is set after Qwen3Config and LlamaConfig standardize
+    their RoPE: ignored). The default RoPE and the scalings of
+    :data:`ROPE_SCALINGS` are implemented: "dynamic" or another type, or
+    a key the type does not read (``partial_rotary_factor`` too), raises
+    rather than being run differently. Returns a flat dict with
+    ``rope_type`` (no legacy ``type``) and ``rope_theta``.
     """
     source = "rope_scaling" if cfg.get("rope_scaling") else "rope_parameters"
     rope = dict(cfg.get(source) or {})
@@ -1128,12 +1204,22 @@ def _rope_parameters(cfg: dict, name: str) -> dict:
     rope.setdefault("rope_theta", cfg["rope_theta"])
     if cfg.get("partial_rotary_factor") is not None:
         rope.setdefault("partial_rotary_factor", cfg["partial_rotary_factor"])
-    check_config_value(name, f"{source} rope type", rope.get(
-        "rope_type", rope.get("type", "default")), ("default",),
-        "RoPE scaling is not implemented; transformers would apply it")
-    extra = sorted(set(rope) - {"rope_type", "type", "rope_theta"})
-    check_config_value(name, f"{source} keys beyond rope_theta", extra,
-                       ([],), "RoPE scaling is not implemented")
+    rope.setdefault("rope_type", rope.get("type", "default"))
+    rope.pop("type", None)
+    kind = rope["rope_type"]
+    _check_rope_type(f"{name}: {source} rope type", kind)
+    if kind in ("yarn", "llama3"):  # a top-level key: set too late to count
+        rope.setdefault("original_max_position_embeddings",
+                        cfg["max_position_embeddings"])
+    required, optional = ROPE_KEYS[kind]
+    extra = sorted(set(rope) - {"rope_type", "rope_theta", *required,
+                                *optional})
+    beyond = ("rope_theta" if kind == "default"
+              else f"those of {kind} RoPE")
+    check_config_value(name, f"{source} keys beyond {beyond}", extra,
+                       ([],), "RoPE scaling is not implemented"
+                       if kind == "default" else "the layers rotate whole "
+                       "heads; nothing else is implemented")
     return rope
 
 

@@ -50,6 +50,12 @@ class ModelConfig:
         ``V``.
     max_position_embeddings : int
         The most positions a sequence may have.
+    rope_parameters : dict, optional
+        A RoPE scaling, as transformers' ``config.rope_parameters``:
+        ``rope_type`` "linear", "yarn" or "llama3", ``rope_theta`` (equal
+        to the field above) and that type's keys (``factor``,
+        ``original_max_position_embeddings``, ...). None: plain RoPE of
+        base ``rope_theta``. In ``to_dict()`` only when set.
     _attn_implementation : {"flex_attention", "eager"}, default
         "flex_attention"
         The attention kernel every layer runs, by name (transformers keeps
@@ -70,14 +76,17 @@ class ModelConfig:
     intermediate_size: int
     vocab_size: int
     max_position_embeddings: int
+    rope_parameters: dict | None = field(default=None, hash=False)
     _attn_implementation: str = field(default="flex_attention",
                                       compare=False)
 
     def to_dict(self) -> dict:
         """The configuration keys as a dict, as a config.json holds them
-        (transformers' ``to_dict``: the kernel's name is not one)."""
+        (transformers' ``to_dict``: the kernel's name is not one;
+        ``rope_parameters`` only when set)."""
         return {k: v for k, v in asdict(self).items()
-                if not k.startswith("_")}
+                if not k.startswith("_")
+                and not (k == "rope_parameters" and v is None)}
 
     @property
     def num_key_value_groups(self) -> int:

@@ -39,6 +39,7 @@ from ._checks import (as_float_array, check_bool, check_choice, check_even,
 
 __all__ = [
     "ROPE_INIT_FUNCTIONS",
+    "ROPE_KEYS",
     "ROPE_LAYOUTS",
     "ROPE_TYPES",
     "apply_rope",
@@ -416,7 +417,7 @@ ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3")
 #: the keys of ``rope_parameters`` each rope_type reads besides
 #: ``rope_type``, ``rope_theta`` and ``partial_rotary_factor``: (required,
 #: optional), as transformers' ``_validate_<rope_type>_rope_parameters``
-_ROPE_KEYS = {
+ROPE_KEYS = {
     "default": ((), ()),
     "linear": (("factor",), ()),
     "dynamic": (("factor",), ()),
@@ -452,7 +453,7 @@ def _check_rope_parameters(rope_type: str, rope_parameters, head_dim,
         raise ValueError(
             f"rope_parameters['rope_type'] is {got!r}, expected "
             f"{rope_type!r} (or call compute_rope_parameters)")
-    required, optional = _ROPE_KEYS[rope_type]
+    required, optional = ROPE_KEYS[rope_type]
     check_keys("rope_parameters", rope_parameters,
                ("rope_type", "rope_theta", "partial_rotary_factor",
                 *required, *optional), ("rope_type", "rope_theta", *required))

@@ -966,7 +966,11 @@ def _edit_config(folder, **changes):
     (folder / "config.json").write_text(json.dumps(config | changes))
 
 
-#: A RoPE scaling transformers 5 runs (YaRN) and this package does not.
+#: A RoPE scaling transformers 5 runs and this package does not: dynamic
+#: NTK, whose frequencies follow the sequence length.
+DYNAMIC = {"rope_type": "dynamic", "factor": 4.0}
+
+#: A RoPE scaling both run (loaded, not refused: test_model_hf_reference).
 YARN = {"rope_type": "yarn", "factor": 4.0,
         "original_max_position_embeddings": 64}
 
@@ -1003,6 +1007,16 @@ def _tiny():
     return tiny_model()
 
 
+def _rope_config(model, rope=(), **rope_parameters):
+    """The model's config with ``rope_parameters`` (theta: the config's);
+    ``rope`` None: a list in their place."""
+    import dataclasses
+    if rope is None:
+        return dataclasses.replace(model.config, rope_parameters=["yarn"])
+    return dataclasses.replace(model.config, rope_parameters={
+        "rope_theta": model.config.rope_theta, **rope_parameters})
+
+
 def _written():
     import tempfile
     from checkpoints import write_checkpoint
@@ -1023,25 +1037,45 @@ CHECKPOINT_ROWS = [
      ValueError, r"config.json is not a readable JSON file"),
     ("another model type", lambda f: _edit_config(f, model_type="llama") or f,
      ValueError, r"model_type is 'llama', expected 'qwen3'"),
-    ("rope scaling (transformers 5 form)",
+    ("dynamic rope scaling (transformers 5 form)",
      lambda f: _edit_config(f, rope_parameters={
-         "rope_type": "yarn", "factor": 4.0, "rope_theta": 1e6}) or f,
-     ValueError, r"rope_parameters rope type is 'yarn', expected "
-     r"'default'.*RoPE scaling"),
-    ("rope scaling (Qwen3's form)",
+         "rope_type": "dynamic", "factor": 4.0, "rope_theta": 1e6}) or f,
+     ValueError, r"rope_parameters rope type is 'dynamic', which is not "
+     r"implemented: .*sequence length"),
+    ("dynamic rope scaling (Qwen3's form)",
      lambda f: _edit_config(f, rope_parameters=None, rope_theta=1e6,
-                            rope_scaling={"type": "linear",
+                            rope_scaling={"type": "dynamic",
                                           "factor": 2.0}) or f,
-     ValueError, r"rope_scaling rope type is 'linear'"),
+     ValueError, r"rope_scaling rope type is 'dynamic', which is not"),
+    ("an unknown rope type",
+     lambda f: _edit_config(f, rope_parameters={
+         "rope_type": "longrope", "rope_theta": 1e4}) or f, ValueError,
+     r"rope_parameters rope type is 'longrope', expected 'default' or "
+     r"'linear' or 'yarn' or 'llama3'"),
     # transformers 5 merges a legacy rope_scaling over rope_parameters and
-    # runs YaRN: the shipped config with one key added must not load
-    ("the shipped config plus a YaRN rope_scaling",
-     lambda f: _shipped_config(f, rope_scaling=YARN) or f, ValueError,
-     r"rope_scaling rope type is 'yarn', expected 'default'"),
-    ("a rope_scaling-only config (YaRN)",
+    # runs it: the shipped config with one key added must not load
+    ("the shipped config plus a dynamic rope_scaling",
+     lambda f: _shipped_config(f, rope_scaling=DYNAMIC) or f, ValueError,
+     r"rope_scaling rope type is 'dynamic', which is not implemented"),
+    ("a rope_scaling-only config (dynamic)",
      lambda f: _edit_config(f, rope_parameters=None, rope_theta=1e4,
-                            rope_scaling=YARN) or f,
-     ValueError, r"rope_scaling rope type is 'yarn', expected 'default'"),
+                            rope_scaling=DYNAMIC) or f,
+     ValueError, r"rope_scaling rope type is 'dynamic', which is not"),
+    ("YaRN with a partial rotary factor",
+     lambda f: _edit_config(f, rope_parameters={
+         **YARN, "rope_theta": 1e4, "partial_rotary_factor": 0.5}) or f,
+     ValueError, r"rope_parameters keys beyond those of yarn RoPE is "
+     r"\['partial_rotary_factor'\]"),
+    ("llama3 without its frequency factors",
+     lambda f: _edit_config(f, rope_parameters={
+         "rope_type": "llama3", "factor": 8.0, "rope_theta": 1e4,
+         "original_max_position_embeddings": 16}) or f, ValueError,
+     r"rope_parameters has unknown keys \[\], missing keys "
+     r"\['low_freq_factor', 'high_freq_factor'\]"),
+    ("YaRN with beta_fast below beta_slow",
+     lambda f: _edit_config(f, rope_parameters={
+         **YARN, "rope_theta": 1e4, "beta_fast": 1, "beta_slow": 32}) or f,
+     ValueError, r"rope_parameters\['beta_fast'\] = 1 must be >= "),
     ("a default rope_scaling with a scaling factor",
      lambda f: _edit_config(f, rope_scaling={"rope_type": "default",
                                              "factor": 4.0}) or f,
@@ -1052,11 +1086,11 @@ CHECKPOINT_ROWS = [
          "partial_rotary_factor": 0.5}) or f,
      ValueError, r"rope_parameters keys beyond rope_theta is "
      r"\['partial_rotary_factor'\]"),
-    ("YaRN nested by layer type",
+    ("dynamic nested by layer type",
      lambda f: _edit_config(f, rope_parameters={"full_attention": {
-         "rope_type": "yarn", "factor": 4.0, "rope_theta": 1e4}}) or f,
+         **DYNAMIC, "rope_theta": 1e4}}) or f,
      ValueError, r"rope_parameters\['full_attention'\] rope type is "
-     r"'yarn', expected 'default'"),
+     r"'dynamic', which is not implemented"),
     ("partial rotary factor at the top level",
      lambda f: _edit_config(f, partial_rotary_factor=0.5) or f, ValueError,
      r"rope_parameters keys beyond rope_theta is "
@@ -1140,6 +1174,43 @@ def test_rope_theta_is_read_as_transformers_reads_it(tmp_path, changes):
     assert config.rope_theta == ref["rope_theta"]
 
 
+# ... and the scalings the models run, in each form transformers 5 reads:
+# read_hf_config keeps what transformers' config holds (less the legacy
+# "type" key, which transformers leaves beside rope_type).
+SCALED_ROPE_FORMS = [
+    ("YaRN in rope_parameters", dict(rope_parameters={
+        **YARN, "rope_theta": 1e6})),
+    ("YaRN as a legacy rope_scaling over the top-level theta",
+     dict(rope_parameters=None, rope_theta=2e4,
+          rope_scaling={"type": "yarn", "factor": 2.0})),
+    ("YaRN with the original context at the top level (ignored)",
+     dict(rope_parameters={"rope_type": "yarn", "factor": 2.0,
+                           "rope_theta": 1e4},
+          original_max_position_embeddings=16)),
+    ("llama3 nested by layer type", dict(rope_parameters={
+        "full_attention": {"rope_type": "llama3", "factor": 8.0,
+                           "rope_theta": 5e5, "low_freq_factor": 1.0,
+                           "high_freq_factor": 4.0}})),
+    ("linear", dict(rope_parameters={"rope_type": "linear", "factor": 2.0,
+                                     "rope_theta": 1e4})),
+]
+
+
+@pytest.mark.parametrize("changes", [r[1] for r in SCALED_ROPE_FORMS],
+                         ids=[r[0] for r in SCALED_ROPE_FORMS])
+def test_rope_scaling_is_read_as_transformers_reads_it(tmp_path, changes):
+    transformers = pytest.importorskip("transformers")
+    from checkpoints import write_checkpoint
+    folder = write_checkpoint(tmp_path / "ckpt")
+    _edit_config(folder, **changes)
+    model = px.Qwen3ForCausalLM.from_pretrained(folder)
+    ref = transformers.AutoConfig.from_pretrained(folder).rope_parameters
+    ref = dict(ref.get("full_attention", ref))  # nested by layer type
+    ref.pop("type", None)
+    assert model.config.rope_parameters == ref
+    assert model.config.rope_theta == ref["rope_theta"]
+
+
 MODEL_ROWS = [
     ("a prompt longer than max_position_embeddings",
      lambda m: m(np.zeros((1, 33), int)),
@@ -1195,6 +1266,24 @@ MODEL_ROWS = [
     ("from_config with dtype int",
      lambda m: px.Qwen3ForCausalLM.from_config(m.config, dtype=int),
      ValueError, r"dtype .*int64"),
+    ("from_config with dynamic rope_parameters",
+     lambda m: px.Qwen3ForCausalLM.from_config(_rope_config(
+         m, rope_type="dynamic", factor=2.0)), ValueError,
+     r"config.rope_parameters\['rope_type'\] is 'dynamic', which is not "
+     r"implemented: .*sequence length"),
+    ("from_config with YaRN of another rope_theta",
+     lambda m: px.Qwen3ForCausalLM.from_config(_rope_config(
+         m, **YARN, rope_theta=5e5)), ValueError,
+     r"config.rope_parameters\['rope_theta'\] is 500000.0, expected "
+     r"config.rope_theta = 10000.0"),
+    ("from_config with a partial rotary factor",
+     lambda m: px.Qwen3ForCausalLM.from_config(_rope_config(
+         m, rope_type="linear", factor=2.0, partial_rotary_factor=0.5)),
+     ValueError, r"partial_rotary_factor'\] is 0.5, expected 1.0"),
+    ("from_config with rope_parameters a list",
+     lambda m: px.Qwen3ForCausalLM.from_config(_rope_config(m, None)),
+     ValueError, r"config.rope_parameters must be a dict or None, got "
+     r"list"),
     ("state_dict with a wrong shape",
      lambda m: px.Qwen3ForCausalLM.from_state_dict(
          m.state_dict() | {"model.norm.weight": np.ones(3, np.float32)},

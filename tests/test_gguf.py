@@ -469,8 +469,8 @@ def test_llama_gguf_rows_as_stored_break_rope(tmp_path):
 
 @pytest.mark.parametrize("change, pattern", [
     (dict(mlp_bias=True), r"mlp_bias is True, expected False"),
-    (dict(rope_scaling={"rope_type": "llama3", "factor": 8.0}),
-     r"rope type is 'llama3', expected 'default'"),
+    (dict(rope_scaling={"rope_type": "dynamic", "factor": 8.0}),
+     r"rope type is 'dynamic', which is not implemented"),
     (dict(model_type="mistral"), r"model_type is 'mistral', expected "
      r"'llama'")])
 def test_llama_folder_features_not_implemented_are_refused(tmp_path, change,

@@ -12,6 +12,8 @@ check replaces those two functions by the same formulas in float64: every
 other operation is HF's own, and the two models then agree to 1e-10.
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -211,3 +213,64 @@ def test_output_attentions_match_transformers_eager(ours, tokenizer):
     assert got.hidden_states.shape == hidden.shape == (5, 2, 30, 256)
     np.testing.assert_allclose(got.hidden_states, hidden, rtol=1e-4,
                                atol=1e-4 * np.abs(hidden).max())
+
+
+# RoPE scalings: a tiny random Qwen3 written by transformers with
+# rope_parameters of each type, read by both, on a sequence longer than
+# original_max_position_embeddings (where the scaling changes the angles).
+ROPE_SCALED = [
+    ("yarn", {"rope_type": "yarn", "factor": 4.0,
+              "original_max_position_embeddings": 64}),
+    ("llama3", {"rope_type": "llama3", "factor": 8.0,
+                "original_max_position_embeddings": 64,
+                "low_freq_factor": 1.0, "high_freq_factor": 4.0}),
+    ("linear", {"rope_type": "linear", "factor": 2.0}),
+]
+
+
+@pytest.mark.parametrize("arch", ["Qwen3", "Llama"])
+@pytest.mark.parametrize("rope", [r[1] for r in ROPE_SCALED],
+                         ids=[r[0] for r in ROPE_SCALED])
+def test_rope_scaled_model_matches_transformers(tmp_path, rope, arch):
+    config = getattr(transformers, f"{arch}Config")(
+        vocab_size=300, hidden_size=64, intermediate_size=96,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=32, rms_norm_eps=1e-6, max_position_embeddings=256,
+        rope_parameters={**rope, "rope_theta": 10_000.0},
+        tie_word_embeddings=False)
+    cls = getattr(transformers, f"{arch}ForCausalLM")
+    torch.manual_seed(0)
+    cls(config).save_pretrained(tmp_path)
+    ours = getattr(px, f"{arch}ForCausalLM").from_pretrained(tmp_path)
+    theirs = cls.from_pretrained(tmp_path, dtype=torch.float32).eval()
+    assert ours.config.rope_parameters["rope_type"] == rope["rope_type"]
+    np.testing.assert_allclose(ours.inv_freq,
+                               theirs.model.rotary_emb.inv_freq.numpy(),
+                               rtol=1e-6)
+    assert ours.attention_scaling == pytest.approx(
+        theirs.model.rotary_emb.attention_scaling, rel=1e-12)
+    ids = np.random.default_rng(0).integers(0, 300, (2, 160))  # T > 64
+    ref = hf_logits(theirs, ids)
+    np.testing.assert_allclose(ours(ids).logits, ref, rtol=1e-4,
+                               atol=1e-4 * np.abs(ref).max())
+    # a transformers config from ours takes the same RoPE
+    again = type(config)(**ours.config.to_dict())
+    assert again.rope_parameters == theirs.config.rope_parameters
+
+
+def test_rope_scaling_changes_logits_past_the_original_context(tmp_path):
+    """The check above is not vacuous: without its YaRN, the same weights
+    give other logits."""
+    config = transformers.Qwen3Config(
+        vocab_size=300, hidden_size=64, intermediate_size=96,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=32, max_position_embeddings=256,
+        rope_parameters={**ROPE_SCALED[0][1], "rope_theta": 10_000.0})
+    torch.manual_seed(0)
+    transformers.Qwen3ForCausalLM(config).save_pretrained(tmp_path)
+    ours = px.Qwen3ForCausalLM.from_pretrained(tmp_path)
+    plain = px.Qwen3ForCausalLM.from_state_dict(
+        ours.state_dict(), dataclasses.replace(ours.config,
+                                               rope_parameters=None))
+    ids = np.random.default_rng(0).integers(0, 300, (1, 160))
+    assert np.abs(ours(ids).logits - plain(ids).logits).max() > 1e-3
