@@ -514,6 +514,18 @@ def check_model_config(config) -> None:
 
 
 # --- FlexAttention's mask_mod (check_attention, for tiled attention)
+def as_config_dict(config) -> dict:
+    """A transformers config (anything with ``to_dict()``) or a dict, as a
+    dict: the one way the chapter kit and ``memory`` read a config."""
+    if hasattr(config, "to_dict"):
+        config = config.to_dict()
+    if not isinstance(config, dict):
+        raise ValueError(
+            "config must be a dict or a transformers config (its to_dict()), "
+            f"got {type(config).__name__}")
+    return config
+
+
 def check_callable(name: str, fn, want: str):
     """``fn`` if it is None or callable; ``want`` says its signature."""
     if fn is not None and not callable(fn):

@@ -46,9 +46,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import (as_float_array, check_01_mask, check_bool, check_keys,
-                      check_number, check_positive_int, check_same_dtype,
-                      check_shape, check_state_shapes)
+from ._checks import (as_config_dict, as_float_array, check_01_mask,
+                      check_bool, check_keys, check_number,
+                      check_positive_int, check_same_dtype, check_shape,
+                      check_state_shapes)
 from .masks import causal_mask_mod
 
 __all__ = [
@@ -436,12 +437,7 @@ _CONFIG_KEYS = ("hidden_size", "linear_num_key_heads",
 
 def _config_dict(config) -> dict:
     """A transformers config, or its ``to_dict()``, as a dict."""
-    if hasattr(config, "to_dict"):
-        config = config.to_dict()
-    if not isinstance(config, dict):
-        raise ValueError(
-            "config must be a transformers Qwen3NextConfig or its to_dict(), "
-            f"got {type(config).__name__}")
+    config = as_config_dict(config)
     check_keys("config", [k for k in _CONFIG_KEYS if k in config],
                _CONFIG_KEYS, _CONFIG_KEYS)
     return config

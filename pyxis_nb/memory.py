@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import pathlib
 
-from ._checks import (check_bool, check_choice, check_int,
+from ._checks import (as_config_dict, check_bool, check_choice, check_int,
                       check_positive_int)
 
 __all__ = [
@@ -148,11 +148,7 @@ def linear_attention_state_bytes(config, dtype_bytes: int = 2,
 
 def _config_values(config, names) -> dict:
     """``names`` of a config (a dict or an object), each an int >= 1."""
-    if hasattr(config, "to_dict"):
-        config = config.to_dict()
-    if not isinstance(config, dict):
-        raise ValueError(f"config must be a dict or a transformers config, "
-                         f"got {type(config).__name__}")
+    config = as_config_dict(config)
     missing = [n for n in names if n not in config]
     if missing:
         raise ValueError(f"config has no {missing}: expected the keys "
@@ -353,8 +349,7 @@ def mla_decode_cost(config, context_len: int, *, absorb: bool,
     >>> px.memory.mla_decode_cost(c, 4096, absorb=True)["cache_bytes"]
     4718592
     """
-    if hasattr(config, "to_dict"):
-        config = config.to_dict()
+    config = as_config_dict(config)
     c = _config_values(config, (
         "hidden_size", "num_attention_heads", "kv_lora_rank",
         "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"))
@@ -427,12 +422,7 @@ def attention_configs() -> dict[str, dict]:
 
 def _recipe_config(config) -> dict:
     """A config as a dict, with ``layer_types`` (all full without one)."""
-    if hasattr(config, "to_dict"):
-        config = config.to_dict()
-    if not isinstance(config, dict):
-        raise ValueError(f"config must be a dict or a transformers config, "
-                         f"got {type(config).__name__}")
-    c = dict(config)
+    c = dict(as_config_dict(config))
     L = _config_values(c, ("num_hidden_layers",))["num_hidden_layers"]
     types = c.get("layer_types") or ["full_attention"] * L
     if len(types) != L:

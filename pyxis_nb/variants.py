@@ -42,7 +42,7 @@ import math
 
 import numpy as np
 
-from ._checks import (as_float_array, check_bool, check_even,
+from ._checks import (as_config_dict, as_float_array, check_bool, check_even,
                       check_heads, check_keys, check_number,
                       check_positive_int, check_same_dtype, check_shape,
                       check_state_shapes)
@@ -65,12 +65,7 @@ LAYER_TYPES = ("full_attention", "sliding_attention")
 
 def _config_dict(config, required: tuple) -> dict:
     """A transformers config, or its ``to_dict()``, as a dict."""
-    if hasattr(config, "to_dict"):
-        config = config.to_dict()
-    if not isinstance(config, dict):
-        raise TypeError(
-            "config must be a transformers config or its to_dict(), got "
-            f"{type(config).__name__}")
+    config = as_config_dict(config)
     check_keys("config", [k for k in required if k in config], required,
                required)
     return config

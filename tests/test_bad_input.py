@@ -427,7 +427,7 @@ ROWS += [
      dict(config={"linear_num_key_heads": 16}), ValueError,
      r"config has no \['linear_num_value_heads', .*"),
     (px.memory.linear_attention_state_bytes, dict(config=[1, 2]), ValueError,
-     r"config must be a dict or a transformers config, got list"),
+     r"config must be a dict or a transformers config \(its to_dict\(\)\), got list"),
     (px.memory.linear_attention_state_bytes,
      dict(config=dict(linear_num_key_heads=16, linear_num_value_heads=32,
                       linear_key_head_dim=128, linear_value_head_dim=128,
@@ -435,7 +435,7 @@ ROWS += [
      ValueError, r"dtype_bytes .*got 0"),
     # the attention table (memory)
     (px.memory.attention_recipe, dict(config="gpt-oss"), ValueError,
-     r"config must be a dict or a transformers config, got str"),
+     r"config must be a dict or a transformers config \(its to_dict\(\)\), got str"),
     (px.memory.attention_recipe, dict(config={"num_attention_heads": 8}),
      ValueError, r"config has no \['num_hidden_layers'\]"),
     (px.memory.attention_recipe, dict(config={
@@ -1368,7 +1368,8 @@ def _load(state_dict, config, **kw):
 
 GDN_ROWS = [
     ("a config that is a string", lambda g: _load(_gdn()[0], "qwen3_next"),
-     ValueError, r"config must be a transformers Qwen3NextConfig .*got str"),
+     ValueError,
+     r"config must be a dict or a transformers config \(its to_dict\(\)\), got str"),
     ("a config without the linear sizes",
      lambda g: _load(_gdn()[0], {"hidden_size": 8}), ValueError,
      r"config has unknown keys \[\], missing keys \['linear_num_key_heads'"),
@@ -1460,8 +1461,8 @@ def _oss_state(**changes):
 
 
 VARIANT_ROWS = [
-    ("a config that is a list", lambda g: _variant(config=[1]), TypeError,
-     r"config must be a transformers config or its to_dict\(\), got list"),
+    ("a config that is a list", lambda g: _variant(config=[1]), ValueError,
+     r"config must be a dict or a transformers config \(its to_dict\(\)\), got list"),
     ("a config without num_key_value_heads",
      lambda g: _variant(config={k: v for k, v in VAR_CONFIG.items()
                                 if k != "num_key_value_heads"}),
