@@ -17,16 +17,24 @@ reallocated while decoding.
 :class:`SlidingWindowCache` is the same cache with an eviction rule: a
 window of the last positions, plus the first ``sink_tokens`` kept for good
 (Xiao et al. 2023's "attention sinks").
+
+:class:`DynamicCache` is transformers' other kind: it grows by
+concatenation and reads ``config.layer_types``, so a model that mixes
+full and sliding layers keeps every token in its full layers and only the
+last ``sliding_window - 1`` in its sliding ones
+(:class:`DynamicSlidingWindowLayer`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._checks import (as_float_array, check_float_dtype, check_int,
-                      check_positive_int, check_same_dtype, check_shape)
+from ._checks import (as_config_dict, as_float_array, check_float_dtype,
+                      check_int, check_positive_int, check_same_dtype,
+                      check_shape)
 
-__all__ = ["KVCache", "SlidingWindowCache"]
+__all__ = ["KVCache", "SlidingWindowCache", "DynamicCache", "DynamicLayer",
+           "DynamicSlidingWindowLayer"]
 
 
 class KVCache:
@@ -271,3 +279,191 @@ class SlidingWindowCache(KVCache):
     def __repr__(self) -> str:
         return (super().__repr__()[:-1]  # its name, sizes and lengths
                 + f"; window={self.window}, sink_tokens={self.sink_tokens})")
+
+
+# ------------------------------------------------ one cache layer a layer type
+class DynamicLayer:
+    """A full layer's cache: every token's keys and values, grown by
+    concatenation (transformers' ``DynamicLayer``).
+
+    Attributes
+    ----------
+    keys, values : ndarray, shape (B, H_kv, S, d_head), or None
+        What the layer holds between calls (None before the first).
+    """
+
+    def __init__(self):
+        self.keys = self.values = None
+        self.seen = 0  # tokens passed to update so far
+
+    @property
+    def held(self) -> int:
+        """Tokens held between calls: ``S``."""
+        return 0 if self.keys is None else self.keys.shape[2]
+
+    def get_seq_length(self) -> int:
+        """Tokens seen so far (transformers' name)."""
+        return self.seen
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the keys and values held."""
+        if self.keys is None:
+            return 0
+        return self.keys.nbytes + self.values.nbytes
+
+    def update(self, key_states, value_states):
+        """Append the new tokens; return every key and value to attend to.
+
+        Parameters
+        ----------
+        key_states, value_states : ndarray, shape (B, H_kv, T, d_head)
+            Checked by :meth:`DynamicCache.update`.
+
+        Returns
+        -------
+        keys, values : ndarray, shape (B, H_kv, S, d_head)
+        """
+        self.seen += key_states.shape[2]
+        if self.keys is not None:  # (B, H_kv, S_old + T, d_head)
+            key_states = np.concatenate([self.keys, key_states], axis=2)
+            value_states = np.concatenate([self.values, value_states], axis=2)
+        self.keys, self.values = key_states, value_states
+        return key_states, value_states
+
+
+class DynamicSlidingWindowLayer(DynamicLayer):
+    """A sliding layer's cache: after each call only the last
+    ``sliding_window - 1`` tokens stay, since the next query sees those and
+    itself (transformers' ``DynamicSlidingWindowLayer``).
+
+    Parameters
+    ----------
+    sliding_window : int
+        The window, >= 1, the query included.
+    """
+
+    def __init__(self, sliding_window: int):
+        super().__init__()
+        self.sliding_window = check_positive_int("sliding_window",
+                                                 sliding_window)
+
+    def update(self, key_states, value_states):
+        """Append, return all (the window and the new tokens), then evict.
+
+        Parameters
+        ----------
+        key_states, value_states : ndarray, shape (B, H_kv, T, d_head)
+            Checked by :meth:`DynamicCache.update`.
+
+        Returns
+        -------
+        keys, values : ndarray, shape (B, H_kv, S, d_head)
+            The tokens held before the call and the new ones.
+        """
+        keys, values = DynamicLayer.update(self, key_states, value_states)
+        start = max(keys.shape[2] - (self.sliding_window - 1), 0)
+        self.keys, self.values = keys[:, :, start:], values[:, :, start:]
+        return keys, values
+
+
+class DynamicCache:
+    """One cache layer a model layer, each of its layer's type.
+
+    Built from a config as transformers' ``DynamicCache(config=config)``:
+    a :class:`DynamicSlidingWindowLayer` for every ``"sliding_attention"``
+    entry of ``config.layer_types``, a :class:`DynamicLayer` for the
+    others; without a config (or ``layer_types``), full layers, added as
+    ``update`` reaches them. The variants of :mod:`pyxis_nb.variants` take
+    it as ``past_key_values``.
+
+    Parameters
+    ----------
+    config : transformers config or dict, optional
+        A config or its ``to_dict()``: ``layer_types`` and
+        ``sliding_window`` are read.
+
+    Attributes
+    ----------
+    layers : list of DynamicLayer
+    """
+
+    def __init__(self, config=None):
+        self.layers = []
+        c = {} if config is None else as_config_dict(config)
+        #: the layers come from config.layer_types (else added by update)
+        self.from_config = bool(c.get("layer_types"))
+        for kind in c.get("layer_types") or ():
+            self.layers.append(
+                DynamicSlidingWindowLayer(c.get("sliding_window"))
+                if kind == "sliding_attention" else DynamicLayer())
+
+    def _layer(self, layer_idx, grow: bool = False) -> DynamicLayer:
+        """The cache layer of ``layer_idx``; without a config's
+        ``layer_types``, ``grow`` adds full layers up to it."""
+        i = check_int("layer_idx", layer_idx, low=0)
+        while grow and not self.from_config and len(self.layers) <= i:
+            self.layers.append(DynamicLayer())
+        if i >= len(self.layers):
+            raise ValueError(
+                f"layer_idx must index one of the cache's "
+                f"{len(self.layers)} layers, got {i}")
+        return self.layers[i]
+
+    def get_seq_length(self, layer_idx: int = 0) -> int:
+        """Tokens layer ``layer_idx`` has seen (0 before its first update).
+
+        Parameters
+        ----------
+        layer_idx : int, default 0
+
+        Returns
+        -------
+        int
+        """
+        if not self.from_config and layer_idx >= len(self.layers):
+            return 0  # not reached yet
+        return self._layer(layer_idx).get_seq_length()
+
+    def update(self, key_states, value_states, layer_idx: int):
+        """Append T tokens to layer ``layer_idx``; return all to attend to.
+
+        Parameters
+        ----------
+        key_states, value_states : ndarray, shape (B, H_kv, T, d_head)
+            The new tokens' keys and values, one float dtype, T >= 1, the
+            layer's (B, H_kv, d_head) and dtype after its first update.
+        layer_idx : int
+            The model layer.
+
+        Returns
+        -------
+        keys, values : ndarray, shape (B, H_kv, S, d_head)
+            The tokens the layer held and the new ones.
+        """
+        layer = self._layer(layer_idx, grow=True)
+        k = as_float_array("key_states", key_states, ndim=4)
+        v = as_float_array("value_states", value_states, ndim=4)
+        check_shape("value_states", v, v.shape == k.shape,
+                    f"key_states' shape {k.shape}")
+        check_same_dtype(key_states=k, value_states=v)
+        check_shape("key_states", k, k.shape[2] >= 1, "(B, H_kv, T, d_head) "
+                    "with T >= 1")
+        if layer.keys is not None:
+            B, H_kv, _, d = layer.keys.shape
+            check_shape("key_states", k, k.shape[:2] + k.shape[3:] ==
+                        (B, H_kv, d), f"(B, H_kv, T, d_head) = ({B}, {H_kv}"
+                        f", T, {d}) as the layer holds")
+            check_same_dtype(key_cache=layer.keys, key_states=k)
+        return layer.update(k, v)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by all layers between calls."""
+        return sum(layer.nbytes for layer in self.layers)
+
+    def __repr__(self) -> str:
+        kinds = "".join("s" if isinstance(x, DynamicSlidingWindowLayer)
+                        else "f" for x in self.layers)
+        return (f"DynamicCache(layers={len(self.layers)} '{kinds}', held="
+                f"{[x.held for x in self.layers]}, nbytes={self.nbytes})")

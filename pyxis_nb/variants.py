@@ -47,6 +47,7 @@ from ._checks import (as_config_dict, as_float_array, check_bool, check_even,
                       check_positive_int, check_same_dtype, check_shape,
                       check_state_shapes)
 from .attention import ATTENTION_FUNCTIONS
+from .kv_cache import DynamicCache
 from .masks import causal_mask_mod, sliding_window_mask_mod
 from .multihead import (attention_inputs, check_attn_implementation,
                         check_output_attentions, merge_heads_core)
@@ -236,7 +237,7 @@ class _VariantAttention:
 
     # ---------------------------------------------------------- forward
     def __call__(self, hidden_states, position_ids=None,
-                 output_attentions: bool = False):
+                 output_attentions: bool = False, past_key_values=None):
         """The module's output (and the weights with ``output_attentions``).
 
         Parameters
@@ -244,11 +245,16 @@ class _VariantAttention:
         hidden_states : ndarray, shape (B, T, d_model)
             The layer's input, of the weights' dtype.
         position_ids : array_like of int, shape (T,) or (B, T), optional
-            Each token's position (RoPE); 0 .. T-1 by default. The mask
-            is causal over the T tokens whatever the positions.
+            Each token's position (RoPE); by default ``S_seen .. S_seen +
+            T - 1``, after the tokens the cache has seen (0 .. T-1 without
+            one). The mask is causal over the tokens whatever the positions.
         output_attentions : bool, default False
             Also return the (B, H, T, S) weights; needs
             ``attn_implementation="eager"``.
+        past_key_values : DynamicCache, optional
+            The model's cache (:class:`pyxis_nb.kv_cache.DynamicCache`):
+            the new keys and values join this layer's entry, and the new
+            tokens attend to what it holds and to each other.
 
         Returns
         -------
@@ -265,13 +271,19 @@ class _VariantAttention:
         B, T, _ = x.shape
         output_attentions = check_output_attentions(
             output_attentions, self.attn_implementation)
+        cache = past_key_values
+        if cache is not None and not isinstance(cache, DynamicCache):
+            raise TypeError(f"past_key_values must be a DynamicCache, got "
+                            f"{type(cache).__name__}")
         if position_ids is None:
-            position_ids = np.arange(T)
+            seen = 0 if cache is None else cache.get_seq_length(
+                self.layer_idx)
+            position_ids = seen + np.arange(T)
         _, pos = attention_inputs(None, position_ids, B, T, 0)  # (B, T)
-        out, weights = self.forward_core(x, pos)
+        out, weights = self.forward_core(x, pos, cache)
         return (out, weights) if output_attentions else out
 
-    def forward_core(self, x, position_ids):
+    def forward_core(self, x, position_ids, cache=None):
         """Unchecked core of :meth:`__call__`: out and weights (or None).
 
         Parameters
@@ -280,6 +292,8 @@ class _VariantAttention:
             The layer's input.
         position_ids : ndarray of int, shape (B, T)
             Each token's position.
+        cache : DynamicCache or None
+            The model's cache; this layer's entry grows by T tokens.
 
         Returns
         -------
@@ -292,11 +306,17 @@ class _VariantAttention:
                                        self.attention_scaling, x.dtype)
         q = self.rotate(q, cos[:, None], sin[:, None])
         k = self.rotate(k, cos[:, None], sin[:, None])
+        mask_mod = self.mask_mod
+        if cache is not None:  # the held tokens come first: shift the mask
+            held = (cache.layers[self.layer_idx].held
+                    if self.layer_idx < len(cache.layers) else 0)
+            k, v = cache.update(k, v, self.layer_idx)  # (B, H_kv, S, d)
+            mask_mod = _shifted(mask_mod, held)
         attention = ATTENTION_FUNCTIONS[self.attn_implementation]  # by name
         out, weights = attention(q, k, self.values(v), None,
                                  scaling=self.scaling,
                                  score_mod=self.score_mod,
-                                 mask_mod=self.mask_mod, sinks=self.sinks)
+                                 mask_mod=mask_mod, sinks=self.sinks)
         out = self.combine(out, extra)  # (B, H', T, d') -> (B, T, H*d_head)
         # (B, T, H*d_head) @ (H*d_head, d_model) -> (B, T, d_model)
         return _linear(out, self.o_proj, self.o_bias), weights
@@ -1095,7 +1115,7 @@ class DeepseekV3Attention(_VariantAttention):
         return out @ self.w_uv.transpose(0, 2, 1), weights
 
     # ---------------------------------------------------------- forward
-    def forward_core(self, x, position_ids):
+    def forward_core(self, x, position_ids, cache=None):
         """Unchecked core of :meth:`__call__`: out and weights (or None).
 
         Parameters
@@ -1104,12 +1124,20 @@ class DeepseekV3Attention(_VariantAttention):
             The layer's input.
         position_ids : ndarray of int, shape (B, T)
             Each token's position.
+        cache : None
+            MLA caches a latent, not keys and values: :meth:`decode` takes
+            its :class:`LatentCache`.
 
         Returns
         -------
         out : ndarray, shape (B, T, d_model)
         weights : ndarray, shape (B, H, T, T), or None
         """
+        if cache is not None:
+            raise TypeError(
+                "past_key_values: DeepseekV3Attention caches a latent, not "
+                "keys and values; pass a LatentCache to decode() instead "
+                "(layer.decode(hidden_states, layer.new_cache()))")
         cos, sin = self.tables(position_ids, x.dtype)  # (B, T, d_rope)
         q_nope, q_pe = self.queries(x, cos[:, None], sin[:, None])
         latent = np.concatenate(self.latent(x, cos, sin), axis=-1)
@@ -1186,7 +1214,7 @@ class DeepseekV3Attention(_VariantAttention):
         q_nope, q_pe = self.queries(x, cos[:, None], sin[:, None])
         latent = cache.update(*self.latent(x, cos, sin))  # (B, S, r+d_rope)
         # new token i sits at key index past + i: bottom-right causal
-        mask_mod = None if T == 1 else _shifted_causal(past)
+        mask_mod = None if T == 1 else _shifted(causal_mask_mod, past)
         attend = self.attend_absorbed if absorb else self.attend_expanded
         out, _ = attend(q_nope, q_pe, latent, mask_mod)
         # (B, H, T, d_v) -> (B, T, H*d_v) @ (H*d_v, d_model)
@@ -1201,8 +1229,10 @@ class DeepseekV3Attention(_VariantAttention):
                 f"{self.attn_implementation!r})")
 
 
-def _shifted_causal(past: int):
-    """The causal ``mask_mod`` of queries that follow ``past`` keys."""
-    def mask_mod(b, h, q_idx, kv_idx):
-        return causal_mask_mod(b, h, q_idx + past, kv_idx)
-    return mask_mod
+def _shifted(mask_mod, past: int):
+    """``mask_mod`` for queries that follow ``past`` held keys: new token
+    ``i`` is key ``past + i``. The held keys are the last ones before the
+    new tokens, so the causal and the sliding masks stay right."""
+    def shifted(b, h, q_idx, kv_idx):
+        return mask_mod(b, h, q_idx + past, kv_idx)
+    return shifted

@@ -1521,7 +1521,65 @@ VARIANT_ROWS = [
     ("output_attentions that is not a bool",
      lambda g: g(z(1, 3, 8), output_attentions="yes"), TypeError,
      r"output_attentions must be True or False, got str 'yes'"),
+    ("past_key_values that is a KVCache",
+     lambda g: g(z(1, 3, 8), past_key_values=px.KVCache(2, 1, 2, 4, 8)),
+     TypeError, r"past_key_values must be a DynamicCache, got KVCache"),
+    ("past_key_values with one layer for layer 1",
+     lambda g: _variant(layer_idx=1)(z(1, 3, 8), past_key_values=(
+         px.kv_cache.DynamicCache({"layer_types": ["full_attention"]}))),
+     ValueError, r"layer_idx must index one of the cache's 1 layers, "
+     r"got 1"),
 ]
+
+_DYN = px.kv_cache.DynamicCache
+
+
+def _dyn_holding(shape=(1, 2, 3, 4), dtype=np.float64):
+    """A DynamicCache whose layer 0 holds keys of this shape."""
+    cache = _DYN()
+    cache.update(np.zeros(shape, dtype), np.zeros(shape, dtype), 0)
+    return cache
+
+
+DYNAMIC_CACHE_ROWS = [
+    (_DYN().update, dict(key_states=z(1, 2, 3), value_states=z(1, 2, 3),
+                         layer_idx=0), ValueError,
+     r"key_states must have 4 dimensions, got shape \(1, 2, 3\)"),
+    (_DYN().update, dict(key_states=z(1, 2, 3, 4), value_states=z(1, 2, 2, 4),
+                         layer_idx=0), ValueError,
+     r"value_states has shape \(1, 2, 2, 4\), expected key_states' shape"),
+    (_DYN().update, dict(key_states=z(1, 2, 0, 4), value_states=z(1, 2, 0, 4),
+                         layer_idx=0), ValueError,
+     r"key_states has shape \(1, 2, 0, 4\), expected .*T >= 1"),
+    (_DYN().update, dict(key_states=z(1, 2, 1, 4),
+                         value_states=z(1, 2, 1, 4, dtype=np.float32),
+                         layer_idx=0), ValueError,
+     r"value_states has dtype float32 but key_states has dtype float64"),
+    (_dyn_holding().update, dict(key_states=z(1, 3, 1, 4),
+                                 value_states=z(1, 3, 1, 4), layer_idx=0),
+     ValueError, r"key_states has shape \(1, 3, 1, 4\), expected "
+     r"\(B, H_kv, T, d_head\) = \(1, 2, T, 4\) as the layer holds"),
+    (_dyn_holding().update, dict(key_states=z(1, 2, 1, 4, dtype=np.float32),
+                                 value_states=z(1, 2, 1, 4,
+                                                dtype=np.float32),
+                                 layer_idx=0), ValueError,
+     r"key_states has dtype float32 but key_cache has dtype float64"),
+    (_DYN().update, dict(key_states=z(1, 2, 1, 4), value_states=z(1, 2, 1, 4),
+                         layer_idx=-1), ValueError, r"layer_idx .*got -1"),
+    (_DYN({"layer_types": ["full_attention"]}).get_seq_length,
+     dict(layer_idx=3), ValueError,
+     r"layer_idx must index one of the cache's 1 layers, got 3"),
+    (_DYN, dict(config={"layer_types": ["sliding_attention"],
+                        "sliding_window": 0}), ValueError,
+     r"sliding_window .*got 0"),
+    (_DYN, dict(config=[1]), ValueError, r"config must be a dict"),
+]
+
+
+@pytest.mark.parametrize("call, kwargs, exc, match", DYNAMIC_CACHE_ROWS)
+def test_dynamic_cache_refuses(call, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        call(**kwargs)
 
 
 MLA_CONFIG = dict(hidden_size=8, num_attention_heads=2, q_lora_rank=4,
@@ -1599,6 +1657,9 @@ MLA_ROWS = [
     ("decode positions of the wrong length",
      lambda: _mla_decode(z(1, 2, 8), position_ids=np.arange(3)),
      ValueError, r"position_ids has shape \(3,\).*\(1, 2\)"),
+    ("past_key_values on MLA",
+     lambda: _mla()(z(1, 2, 8), past_key_values=px.kv_cache.DynamicCache()),
+     TypeError, r"past_key_values: DeepseekV3Attention caches a latent"),
     ("mla_decode_cost with context_len 0",
      lambda: px.memory.mla_decode_cost(MLA_CONFIG, 0, absorb=True),
      ValueError, r"context_len .*got 0"),

@@ -134,3 +134,79 @@ def test_decoding_through_a_window_cache_equals_one_masked_pass(sink_tokens):
                                rtol=1e-10, atol=1e-12)
     if sink_tokens == 0:  # the window matters: a plain causal pass differs
         assert not np.allclose(model(ids).logits, want)
+
+
+# ------------------------------------------ DynamicCache: one layer a type
+LOCAL_GLOBAL = dict(layer_types=["sliding_attention", "full_attention"],
+                    sliding_window=4)
+
+
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=6))
+def test_dynamic_cache_keeps_the_window_in_sliding_layers(chunks):
+    cache = px.kv_cache.DynamicCache(LOCAL_GLOBAL)
+    seen = 0
+    for T in chunks:
+        new = seen + np.arange(T, dtype=float)  # token t's key is t
+        k = np.broadcast_to(new[None, None, :, None], (1, 2, T, 3))
+        for i in (0, 1):
+            held_before = cache.layers[i].held
+            keys, values = cache.update(k, k, i)
+            # returned: what was held, then the new tokens, in order
+            assert keys.shape[2] == held_before + T
+            np.testing.assert_array_equal(keys[0, 0, :, 0],
+                                          np.arange(seen + T)[-(
+                                              held_before + T):])
+        seen += T
+        assert cache.layers[0].held == min(seen, 3)  # window - 1
+        assert cache.layers[1].held == seen
+        assert cache.get_seq_length(0) == cache.get_seq_length(1) == seen
+    assert cache.nbytes == 2 * 2 * 3 * 8 * (min(seen, 3) + seen)
+
+
+def test_dynamic_cache_without_config_adds_full_layers():
+    cache = px.kv_cache.DynamicCache()
+    k = np.zeros((1, 1, 2, 4))
+    cache.update(k, k, 2)
+    assert len(cache.layers) == 3 and cache.get_seq_length(2) == 2
+    assert cache.get_seq_length(0) == 0 and cache.get_seq_length(7) == 0
+    assert "layers=3 'fff'" in repr(cache)
+
+
+def _variant_layers(cls, config):
+    rng = np.random.default_rng(0)
+    layers = []
+    for i in range(len(config["layer_types"])):
+        shapes = cls(config, i).state_shapes()
+        state = {k: 0.3 * rng.standard_normal(s) for k, s in shapes.items()}
+        layers.append(cls.from_state_dict(state, config, i))
+    return layers
+
+
+VARIANT_CONFIG = dict(hidden_size=16, num_attention_heads=4,
+                      num_key_value_heads=2, head_dim=4, sliding_window=4,
+                      layer_types=["sliding_attention", "full_attention"],
+                      rope_parameters={"rope_type": "default",
+                                       "rope_theta": 1e4},
+                      query_pre_attn_scalar=4, attn_logit_softcapping=2.0,
+                      attention_bias=True)
+
+
+@pytest.mark.parametrize("name", ["GptOssAttention", "Gemma2Attention",
+                                  "Gemma3Attention", "DiffLlamaAttention"])
+@pytest.mark.parametrize("chunks", [(5, 1, 1, 1, 3, 1), (1,) * 9, (9,)])
+def test_variants_through_a_dynamic_cache_equal_one_pass(name, chunks):
+    """Prefill and decode through the per-layer cache give the outputs of
+    one masked pass over all tokens, on the sliding and the full layer."""
+    layers = _variant_layers(getattr(px.variants, name), VARIANT_CONFIG)
+    x = np.random.default_rng(1).standard_normal((2, sum(chunks), 16))
+    cache = px.kv_cache.DynamicCache(VARIANT_CONFIG)
+    for layer in layers:
+        whole = layer(x)
+        start, parts = 0, []
+        for T in chunks:
+            parts.append(layer(x[:, start:start + T], past_key_values=cache))
+            start += T
+        np.testing.assert_allclose(np.concatenate(parts, axis=1), whole,
+                                   rtol=0, atol=1e-12)
+    assert cache.layers[0].held == min(sum(chunks), 3)
+    assert cache.layers[1].held == sum(chunks)

@@ -176,3 +176,22 @@ def test_kernels_equal_torch_flex_attention(mod, masked):
         block_q=16, block_k=16, return_stats=True)
     np.testing.assert_allclose(tiles, ref, rtol=0, atol=1e-12)
     assert (stats.n_skipped > 0) == masked
+
+
+def test_dynamic_cache_holds_what_transformers_cache_holds():
+    """The same updates into transformers' DynamicCache(config=...) and
+    ours: each layer holds the same keys (a window in the sliding layer)."""
+    from transformers import DynamicCache, GptOssConfig
+    config = GptOssConfig(**SIZES, sliding_window=WINDOW,
+                          layer_types=LOCAL_GLOBAL)
+    ref, ours = DynamicCache(config=config), px.kv_cache.DynamicCache(config)
+    rng = np.random.default_rng(0)
+    for T in (3, 1, 1, 4, 1, 2):
+        for i in (0, 1):
+            k, v = rng.standard_normal((2, 1, H_KV, T, D_HEAD))
+            ref_k, _ = ref.update(torch.from_numpy(k), torch.from_numpy(v), i)
+            out_k, _ = ours.update(k, v, i)
+            np.testing.assert_array_equal(out_k, ref_k.numpy())
+            np.testing.assert_array_equal(ours.layers[i].keys,
+                                          ref.layers[i].keys.numpy())
+            assert ours.get_seq_length(i) == ref.get_seq_length(i)
