@@ -19,3 +19,33 @@
     results.parentNode.insertBefore(note, results);
   });
 })();
+
+// Snippets are prose: the text Sphinx quotes under each result leaves out
+// the page's contents list, code cells and their outputs, and gives maths as
+// plain text (it quoted "# nbval-ignore-output" and raw TeX): a short inline
+// formula in plain letters ("\\sqrt{d_{head}}" as "√d_head"), anything longer
+// or displayed as "…".
+function pyxisPlainMaths(el) {
+  var tex = el.textContent.replace(/\\[()[\]]|\$/g, "").trim();
+  if (el.tagName !== "SPAN" || /\\(frac|begin|left)/.test(tex)) return "…";
+  var text = tex.replace(/\\sqrt/g, "\u221a")
+    .replace(/\\(mathrm|text|mathbf|operatorname)/g, "")
+    .replace(/\\([a-zA-Z]+)/g, "$1").replace(/[{}]/g, "").trim();
+  return text.length <= 24 ? text : "…";
+}
+document.addEventListener("DOMContentLoaded", function () {
+  if (typeof Search === "undefined" || !Search.htmlToText) return;
+  var toText = Search.htmlToText;
+  Search.htmlToText = function (html, anchor) {
+    var doc = new DOMParser().parseFromString(html, "text/html");
+    doc.querySelectorAll("nav, .bd-toc, .toctree-wrapper, .onlyprint, " +
+      ".bd-header-article, .cell_input, " +
+      ".cell_output, div.highlight, pre").forEach(function (el) {
+      el.remove();
+    });
+    doc.querySelectorAll(".math").forEach(function (el) {
+      el.textContent = pyxisPlainMaths(el);
+    });
+    return toText(doc.documentElement.outerHTML, anchor);
+  };
+});

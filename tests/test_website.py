@@ -903,3 +903,36 @@ def test_search_from_file_says_what_it_needs(browser):
         assert watch.errors == [], watch.errors
     finally:
         watch.close()
+
+
+# query: the page that must come first (issue 41, item 10)
+SEARCHES_FIRST = {"rope": "rope.html", "KV cache": "kv_cache.html",
+                  "softmax": None, "sqrt": None}
+
+
+def test_search_ranks_the_titled_chapter_first_and_quotes_prose(browser,
+                                                                 base_url):
+    """Served, search puts the chapter whose title holds the query first
+    (Sphinx ranked "A real model" above the RoPE chapter, and the KV-cache
+    chapter third), and its snippets are prose: no code, no output, no TeX,
+    no contents list (they quoted "# nbval-ignore-output" and raw TeX)."""
+    watch = PageWatch(browser, base_url)
+    try:
+        for query, first in SEARCHES_FIRST.items():
+            watch.page.goto(f"{base_url}search.html?q={query}",
+                            wait_until="load")
+            watch.page.wait_for_selector("#search-results li p.context",
+                                         timeout=15_000)
+            watch.page.wait_for_timeout(500)  # the rest of the snippets
+            hits = watch.page.eval_on_selector_all(
+                "#search-results li", "els => els.map(e => "
+                "[e.querySelector('a').getAttribute('href'), "
+                "(e.querySelector('p.context') || {}).textContent || ''])")
+            if first:
+                assert hits[0][0].split("#")[0].endswith(first), (query, hits[:3])
+            for href, snippet in hits:
+                for bad in ("\\(", "\\[", "$$", "nbval", "Contents", ">>>"):
+                    assert bad not in snippet, (query, href, bad, snippet)
+        assert watch.errors == [], watch.errors
+    finally:
+        watch.close()
