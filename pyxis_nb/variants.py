@@ -58,7 +58,7 @@ from .rope import (apply_rotary, compute_rope_parameters,
 
 __all__ = ["GptOssAttention", "Gemma2Attention", "Gemma3Attention",
            "Qwen3NextAttention", "DiffLlamaAttention", "DeepseekV3Attention",
-           "LatentCache", "soft_cap"]
+           "DeepseekV32Attention", "LatentCache", "soft_cap"]
 
 #: the layer kinds of ``config.layer_types`` an attention layer can be
 LAYER_TYPES = ("full_attention", "sliding_attention")
@@ -144,15 +144,18 @@ class _VariantAttention:
             max_position_embeddings=c.get("max_position_embeddings"))
         self.score_mod, self.sinks = None, None
 
-    @staticmethod
-    def _layer_type(layer_types, layer_idx) -> str:
+    #: the entries of ``config.layer_types`` this class can be
+    _KINDS = LAYER_TYPES
+
+    @classmethod
+    def _layer_type(cls, layer_types, layer_idx) -> str:
         """``layer_types[layer_idx]``, an attention kind; full without
         ``layer_types``."""
         if layer_types is None:
             return "full_attention"
         if (isinstance(layer_idx, bool) or not isinstance(layer_idx, int)
                 or not 0 <= layer_idx < len(layer_types)
-                or layer_types[layer_idx] not in LAYER_TYPES):
+                or layer_types[layer_idx] not in cls._KINDS):
             raise ValueError(
                 f"layer_idx must index an attention layer of "
                 f"config.layer_types (0 .. {len(layer_types) - 1}, kinds "
@@ -998,14 +1001,28 @@ class DeepseekV3Attention(_VariantAttention):
         B, T, _ = x.shape
         if self.q_lora_rank is None:  # (B, T, d_model) -> (B, T, H*d_qk)
             q = _linear(x, self.q_proj, None)
-        else:  # (B, T, d_model) -> (B, T, r_q) -> (B, T, H*d_qk)
-            q = rms_norm_core(_linear(x, self.q_a_proj, self.q_a_bias),
-                              self.q_a_layernorm, self.NORM_EPS)
-            q = _linear(q, self.q_b_proj, None)
+        else:  # (B, T, r_q) -> (B, T, H*d_qk)
+            q = _linear(self.q_resid(x), self.q_b_proj, None)
         # (B, T, H*d_qk) -> (B, T, H, d_qk) -> (B, H, T, d_qk)
         q = q.reshape(B, T, -1, self.qk_head_dim).transpose(0, 2, 1, 3)
         d = self.qk_nope_head_dim
         return q[..., :d], self.rotate(q[..., d:], cos, sin)
+
+    def q_resid(self, x):
+        """The queries' low-rank bottleneck: ``q_a_layernorm(q_a_proj(x))``.
+
+        Parameters
+        ----------
+        x : ndarray, shape (B, T, d_model)
+            The layer's input.
+
+        Returns
+        -------
+        ndarray, shape (B, T, q_lora_rank)
+        """
+        # (B, T, d_model) @ (d_model, r_q) -> (B, T, r_q)
+        return rms_norm_core(_linear(x, self.q_a_proj, self.q_a_bias),
+                             self.q_a_layernorm, self.NORM_EPS)
 
     def latent(self, x, cos, sin):
         """What the cache keeps of each token: ``c_kv`` and rotated ``k_pe``.
@@ -1227,6 +1244,203 @@ class DeepseekV3Attention(_VariantAttention):
                 f"{self.qk_nope_head_dim}+{self.qk_rope_head_dim}, v "
                 f"{self.v_head_dim}, attn_implementation="
                 f"{self.attn_implementation!r})")
+
+
+class DeepseekV32Attention(DeepseekV3Attention):
+    """DeepSeek-V3.2: multi-head latent attention over the top keys only.
+
+    DeepSeek Sparse Attention. A lightweight indexer scores every earlier
+    key for each query, ``I[t, s] = sum_j w_j(x_t) relu(q_j(t) . k(s) /
+    sqrt(d_index))`` (``index_n_heads`` query heads ``q_j`` from the
+    queries' bottleneck, one key ``k`` a token after a LayerNorm, RoPE in
+    the half layout on the first ``qk_rope_head_dim`` channels of both),
+    and each query then attends, as :class:`DeepseekV3Attention`, to its
+    ``index_topk`` best-scored keys only: the choice is a ``mask_mod`` of
+    the kernel.
+
+    Parameters
+    ----------
+    config : DeepseekV32Config or dict
+        A transformers config or its ``to_dict()``; ``q_lora_rank`` set.
+    layer_idx : int, default 0
+        The layer's index.
+    attn_implementation : {"flex_attention", "eager"}
+        The kernel, by name.
+
+    See Also
+    --------
+    transformers.models.deepseek_v32.modeling_deepseek_v32.DeepseekV32Attention
+    """
+
+    _REQUIRED = DeepseekV3Attention._REQUIRED + (
+        "q_lora_rank", "index_n_heads", "index_head_dim", "index_topk")
+    #: DeepseekV32Config names its layers "indexed_attention"
+    _KINDS = LAYER_TYPES + ("indexed_attention",)
+    #: the eps of the indexer's key LayerNorm (transformers': 1e-6)
+    INDEX_NORM_EPS = 1e-6
+
+    def __init__(self, config, layer_idx: int = 0,
+                 attn_implementation: str = "flex_attention"):
+        super().__init__(config, layer_idx, attn_implementation)
+        c = self.config
+        if self.q_lora_rank is None:
+            raise ValueError("q_lora_rank must be set for DeepSeek-V3.2 "
+                             "(its indexer reads the queries' bottleneck), "
+                             "got None")
+        self.index_n_heads = check_positive_int("index_n_heads",
+                                                c["index_n_heads"])
+        self.index_head_dim = check_positive_int("index_head_dim",
+                                                 c["index_head_dim"])
+        if self.index_head_dim < self.qk_rope_head_dim:
+            raise ValueError(
+                f"index_head_dim must be at least qk_rope_head_dim = "
+                f"{self.qk_rope_head_dim} (RoPE turns that many of its "
+                f"channels), got {self.index_head_dim}")
+        self.index_topk = check_positive_int("index_topk", c["index_topk"])
+
+    def state_shapes(self) -> dict:
+        """The module's ``state_dict`` keys and shapes (torch's layout).
+
+        Returns
+        -------
+        dict of str to tuple
+        """
+        n, d, D = self.index_n_heads, self.index_head_dim, self.hidden_size
+        return super().state_shapes() | {
+            "indexer.wq_b.weight": (n * d, self.q_lora_rank),
+            "indexer.wk.weight": (d, D), "indexer.k_norm.weight": (d,),
+            "indexer.k_norm.bias": (d,), "indexer.weights_proj.weight": (n, D)}
+
+    def load(self, weights: dict) -> None:
+        """Keep MLA's weights and the indexer's.
+
+        Parameters
+        ----------
+        weights : dict of str to ndarray
+            The state_dict, checked.
+        """
+        super().load(weights)
+        self.index_wq, self.index_wk = (weights["indexer.wq_b.weight"],
+                                        weights["indexer.wk.weight"])
+        self.index_norm = (weights["indexer.k_norm.weight"],
+                           weights["indexer.k_norm.bias"])
+        self.index_weights = weights["indexer.weights_proj.weight"]
+
+    def index_scores(self, x, cos, sin):
+        """The indexer's score of every key for every query.
+
+        Parameters
+        ----------
+        x : ndarray, shape (B, T, d_model)
+            The layer's input.
+        cos, sin : ndarray, shape (B, T, d_rope)
+            RoPE's tables at the tokens' positions.
+
+        Returns
+        -------
+        ndarray, shape (B, T, S)
+            ``I[t, s]``, before the mask.
+        """
+        B, T, _ = x.shape
+        n, d = self.index_n_heads, self.index_head_dim
+        r = self.qk_rope_head_dim
+        # (B, T, r_q) @ (r_q, n*d) -> (B, T, n, d): n query heads a token
+        q = _linear(self.q_resid(x), self.index_wq, None)
+        q = q.reshape(B, T, n, d)
+        k = _linear(x, self.index_wk, None)  # (B, T, d): one key a token
+        mean = k.mean(-1, keepdims=True)
+        var = ((k - mean) ** 2).mean(-1, keepdims=True)
+        k = ((k - mean) / np.sqrt(var + self.INDEX_NORM_EPS)
+             * self.index_norm[0] + self.index_norm[1])  # LayerNorm
+        q = np.concatenate([apply_rotary(q[..., :r], cos[:, :, None],
+                                         sin[:, :, None]), q[..., r:]], -1)
+        k = np.concatenate([apply_rotary(k[..., :r], cos, sin), k[..., r:]],
+                           -1)
+        # (B, T, n, d) @ (B, 1, d, S) -> (B, T, n, S): every head's scores
+        scores = np.maximum(q @ k[:, None].swapaxes(-1, -2) * d ** -0.5, 0)
+        w = _linear(x, self.index_weights, None) * n ** -0.5  # (B, T, n)
+        # (B, T, 1, n) @ (B, T, n, S) -> (B, T, S): heads summed, weighted
+        return (w[..., None, :] @ scores)[..., 0, :]
+
+    def chosen(self, scores):
+        """Which keys each query attends to: its ``index_topk`` best-scored
+        earlier keys (all of them while it has fewer).
+
+        Parameters
+        ----------
+        scores : ndarray, shape (B, T, S)
+            :meth:`index_scores`.
+
+        Returns
+        -------
+        ndarray of bool, shape (B, T, S)
+        """
+        B, T, S = scores.shape
+        seen = causal_mask_mod(0, 0, np.arange(T)[:, None], np.arange(S))
+        scores = np.where(seen, scores, -np.inf)  # (B, T, S)
+        k = min(self.index_topk, S)
+        top = np.argpartition(-scores, k - 1, axis=-1)[..., :k]  # (B, T, k)
+        keep = np.zeros(scores.shape, bool)
+        np.put_along_axis(keep, top, True, axis=-1)
+        return keep & seen
+
+    def forward_core(self, x, position_ids, cache=None):
+        """Unchecked core of :meth:`__call__`: out and weights (or None).
+
+        Parameters
+        ----------
+        x : ndarray, shape (B, T, d_model)
+            The layer's input.
+        position_ids : ndarray of int, shape (B, T)
+            Each token's position.
+        cache : None
+            Not supported: the indexer would need its own key cache.
+
+        Returns
+        -------
+        out : ndarray, shape (B, T, d_model)
+        weights : ndarray, shape (B, H, T, T), or None
+        """
+        if cache is not None:
+            raise TypeError("past_key_values: DeepseekV32Attention runs "
+                            "without a cache here (its indexer keeps keys of "
+                            "its own); pass past_key_values=None")
+        cos, sin = self.tables(position_ids, x.dtype)  # (B, T, d_rope)
+        keep = self.chosen(self.index_scores(x, cos, sin))  # (B, T, S)
+
+        def top_k_mask_mod(b, h, q_idx, kv_idx):  # the indexer's choice
+            return keep[b, q_idx, kv_idx]
+
+        q_nope, q_pe = self.queries(x, cos[:, None], sin[:, None])
+        latent = np.concatenate(self.latent(x, cos, sin), axis=-1)
+        out, weights = self.attend_expanded(q_nope, q_pe, latent,
+                                            top_k_mask_mod)
+        # (B, H, T, d_v) -> (B, T, H*d_v) @ (H*d_v, d_model)
+        return _linear(merge_heads_core(out), self.o_proj,
+                       self.o_bias), weights
+
+    def decode(self, hidden_states, cache, position_ids=None,
+               absorb: bool = False):
+        """Not here: DeepSeek-V3.2's decode also caches the indexer's keys.
+
+        Parameters
+        ----------
+        hidden_states, cache, position_ids, absorb
+            As :meth:`DeepseekV3Attention.decode`.
+
+        Raises
+        ------
+        TypeError
+            Always.
+        """
+        raise TypeError("DeepseekV32Attention.decode is not implemented "
+                        "(the indexer keeps a key cache of its own); call "
+                        "the layer on the whole sequence instead")
+
+    def __repr__(self) -> str:
+        return (super().__repr__()[:-1] + f", index_topk={self.index_topk}"
+                f", index_n_heads={self.index_n_heads})").replace(
+            "DeepseekV3Attention(", "DeepseekV32Attention(", 1)
 
 
 def _shifted(mask_mod, past: int):

@@ -1588,6 +1588,9 @@ MLA_CONFIG = dict(hidden_size=8, num_attention_heads=2, q_lora_rank=4,
                                                  "rope_theta": 1e4})
 
 
+V32_INDEX = dict(index_n_heads=2, index_head_dim=4, index_topk=3)
+
+
 def _mla(config=MLA_CONFIG):
     """A DeepseekV3Attention with ones for weights."""
     cls = px.variants.DeepseekV3Attention
@@ -1660,6 +1663,21 @@ MLA_ROWS = [
     ("past_key_values on MLA",
      lambda: _mla()(z(1, 2, 8), past_key_values=px.kv_cache.DynamicCache()),
      TypeError, r"past_key_values: DeepseekV3Attention caches a latent"),
+    ("DeepSeek-V3.2 without q_lora_rank",
+     lambda: px.variants.DeepseekV32Attention(MLA_CONFIG | V32_INDEX | {
+         "q_lora_rank": None}), ValueError,
+     r"q_lora_rank must be set for DeepSeek-V3.2 .*got None"),
+    ("an indexer narrower than the turned slice",
+     lambda: px.variants.DeepseekV32Attention(MLA_CONFIG | V32_INDEX | {
+         "index_head_dim": 1}), ValueError,
+     r"index_head_dim must be at least qk_rope_head_dim = 2 .*got 1"),
+    ("index_topk 0",
+     lambda: px.variants.DeepseekV32Attention(MLA_CONFIG | V32_INDEX | {
+         "index_topk": 0}), ValueError, r"index_topk .*got 0"),
+    ("decode on DeepSeek-V3.2",
+     lambda: px.variants.DeepseekV32Attention(
+         MLA_CONFIG | V32_INDEX).decode(z(1, 1, 8), None), TypeError,
+     r"DeepseekV32Attention.decode is not implemented"),
     ("mla_decode_cost with context_len 0",
      lambda: px.memory.mla_decode_cost(MLA_CONFIG, 0, absorb=True),
      ValueError, r"context_len .*got 0"),

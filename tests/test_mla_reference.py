@@ -148,3 +148,48 @@ def test_cache_holds_the_latent_transformers_caches(monkeypatch):
                                             ref_cache.layers[0].values))
     np.testing.assert_allclose(cache.c_kv, c_kv, rtol=0, atol=1e-12)
     np.testing.assert_allclose(cache.k_pe, k_pe, rtol=0, atol=1e-12)
+
+
+# ----------------------------------------- DeepSeek-V3.2: sparse attention
+#: 8 indexer heads, so that no two keys tie at a score of 0 (relu) where a
+#: query's top 12 end; T = 40 keys, so every query past the 12th is cut
+V32 = dict(index_n_heads=8, index_head_dim=6, index_topk=12)
+
+
+def _reference_v32(monkeypatch, overrides=()):
+    from transformers import DeepseekV32Config
+    from transformers import modeling_rope_utils as rope_utils
+    from transformers.models.deepseek_v32 import modeling_deepseek_v32 as m
+    run_in_float64(monkeypatch, m, rope_utils, tensor_float=True)
+    config = DeepseekV32Config(**SIZES | V32 | dict(overrides))
+    config._attn_implementation = "eager"
+    torch.manual_seed(0)
+    module = m.DeepseekV32Attention(config, 0).double().eval()
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn_like(p) * 0.3)
+    return module, config, m.DeepseekV32RotaryEmbedding(config)
+
+
+@pytest.mark.parametrize("start", [0, 3000])
+def test_sparse_mla_equals_transformers(start, monkeypatch):
+    """DeepseekV32Attention: the indexer's top-12 keys a query, then MLA
+    over them, equal to transformers' module (weights included), and the
+    choice really cuts: later queries see 12 keys, not all before them."""
+    module, config, rotary = _reference_v32(monkeypatch)
+    x = np.random.default_rng(3).standard_normal((B, T, D))
+    positions = np.broadcast_to(start + np.arange(T), (B, T)).copy()
+    ref, ref_weights = _reference_call(module, rotary, x, positions)
+    cls = px.variants.DeepseekV32Attention
+    flex = cls.from_state_dict(module.state_dict(), config, 0)
+    eager = cls.from_state_dict(module.state_dict(), config.to_dict(), 0,
+                                attn_implementation="eager")
+    out = flex(x, position_ids=positions)
+    out_eager, weights = eager(x, position_ids=positions,
+                               output_attentions=True)
+    scale = max(1, np.abs(ref).max())
+    assert np.abs(out - ref).max() < 1e-6 * scale
+    assert np.abs(out_eager - ref).max() < 1e-6 * scale
+    np.testing.assert_allclose(weights, ref_weights, rtol=0, atol=1e-6)
+    seen = (weights[0, 0] > 0).sum(-1)  # keys each query attends to
+    np.testing.assert_array_equal(seen, np.minimum(np.arange(T) + 1, 12))
