@@ -10,6 +10,7 @@ raises of the bad-input kinds.
 """
 
 import ast
+import functools
 import importlib
 import inspect
 import json
@@ -500,13 +501,18 @@ def test_every_unchecked_core_is_in_its_modules_all():
 def _functions(predicate) -> set[str]:
     """``module.function`` of every package function whose source (as the
     AST gives it back) satisfies ``predicate``."""
-    found = set()
-    for path in sorted(PKG.glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.FunctionDef) and predicate(
-                    ast.unparse(node)):
-                found.add(f"{path.stem}.{node.name}")
-    return found
+    return {name for name, source in _function_sources() if predicate(source)}
+
+
+@functools.cache
+def _function_sources() -> tuple[tuple[str, str], ...]:
+    """(``module.function``, its source as the AST gives it back) of every
+    package function, nested ones too: parsed once for the greps below
+    (0.5 s each time)."""
+    return tuple((f"{path.stem}.{node.name}", ast.unparse(node))
+                 for path in sorted(PKG.glob("*.py"))
+                 for node in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(node, ast.FunctionDef))
 
 
 def test_one_softmax():

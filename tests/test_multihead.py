@@ -92,27 +92,14 @@ def test_layer_matches_independent_loop(heads, T, causal, seed):
                                atol=1e-12)
 
 
-@given(H=st.integers(1, 4), T=st.integers(1, 5), causal=st.booleans(), seed=st.integers(0, 50))
-def test_gqa_with_one_group_is_mha(H, T, causal, seed):
-    """n_rep = 1: enable_gqa and repeat_kv change nothing; the result is plain MHA."""
-    layer, x = layer_and_input(H, H, T=T, seed=seed)
-    assert layer.num_key_value_groups == 1
-    q, k, v = layer.project(x)
-    mha = px.scaled_dot_product_attention(q, k, v, is_causal=causal)
-    gqa = px.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
-    np.testing.assert_array_equal(gqa, mha)
-    np.testing.assert_allclose(layer(x, is_causal=causal), px.merge_heads(mha) @ layer.o_proj.T,
-                               atol=1e-12)
-
-
-@given(H=st.integers(1, 6), T=st.integers(1, 5), causal=st.booleans(), seed=st.integers(0, 50))
-def test_mqa_equals_single_kv_head_broadcast(H, T, causal, seed):
-    layer, x = layer_and_input(H, 1, T=T, seed=seed)
-    q, k, v = layer.project(x)  # k, v: (B, 1, T, D), broadcast over the H query heads
-    assert k.shape[1] == 1
-    out = px.scaled_dot_product_attention(q, k, v, is_causal=causal)  # plain broadcasting
-    np.testing.assert_allclose(layer(x, is_causal=causal), px.merge_heads(out) @ layer.o_proj.T,
-                               atol=1e-12)
+# MHA as GQA with one group, and MQA as one key/value head broadcast: the
+# SDPA property (enable_gqa equals the key/value heads repeated, n_rep = 1
+# included) is test_attention.py::test_gqa_equals_explicitly_repeated_kv_heads;
+# the layer on those head counts ((1, 1), (2, 2), (4, 4); (2, 1), (4, 1) in
+# heads_st) is test_layer_matches_independent_loop, and the grouped
+# broadcast test_four_gqa_computations_agree. The two tests that asserted
+# them again through the layer (test_gqa_with_one_group_is_mha,
+# test_mqa_equals_single_kv_head_broadcast) are gone.
 
 
 @given(heads=heads_st, T=st.integers(1, 5), seed=st.integers(0, 50))

@@ -1,11 +1,17 @@
 """The stored chapters read right in static previews (issue #21, item 6).
 
 GitHub's viewer, nbviewer and ``jupyter nbconvert --to html`` draw a stored
-notebook without its widget JavaScript. Each chapter is converted with
-nbconvert's HTML exporter (the one ``jupyter nbconvert --to html`` runs), and
-each widget must show its default picture there, each listing a ``<pre>``
-block of its source. The stored widget bundle itself holds nothing but the
-picture and its text, so any viewer that knows PNG shows the picture.
+notebook without its widget JavaScript. One chapter that holds every kind of
+output these checks read (a listing, a widget picture, the model view) is
+converted with nbconvert's HTML exporter (the one ``jupyter nbconvert --to
+html`` runs): each widget must show its default picture there, each listing
+a ``<pre>`` block of its source. nbconvert draws an output by its MIME types
+alone, the same code for every chapter, so the other chapters are held to
+the same stored outputs: every widget bundle holds nothing but the picture
+and its text (any viewer that knows PNG shows the picture), every listing
+the same MIME types, its HTML a ``<pre>`` of its source. The Markdown lines
+before the install cell and the solutions go through nbconvert in every
+chapter (those cells alone: seconds fewer than whole chapters).
 
 The round trip of the website is checked too: the stored picture plus the
 reference kept aside (tools/execute_notebooks.py) give back, for myst-nb
@@ -42,32 +48,68 @@ def _is_listing(cell) -> bool:
     return cell.cell_type == "code" and "px.show_source(" in cell.source
 
 
+# The chapter converted whole by nbconvert: it holds a listing and a widget
+# picture, and its widget is the model view (test_converted_chapter_holds_
+# every_kind_of_output). nbconvert took 1-4 s a chapter, 26 s for the 13.
+CONVERTED = ROOT / "book" / "real_model.ipynb"
+
+
 @pytest.fixture(scope="module")
 def converted():
-    """``converted(path)``: the chapter as ``jupyter nbconvert --to html``
-    writes it, converted once for both checks below that read it."""
+    """``converted(path, keep=None)``: the chapter (or its cells ``keep``,
+    a tuple) as ``jupyter nbconvert --to html`` writes it, converted once
+    for the checks below that read it."""
     nbconvert = pytest.importorskip(
         "nbconvert", reason="nbconvert is not installed (requirements.txt pins it)")
     return functools.cache(functools.partial(_converted, nbconvert.HTMLExporter()))
 
 
-def _converted(exporter, path):
+def _converted(exporter, path, keep=None):
     """The chapter as ``jupyter nbconvert --to html`` writes it, parsed, and
-    its cells as nbconvert lays them out, one per notebook cell."""
+    its cells as nbconvert lays them out, one per notebook cell. With
+    ``keep`` (cell indices), only those cells are converted, and ``cells``
+    holds ``None`` for the others."""
     from bs4 import BeautifulSoup
 
     nb = nbformat.read(path, as_version=4)
+    some = nb if keep is None else nbformat.from_dict(
+        {**nb, "cells": [nb.cells[i] for i in keep]})
     body, _ = exporter.from_notebook_node(
-        nb, resources={"metadata": {"name": path.stem, "path": str(path.parent)}})
+        some, resources={"metadata": {"name": path.stem, "path": str(path.parent)}})
     page = BeautifulSoup(body, "html.parser")
-    cells = page.select("div.jp-Cell")
-    assert len(cells) == len(nb.cells), "nbconvert drew a cell per notebook cell"
+    drawn = page.select("div.jp-Cell")
+    assert len(drawn) == len(some.cells), "nbconvert drew a cell per notebook cell"
+    if keep is None:
+        return nb, page, drawn
+    cells = [None] * len(nb.cells)
+    for i, cell in zip(keep, drawn):
+        cells[i] = cell
     return nb, page, cells
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
-def test_every_widget_shows_its_picture_in_nbconvert(converted, path):
-    nb, page, cells = converted(path)
+def _listings(nb):
+    """(index, output) of every listing of the chapter: one output each."""
+    found = []
+    for i, cell in enumerate(nb.cells):
+        if _is_listing(cell):
+            (out,) = cell.outputs
+            found.append((i, out))
+    return found
+
+
+def test_converted_chapter_holds_every_kind_of_output():
+    """The chapter nbconvert converts has a listing and a widget picture,
+    and its widget is the model view; the other chapters hold no kind of
+    stored output it lacks that a check here reads."""
+    nb = nbformat.read(CONVERTED, as_version=4)
+    assert _listings(nb)
+    widgets = [c for c in nb.cells if any(map(_is_widget, c.get("outputs", [])))]
+    assert [c.source.startswith("px.model_view(") for c in widgets] == [True]
+    assert CONVERTED in MODEL_VIEW_CHAPTERS
+
+
+def test_every_widget_shows_its_picture_in_nbconvert(converted):
+    nb, page, cells = converted(CONVERTED)
     seen = 0
     for i, (cell, drawn) in enumerate(zip(nb.cells, cells)):
         outs = cell.get("outputs", [])
@@ -86,37 +128,61 @@ def test_every_widget_shows_its_picture_in_nbconvert(converted, path):
         widget_outs = [o for o in outs if _is_widget(o)]
         assert len(outs) == len(areas) or not widget_outs, (
             f"cell {i}: {len(outs)} outputs, nbconvert drew {len(areas)}")
-    # a chapter with a widget stores its state; a widget output was found
-    has_state = bool(nb.metadata.get("widgets"))
-    assert seen or not has_state, "widget state stored, but no widget output found"
+    assert seen
     assert not page.select(WIDGET_SCRIPT), "nbconvert drew an empty widget view"
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_widget_bundles_hold_only_the_picture_and_its_text(path):
-    """What every viewer chooses from: nothing it cannot draw comes first."""
+    """What every viewer chooses from: nothing it cannot draw comes first.
+    nbconvert draws such a bundle as its picture (the test above, on the
+    chapter it converts)."""
     nb = nbformat.read(path, as_version=4)
+    seen = 0
     for i, cell in enumerate(nb.cells):
         for out in cell.get("outputs", []):
             if _is_widget(out):
+                seen += 1
                 assert set(out.data) == {"image/png", "text/plain"}, (
                     f"cell {i} stores {sorted(out.data)}: run make execute")
                 view = out.metadata[ex.VIEW_KEY]
                 assert view["model_id"] in (
                     nb.metadata["widgets"][ex.WIDGET_STATE]["state"])
+    # a chapter with a widget stores its state; a widget output was found
+    has_state = bool(nb.metadata.get("widgets"))
+    assert seen or not has_state, "widget state stored, but no widget output found"
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
-def test_every_listing_is_a_code_block_in_nbconvert(converted, path):
-    nb, _, cells = converted(path)
-    listings = [(i, c, cells[i]) for i, c in enumerate(nb.cells) if _is_listing(c)]
+# what a listing stores; nbconvert draws it from its text/html (below)
+LISTING_TYPES = {"text/html", "text/markdown", "text/plain"}
+
+
+def test_every_listing_is_a_code_block_in_nbconvert(converted):
+    nb, _, cells = converted(CONVERTED)
+    listings = _listings(nb)
     assert listings, "a chapter shows at least one listing"
-    for i, cell, drawn in listings:
-        (out,) = cell.outputs
-        area = drawn.select_one("div.jp-OutputArea-output")
+    for i, out in listings:
+        assert set(out.data) == LISTING_TYPES
+        area = cells[i].select_one("div.jp-OutputArea-output")
         assert area is not None and area.get("data-mime-type") == "text/html", (
             f"cell {i}: the listing is drawn from {area and area.get('data-mime-type')}")
         pre = area.select_one("pre")
+        assert pre is not None, f"cell {i}: no <pre> in the listing"
+        assert pre.get_text().strip() == out.data["text/plain"].strip()
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_every_listing_stores_a_code_block(path):
+    """Every chapter's listings store what the converted chapter's do: the
+    same MIME types, so nbconvert draws them from their HTML, which it
+    writes as it is (unsanitized), a ``<pre>`` of the listing's source."""
+    from bs4 import BeautifulSoup
+
+    listings = _listings(nbformat.read(path, as_version=4))
+    assert listings, "a chapter shows at least one listing"
+    for i, out in listings:
+        assert set(out.data) == LISTING_TYPES, f"cell {i}: {sorted(out.data)}"
+        pre = BeautifulSoup(out.data["text/html"], "html.parser").select_one("pre")
         assert pre is not None, f"cell {i}: no <pre> in the listing"
         assert pre.get_text().strip() == out.data["text/plain"].strip()
 
@@ -179,12 +245,14 @@ def test_setup_and_solutions_say_what_they_are_in_nbconvert(converted, path):
     sys.path.insert(0, str(ROOT / "tools"))
     import portable_cells as pc
 
-    nb, _, cells = converted(path)
+    nb = nbformat.read(path, as_version=4)
     at = next(i for i, c in enumerate(nb.cells) if c.metadata.get(pc.INSTALL_KEY))
-    said = cells[at - 1].get_text(" ", strip=True)
-    assert said.startswith("Setup: installs the book's package if it is missing"), said
     solutions = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
                  and SOLUTION_TAG in c.metadata.get("tags", [])]
+    # the Markdown cells before them, alone, through nbconvert
+    _, _, cells = converted(path, (at - 1, *[i - 1 for i in solutions]))
+    said = cells[at - 1].get_text(" ", strip=True)
+    assert said.startswith("Setup: installs the book's package if it is missing"), said
     assert solutions, "a chapter ends with exercises and their solutions"
     for i in solutions:
         before = cells[i - 1].get_text(" ", strip=True)
@@ -201,20 +269,20 @@ MODEL_VIEW_CHAPTERS = [p for p in CHAPTERS
 
 
 @pytest.mark.parametrize("path", MODEL_VIEW_CHAPTERS, ids=lambda p: p.stem)
-def test_the_model_view_picture_shows_its_default_view(converted, path):
+def test_the_model_view_picture_shows_its_default_view(path):
     """Outside the site the model view is a picture of how it opens (the
     labelled grid and the first head with its numbers, not a bare 272 x 136
     grid of thumbnails), its alt text stored with it (the output's metadata,
     which nbconvert's classic template writes; the lab template writes none),
-    and the Markdown before it says what the picture is (issue #30, item 7)."""
+    and the Markdown before it says what the picture is (issue #30, item 7).
+    The picture is the stored one: nbconvert shows a widget's stored PNG
+    (test_every_widget_shows_its_picture_in_nbconvert, on a model view)."""
     from PIL import Image
 
-    nb, page, cells = converted(path)
+    nb = nbformat.read(path, as_version=4)
     (i,) = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
             and c.source.startswith("px.model_view(")]
-    img = cells[i].select_one('img[src^="data:image/png;base64,"]')
-    assert img is not None
-    png = base64.b64decode(img["src"].split(",", 1)[1])
+    png = base64.b64decode(nb.cells[i].outputs[0].data["image/png"])
     width, height = Image.open(__import__("io").BytesIO(png)).size
     assert width >= 600 and height >= 250, (width, height)
     (out,) = nb.cells[i].outputs
