@@ -301,6 +301,14 @@ def test_explorer_layout_and_repr(explorer):
     assert repr(explorer) == "AttentionExplorer(tokens=['The', 'cat', 'sat'], views=['causal mask', 'no mask'])"
 
 
+def test_explorer_sentence_under_the_heatmap(explorer):
+    """The sentence comes after the heatmap, as in the model view: when it
+    wraps to another number of lines the picture above stays put (issue
+    #41, item 8: it moved 28 px on a phone)."""
+    toggle, query, text_stack, heat_stack = explorer_parts(explorer)
+    assert list(explorer.children)[:4] == [toggle, query, heat_stack, text_stack]
+
+
 def test_explorer_one_prerendered_heatmap_per_view_and_query(explorer):
     heat_stack = explorer_parts(explorer)[3]
     assert len(heat_stack.children) == 2
