@@ -26,6 +26,16 @@
   to its column), which Jupyter Book adds to every page, is deferred.
 * Static figures (matplotlib PNGs in ``_images/``) are stored as 256-colour
   palette PNGs: the same look, a third to half of the bytes.
+* Tables read on any screen (issue #41, item 3). A code expression in a
+  cell (one with a space, such as ``q_norm(q_proj(x).view(...)).transpose(1,
+  2)``) may break after a dot, a parenthesis or a comma (``<wbr>``), so a
+  column of code no longer widens its table past the column at 1280 px; a
+  name with no space stays whole. A table of three or more columns whose
+  rows run long is marked ``pyxis-stack``, and each of its cells after the
+  first carries its column's heading (``pyxis-cell-label``, shown only
+  where the table's own heading row is not): on a phone (``pyxis.css``)
+  each row is a short block, its cells one under the other, each named,
+  instead of a table cut at the screen's edge.
 """
 
 from __future__ import annotations
@@ -57,7 +67,7 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
 
 
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-DEFERRED = ("pyxis-figures.js",)
+DEFERRED = ("pyxis-figures.js", "pyxis-controls.js")
 
 
 def _widget_state_last(app, pagename, templatename, context, doctree):
@@ -108,6 +118,64 @@ def _reserve_heights(app, pagename, templatename, context, doctree):
                 f'style="--pyxis-narrow:{narrow}px;--pyxis-wide:{wide}px">'
                 + match.group(1))
     context["body"] = VIEW_OUTPUT.sub(reserve, context["body"])
+
+
+TABLE = re.compile(r'<table class="table">.*?</table>', re.S)
+HEAD_CELL = re.compile(r'<th class="head"[^>]*>(.*?)</th>', re.S)
+BODY_ROW = re.compile(r'(<tbody>.*?</tbody>)', re.S)
+ROW = re.compile(r'<tr[^>]*>(.*?)</tr>', re.S)
+CELL = re.compile(r'<td([^>]*)>(\s*<p>)?', re.S)
+CODE = re.compile(r'<code class="docutils literal[^"]*">(.*?)</code>', re.S)
+TAG = re.compile(r'<[^>]+>')
+# a row longer than this (its cells' text, in characters) does not fit one
+# line of a phone's column (about 45 characters of body text at 390 px)
+STACK_ROW_CHARS = 48
+
+
+def _breakable(code: re.Match) -> str:
+    """A code expression (its text has a space) with a break opportunity
+    after each dot, opening parenthesis and comma; a name stays whole."""
+    inner = code.group(1)
+    if " " not in TAG.sub("", inner).strip():
+        return code.group(0)
+    parts = re.split(r"(<[^>]+>)", inner)
+    parts = [part if part.startswith("<")
+             else re.sub(r"([.(,])(?=\S)", r"\1<wbr>", part) for part in parts]
+    return code.group(0).replace(inner, "".join(parts), 1)
+
+
+def _table(match: re.Match) -> str:
+    table = CODE.sub(_breakable, match.group(0))
+    heads = HEAD_CELL.findall(table)
+    body = BODY_ROW.search(table)
+    if len(heads) < 3 or not body:
+        return table
+    rows = [" ".join(TAG.sub("", row).split()) for row in ROW.findall(body.group(1))]
+    if len(heads) < 4 and max(map(len, rows), default=0) <= STACK_ROW_CHARS:
+        return table
+    labels = [re.sub(r"</?p>", "", h).strip() for h in heads]
+
+    def cells(row: re.Match) -> str:
+        column = iter(range(len(labels)))
+
+        def label(cell: re.Match) -> str:
+            k = next(column, None)
+            if k is None or k == 0 or not TAG.sub("", labels[k]).strip():
+                return cell.group(0)
+            return (cell.group(0) + '<span class="pyxis-cell-label">'
+                    f'{labels[k]}</span> ')
+        return CELL.sub(label, row.group(0))
+
+    table = table.replace(body.group(1), ROW.sub(cells, body.group(1)), 1)
+    return table.replace('<table class="table">',
+                         '<table class="table pyxis-stack">', 1)
+
+
+def _tables(app, pagename, templatename, context, doctree):
+    """Code in table cells that can break, and long tables that stack on a
+    phone (see the module's docstring)."""
+    if "body" in context and "<table" in context["body"]:
+        context["body"] = TABLE.sub(_table, context["body"])
 
 
 def _default_mode(app, config):
@@ -201,5 +269,6 @@ def setup(app):
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     app.connect("html-page-context", _reserve_heights, priority=905)
     app.connect("html-page-context", _widget_state_last, priority=910)
+    app.connect("html-page-context", _tables, priority=915)
     app.connect("build-finished", _prune)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -47,6 +47,21 @@ CMAP = "viridis"
 COLUMN_WIDTH = 6.5  # inches: 650 px at 100 dpi, the website's column at 1280
 
 
+def _luminance(rgb) -> float:
+    """WCAG relative luminance of an sRGB colour (components in [0, 1])."""
+    c = np.asarray(rgb, dtype=float)[:3]
+    c = np.where(c <= 0.03928, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    return float(c @ [0.2126, 0.7152, 0.0722])
+
+
+def _ink(background) -> str:
+    """"black" or "white": whichever reads better on ``background`` (an
+    RGB or RGBA colour). On viridis either reaches at least 4.5:1; a fixed
+    cut at a share of the range does not (white at 0.6 of it: 3.0:1)."""
+    # black and white read alike where (L + 0.05)^2 = 0.05 * 1.05
+    return "black" if _luminance(background) > 0.179 else "white"
+
+
 def _describe(fig, text: str):
     """Attach the sentence that says what ``fig`` shows (its alt text)."""
     fig.pyxis_alt = text
@@ -153,10 +168,9 @@ def plot_attention(weights, tokens: Sequence[str] | None = None, *,
                                linewidth=0))
     if annotate:
         for i, j in zip(*np.nonzero(allowed)):
-            # dark text on viridis' light (high) end, white on its dark end
-            colour = "black" if w[i, j] > 0.6 * vmax else "white"
+            # black or white, whichever reads better on the cell's colour
             ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center",
-                    color=colour, fontsize=8)
+                    color=_ink(im.cmap(im.norm(w[i, j]))), fontsize=8)
     if colorbar:
         ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04,
                            label="attention weight")
@@ -913,8 +927,18 @@ def plot_rope_layout_bug(right, wrong, fixed, tokens: Sequence[str], *,
     return fig
 
 
-def plot_head_scores(scores, *, outline=None, ncols: int = 3):
+HEAD_SCORE_PT = 8       # the numbers in a head-score map: 11 px at 100 dpi
+HEAD_SCORE_ROW = 0.22   # inches a layer: 22 px, a row of numbers and a gap
+HEAD_SCORE_COLUMN = 0.27  # inches a head at the least: "-.89" in 8 pt, 22 px
+
+
+def plot_head_scores(scores, *, outline=None, ncols: int | None = None):
     """Each head score as a layers x heads heatmap, the named heads outlined.
+
+    All panels share one colour scale, shown by one colour bar, so a colour
+    means the same value in every panel. The numbers are 8 pt (11 px at the
+    100 dpi the book draws at), the figure is the website's column wide,
+    and a model of 30 layers still fits a 900 px window whole.
 
     Parameters
     ----------
@@ -922,13 +946,15 @@ def plot_head_scores(scores, *, outline=None, ncols: int = 3):
         One score per head for each name ("previous token", "copying", ...).
     outline : mapping of str to sequence of (layer, head), optional
         The heads the text names, per score: drawn with a red box.
-    ncols : int, default 3
-        Panels per row.
+    ncols : int, optional
+        Panels per row; by default as many as the column holds with each
+        head at least 0.27 inch (27 px) wide.
 
     Returns
     -------
     matplotlib Figure
-        One panel per score, its value written in each cell (two decimals).
+        One panel per score, its value written in each cell (two decimals),
+        and a colour bar of the shared scale.
 
     Raises
     ------
@@ -941,41 +967,50 @@ def plot_head_scores(scores, *, outline=None, ncols: int = 3):
     outline = dict(outline or {})
     check_needs(set(outline) <= set(names), "outline", f"keys among {names}",
                 f"got {sorted(set(outline) - set(names))}")
-    ncols = check_positive_int("ncols", ncols)
     L, H = maps[0].shape
     for n, m in zip(names, maps):
         check_shape(f"scores[{n!r}]", m, m.shape == (L, H), f"({L}, {H})")
         for i, h in outline.get(n, ()):
             check_needs(0 <= i < L and 0 <= h < H, f"outline[{n!r}]",
                         f"(layer, head) within ({L}, {H})", f"got {(i, h)}")
+    if ncols is None:
+        # the column less the colour bar, over a panel: its heads and labels
+        fit = int((COLUMN_WIDTH - 1.0) // (H * HEAD_SCORE_COLUMN + 0.45))
+        ncols = max(1, min(len(names), fit))
+    ncols = check_positive_int("ncols", ncols)
     nrows = -(-len(names) // ncols)
-    height = 1.55 * nrows * L / 4 + 0.6  # inches: 4 layers, 1.55 a row
+    height = nrows * (L * HEAD_SCORE_ROW + 0.55) + 0.1  # + title and ticks
     fig, axes = plt.subplots(nrows, ncols, squeeze=False, facecolor="white",
                              figsize=(COLUMN_WIDTH, height),
                              layout="constrained")
+    # one scale for every panel: from 0 (or the lowest score) to the highest
+    low = min(0.0, min(float(m.min()) for m in maps))
+    high = max(max(float(m.max()) for m in maps), low + 1e-9)
     for ax, name, m in zip(axes.flat, names, maps):
-        low = min(0.0, float(m.min()))
-        high = max(float(m.max()), 1e-9)
-        ax.imshow(m, cmap=CMAP, vmin=low, vmax=high, aspect="auto")
-        for i, h in np.ndindex(L, H):  # dark text on the light half
-            light = (m[i, h] - low) > 0.6 * (high - low)
+        im = ax.imshow(m, cmap=CMAP, vmin=low, vmax=high, aspect="auto")
+        for i, h in np.ndindex(L, H):
             # inside its cell: the layout need not measure 270 of them
             ax.text(h, i, f"{m[i, h]:.2f}".replace("0.", "."), ha="center",
-                    va="center", fontsize=6.5, in_layout=False,
-                    color="black" if light else "white")
+                    va="center", fontsize=HEAD_SCORE_PT, in_layout=False,
+                    color=_ink(im.cmap(im.norm(m[i, h]))))
         for i, h in outline.get(name, ()):
             ax.add_patch(Rectangle((h - 0.5, i - 0.5), 1, 1, fill=False,
                                    edgecolor="#e8173a", linewidth=2))
-        ax.set_xticks(range(H), [f"H{h}" for h in range(H)], fontsize=7)
-        ax.set_yticks(range(L), [f"L{i}" for i in range(L)], fontsize=7)
+        ax.set_xticks(range(H), [f"H{h}" for h in range(H)], fontsize=8)
+        ax.set_yticks(range(L), [f"L{i}" for i in range(L)], fontsize=8)
         ax.tick_params(length=0)
         ax.set_title(name, fontsize=9)
     for ax in list(axes.flat)[len(names):]:
         ax.set_visible(False)
+    bar = fig.colorbar(im, ax=axes[:, -1].tolist(), fraction=0.05, pad=0.02,
+                       aspect=max(10, 12 * nrows))
+    bar.ax.tick_params(labelsize=8)
+    bar.set_label("score (one scale, every panel)", fontsize=8)
     named = "; ".join(f"{n}: " + ", ".join(f"L{i} H{h}" for i, h in heads)
                       for n, heads in outline.items() if heads)
     return _describe(fig, (
         f"Heatmaps of {len(names)} head scores ({', '.join(names)}), each "
-        f"layers 0 to {L - 1} by heads 0 to {H - 1} with its values written"
+        f"layers 0 to {L - 1} by heads 0 to {H - 1} with its values written, "
+        f"on one colour scale from {low:.2f} to {high:.2f}"
         + (f"; outlined, the heads the text names ({named})" if named else "")
         + "."))

@@ -686,8 +686,9 @@ def attention_explorer(
     -------
     AttentionExplorer
         Toggle buttons choose the view, a dropdown the query token; a sentence
-        states where that token's attention goes. All switching is linked in
-        the browser, so it works on the static website with no kernel.
+        under the heatmap states where that token's attention goes. All
+        switching is linked in the browser, so it works on the static website
+        with no kernel.
 
     Raises
     ------
@@ -760,7 +761,10 @@ def attention_explorer(
     heat_stack.add_class("pyxis-view-stack")
     text_stack.add_class("pyxis-describe-stack")
     summary = f"AttentionExplorer(tokens={tokens}, views={names})"
-    root = AttentionExplorer([toggle, query, text_stack, heat_stack],
+    # the sentence under the heatmap, as in the model view: on a phone it
+    # wraps to one line or two as the query changes, and above the picture
+    # that moved the picture (28 px; issue #41, item 8)
+    root = AttentionExplorer([toggle, query, heat_stack, text_stack],
                              summary=summary)
     root.add_class("pyxis-explorer")
     return root

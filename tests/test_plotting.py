@@ -301,3 +301,76 @@ def test_rope_layout_bug_difference_is_diverging_and_own_scale():
     assert im.colorbar is not None and im.colorbar.ax.get_ylim() == (lo, hi)
     assert fig.axes[0].images[0].get_clim() == (0.0, 1.0)
     plt.close(fig)
+
+
+# ------------------------------------------------ numbers readable on colour
+def contrast(a, b) -> float:
+    """WCAG contrast ratio of two matplotlib colours (1 to 21)."""
+    def lum(colour):
+        c = np.array(matplotlib.colors.to_rgb(colour))
+        c = np.where(c <= 0.03928, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+        return float(c @ [0.2126, 0.7152, 0.0722])
+    hi, lo = sorted([lum(a), lum(b)], reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def cell_text_contrasts(ax) -> list[float]:
+    """Each number's contrast against the colour of the cell it is written on."""
+    im = ax.images[0]
+    data = im.get_array()
+    return [contrast(t.get_color(), im.cmap(im.norm(data[round(t._y), round(t._x)])))
+            for t in ax.texts]
+
+
+def test_ink_reads_on_every_colour_of_the_map():
+    """Black or white, whichever reads better, gives at least 4.5:1 on every
+    colour of viridis (issue #41, item 7: a cut at 0.6 of the range left
+    white on teal at 3.0:1; a cut at 0.45, white at 4.4:1)."""
+    cmap = matplotlib.colormaps[plotting.CMAP]
+    ratios = [contrast(plotting._ink(cmap(k)), cmap(k)) for k in range(cmap.N)]
+    assert min(ratios) >= 4.5, min(ratios)
+
+
+def test_heatmap_numbers_read_on_their_cells():
+    """Every number written in plot_attention's and plot_head_scores' cells
+    reads at 4.5:1 or more on its cell's colour."""
+    w = np.tril(np.linspace(0.01, 1, 36).reshape(6, 6))
+    w = w / w.sum(axis=1, keepdims=True)
+    ratios = cell_text_contrasts(px.plot_attention(w))
+    fig = plotting.plot_head_scores({"a": np.linspace(-0.9, 1, 32).reshape(4, 8),
+                                     "b": np.linspace(0, 0.5, 32).reshape(4, 8)})
+    for ax in fig.axes:
+        if ax.images:
+            ratios += cell_text_contrasts(ax)
+    assert len(ratios) == 36 + 64 and min(ratios) >= 4.5, min(ratios)
+
+
+def test_head_scores_share_one_scale_readable_and_fit_a_window():
+    """SmolLM2's maps (30 layers x 9 heads, two panels): one colour scale for
+    both panels with one colour bar, numbers of 11 px or more at 100 dpi,
+    the column's width, and no taller than a 900 px window (issue #41,
+    item 4: each panel had its own range, 9 px numbers, 1,234 px tall)."""
+    rng = np.random.default_rng(0)
+    scores = {"prefix matching": rng.random((30, 9)),
+              "OV copying": rng.random((30, 9)) * 1.8 - 0.8}
+    fig = plotting.plot_head_scores(scores, outline={"prefix matching": [(17, 4)]},
+                                    ncols=2)
+    panels = [ax for ax in fig.axes if ax.images]
+    assert [ax.get_title() for ax in panels] == list(scores)
+    assert {ax.images[0].get_clim() for ax in panels} == {
+        (min(0.0, scores["OV copying"].min()), scores["OV copying"].max())}
+    bars = [ax for ax in fig.axes if not ax.images]
+    assert len(bars) == 1, "one colour bar for every panel"
+    smallest = min(t.get_fontsize() for ax in panels for t in ax.texts)
+    assert smallest * 100 / 72 >= 11
+    width, height = fig.get_size_inches() * 100
+    assert width == plotting.COLUMN_WIDTH * 100 and height <= 900, (width, height)
+    assert "one colour scale" in fig.pyxis_alt
+
+
+def test_head_scores_choose_columns_that_fit_the_numbers():
+    """By default as many panels a row as the column holds with each head
+    27 px wide: real_model's five 4 x 8 maps come two a row."""
+    fig = plotting.plot_head_scores({n: np.zeros((4, 8)) for n in "abcde"})
+    panels = [ax for ax in fig.axes if ax.images]
+    assert len({round(ax.get_position().x0, 2) for ax in panels}) == 2

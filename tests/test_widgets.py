@@ -301,6 +301,14 @@ def test_explorer_layout_and_repr(explorer):
     assert repr(explorer) == "AttentionExplorer(tokens=['The', 'cat', 'sat'], views=['causal mask', 'no mask'])"
 
 
+def test_explorer_sentence_under_the_heatmap(explorer):
+    """The sentence comes after the heatmap, as in the model view: when it
+    wraps to another number of lines the picture above stays put (issue
+    #41, item 8: it moved 28 px on a phone)."""
+    toggle, query, text_stack, heat_stack = explorer_parts(explorer)
+    assert list(explorer.children)[:4] == [toggle, query, heat_stack, text_stack]
+
+
 def test_explorer_one_prerendered_heatmap_per_view_and_query(explorer):
     heat_stack = explorer_parts(explorer)[3]
     assert len(heat_stack.children) == 2
@@ -476,7 +484,7 @@ def test_plot_head_scores_outlines_the_named_heads():
     scores = {"previous token": np.linspace(0, 1, 8).reshape(2, 4),
               "copying": -np.linspace(-1, 1, 8).reshape(2, 4)}
     fig = px.plotting.plot_head_scores(scores, outline={"previous token": [(1, 2)]})
-    shown = [ax for ax in fig.axes if ax.get_visible()]
+    shown = [ax for ax in fig.axes if ax.get_visible() and ax.images]  # not the bar
     assert [ax.get_title() for ax in shown] == list(scores)
     assert [len(ax.texts) for ax in shown] == [8, 8]
     boxes = [p for p in shown[0].patches if isinstance(p, Rectangle)]

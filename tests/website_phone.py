@@ -157,3 +157,79 @@ def phone_screenshot(browser, base_url: str, path: str) -> None:
         screenshot(watch.page, "phone/" + shot_name(path))
     finally:
         watch.close()
+
+
+# ---- reading on a phone, and what a reader can Tab to (issue #41) ----------
+
+OUTPUT_MAX_WIDE_SHARE = 0.10  # printed outputs wider than their box at 390 px
+MIN_TARGET_PX = 24            # a slider handle (WCAG 2.5.8)
+
+# printed outputs (a cell's text, stream or result): how many are shown, and
+# those wider than their box, which a touch screen gives no scrollbar:
+# [scroll width, box width, first line]
+WIDE_OUTPUTS = """() => {
+  const shown = Array.from(document.querySelectorAll('article .cell_output pre'))
+    .filter(p => p.getClientRects().length);
+  return [shown.length, shown.filter(p => p.scrollWidth > p.clientWidth + 1)
+    .map(p => [p.scrollWidth, p.clientWidth, p.textContent.split('\\n')[0].slice(0, 40)])];
+}"""
+
+# tables cut by their column: wider than the box that holds them (the theme
+# wraps each in a box that scrolls), or scrolling inside themselves:
+# [table px, box px, first cell's text]
+CUT_TABLES = """() => Array.from(document.querySelectorAll('article table'))
+  .filter(t => t.getClientRects().length && !t.closest('.pyxis-view'))
+  .map(t => [Math.round(Math.max(t.getBoundingClientRect().width, t.scrollWidth)),
+             Math.round(Math.min(t.parentElement.clientWidth,
+                                 t.closest('article').clientWidth)),
+             (t.querySelector('td') || t).textContent.trim().slice(0, 30)])
+  .filter(([table, box]) => table > box + 1)"""
+
+# what a reader could type into: elements of the article that are editable
+# (a slider's readout made contenteditable by the widget manager)
+EDITABLE = """() => Array.from(document.querySelectorAll('article *'))
+  .filter(e => e.isContentEditable)
+  .map(e => e.className + ': ' + e.textContent.trim().slice(0, 20)).slice(0, 5)"""
+
+# every shown slider handle: [width, height] in px
+HANDLES = """() => Array.from(document.querySelectorAll('article .noUi-handle'))
+  .filter(h => h.getClientRects().length)
+  .map(h => { const r = h.getBoundingClientRect();
+              return [Math.round(r.width), Math.round(r.height)]; })"""
+
+# Tab stops that cannot be seen: copy buttons (sphinx-copybutton) shown only
+# under the pointer, yet in the Tab order
+HIDDEN_TAB_STOPS = """() => Array.from(document.querySelectorAll('button.copybtn'))
+  .filter(b => b.tabIndex >= 0 && !b.disabled
+               && parseFloat(getComputedStyle(b).opacity) < 0.1).length"""
+
+
+def reading_visit(browser, base_url: str, path: str) -> dict:
+    """Open ``path`` once at 1280 px: its tables, editable elements (as
+    loaded, and after each slider is moved from the keyboard), slider
+    handles and hidden Tab stops; then switched to the phone: its printed
+    outputs and tables."""
+    watch = PageWatch(browser, base_url)
+    try:
+        watch.open(base_url + path)
+        page = watch.page
+        page.wait_for_function(WAIT_FOR_MATHS, timeout=30_000)
+        page.wait_for_function(TWO_FRAMES)
+        seen = dict(tables=page.evaluate(CUT_TABLES), handles=page.evaluate(HANDLES),
+                    hidden_tab_stops=page.evaluate(HIDDEN_TAB_STOPS),
+                    editable=page.evaluate(EDITABLE))
+        handles = page.locator("article .noUi-handle")
+        for k in range(handles.count()):
+            if handles.nth(k).is_visible():
+                handles.nth(k).focus()
+                page.keyboard.press("ArrowRight")
+        page.wait_for_function(TWO_FRAMES)
+        seen["editable_after"] = page.evaluate(EDITABLE)
+        with switched_to_phone(watch) as phone:
+            phone.wait_for_function(TWO_FRAMES)
+            seen["outputs"], seen["wide_outputs"] = phone.evaluate(WIDE_OUTPUTS)
+            seen["phone_tables"] = phone.evaluate(CUT_TABLES)
+        seen["errors"] = list(watch.errors)
+        return seen
+    finally:
+        watch.close()
