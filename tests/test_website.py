@@ -16,7 +16,7 @@ asserts that
 * no code block scrolls sideways;
 * how it reads (issue 21): no raw TeX in the visible text (``\\text{``,
   ``\\frac``, ``\\partial``, ``$...$``) outside rendered maths and code, no
-  stray backslash or MathJax error inside the rendered maths, and every
+  stray backslash or KaTeX error inside the rendered maths, and every
   display equation fits its column;
 * every widget picture is drawn at the column's width (shown at >= 90 % of
   its own size, so its text keeps its point size) and heatmap numbers stay
@@ -87,7 +87,7 @@ WIDE_CODE = """() => Array.from(document.querySelectorAll('article pre'))
 
 # Visible text of each block outside rendered maths, code and scripts
 RAW_TEX = r"""() => {
-  const skip = 'mjx-container, pre, code, script, style, .MathJax, mjx-assistive-mml';
+  const skip = '.katex, pre, code, script, style';
   const blocks = document.querySelectorAll(
     'article p, article li, article td, article th, article dt, article dd, ' +
     'article h1, article h2, article h3, article h4, article figcaption, ' +
@@ -106,20 +106,20 @@ RAW_TEX = r"""() => {
   return [...new Set(found)];
 }"""
 
-# Rendered maths whose text has a backslash (a macro MathJax printed as is) or
-# that MathJax could not render
-BAD_MATHS = r"""() => Array.from(document.querySelectorAll('article mjx-container'))
-  .filter(m => m.querySelector('mjx-merror')
-               || (m.querySelector('mjx-assistive-mml') || m).textContent.includes('\\'))
-  .map(m => (m.querySelector('mjx-assistive-mml') || m).textContent.slice(0, 80))"""
+# Rendered maths whose visible text has a backslash (a macro printed as is)
+# or that KaTeX could not render
+BAD_MATHS = r"""() => Array.from(document.querySelectorAll('article .katex'))
+  .filter(m => m.querySelector('.katex-error')
+               || (m.querySelector('.katex-html') || m).textContent.includes('\\'))
+  .map(m => (m.querySelector('annotation') || m).textContent.slice(0, 80))"""
 
 # Display equations wider than their column: [math px, column px, text]
-WIDE_EQUATIONS = r"""() => Array.from(document.querySelectorAll('article mjx-container[display="true"]'))
+# (KaTeX's display box scrolls sideways: its scroll width is the maths')
+WIDE_EQUATIONS = r"""() => Array.from(document.querySelectorAll('article .katex-display'))
   .filter(m => m.getClientRects().length)
-  .map(m => [Math.round(m.querySelector('mjx-math').getBoundingClientRect().width),
-             Math.round(m.getBoundingClientRect().width), m.scrollWidth,
-             (m.querySelector('mjx-assistive-mml') || m).textContent.slice(0, 60)])
-  .filter(([math, column, scroll]) => math > column + 1 || scroll > column + 1)"""
+  .map(m => [m.scrollWidth, m.clientWidth,
+             (m.querySelector('annotation') || m).textContent.slice(0, 60)])
+  .filter(([math, column]) => math > column + 1)"""
 
 # Every frame of every widget view, shown or not: its alt text and view label
 FRAMES = r"""() => Array.from(document.querySelectorAll('.pyxis-view img'))
@@ -607,7 +607,7 @@ def test_no_raw_tex_in_the_text(desktop, path):
 
 @pytest.mark.parametrize("path", PAGES)
 def test_rendered_maths_has_no_stray_backslash(desktop, path):
-    """A macro MathJax does not know in that mode (`\\_` inside `\\texttt`)
+    """A macro KaTeX does not know in that mode (`\\_` inside `\\texttt`)
     shows its backslash; an unknown one shows as an error."""
     bad = desktop(path)["bad_maths"]
     assert bad == [], f"{path}: maths rendered with a backslash or an error: {bad[:5]}"
@@ -619,7 +619,7 @@ def test_display_equations_fit_their_column(desktop, path):
     scroll sideways, with no scrollbar on most systems)."""
     wide = desktop(path)["wide_equations"]
     assert wide == [], (f"{path}: display equations wider than the column "
-                        f"[equation px, column px, scroll px, text]: {wide}")
+                        f"[maths px, column px, text]: {wide}")
 
 
 @pytest.mark.parametrize("path", PAGES)

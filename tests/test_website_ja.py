@@ -7,7 +7,7 @@ page is opened once at 1280 px, as test_website.py opens each English one,
 then switched to a phone (390 x 844, touch) and back; checked:
 
 * it logs no console error, no request leaves the site and none fails (the
-  vendored widget manager and MathJax, the figures: the English site's
+  vendored widget manager and KaTeX's stylesheet and fonts, the figures: the English site's
   copies, tools/edition_assets.py), its widgets render, and it loads at
   most 1.5 MB gzipped;
 * it is Japanese: ``<html lang="ja">``, its title translated, the theme's

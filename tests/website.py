@@ -42,7 +42,9 @@ DEFAULT_ANNOTATION_PX = 8 * 100 / 72
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
-# resolves once MathJax has typeset the page (at once on a page without maths)
+# resolves once the page's maths is typeset: at once, since KaTeX wrote it
+# into the HTML at build time (kept for a typesetting script, should the
+# site ever load one again)
 WAIT_FOR_MATHS = """() => !window.MathJax || !MathJax.startup
                     || MathJax.startup.promise.then(() => true)"""
 # resolves after the page has drawn two more frames: what its observers

@@ -31,16 +31,15 @@ SPLIT_NAMES = """() => [...document.querySelectorAll('article td code')]
 
 # the first few elements of the article that reach past the screen's edge
 TOO_WIDE = """() => Array.from(document.querySelectorAll('article *'))
-  .filter(e => e.getBoundingClientRect().right > 391 && !e.closest('pre, mjx-container')
+  .filter(e => e.getBoundingClientRect().right > 391 && !e.closest('pre, .katex-display')
            && !e.classList.contains('skip-link'))
   .slice(0, 5).map(e => e.tagName + '.' + e.className + ': ' + e.textContent.slice(0, 40))"""
 
 # display equations wider than their box on the phone: [maths px, box px, text]
-PHONE_WIDE_EQUATIONS = r"""() => Array.from(document.querySelectorAll('article mjx-container[display="true"]'))
+PHONE_WIDE_EQUATIONS = r"""() => Array.from(document.querySelectorAll('article .katex-display'))
   .filter(m => m.getClientRects().length)
-  .map(m => [Math.round(m.querySelector('mjx-math').getBoundingClientRect().width),
-             Math.round(m.getBoundingClientRect().width),
-             (m.querySelector('mjx-assistive-mml') || m).textContent.slice(0, 50)])
+  .map(m => [m.scrollWidth, m.clientWidth,
+             (m.querySelector('annotation') || m).textContent.slice(0, 50)])
   .filter(([math, box]) => math > box + 1)"""
 
 # tables that reach past the screen or scroll inside their box:

@@ -5,7 +5,7 @@
 Both editions are built from the same notebooks and the same vendored
 scripts, so their ``_images`` (the stored figures), ``_sources`` (the
 notebooks behind each page's download button), ``_downloads`` (the wheel)
-and ``_static/mathjax`` and ``_static/widgets`` (tools/vendor_web.sh) are
+and ``_static/katex`` and ``_static/widgets`` (tools/vendor_web.sh) are
 the same files: 17 MB of each edition's 23. After `make site` has copied
 the Japanese build into ``SITE/ja``, this checks that each of those folders
 is the same file for file as the English one, points the Japanese pages'
@@ -24,7 +24,7 @@ import shutil
 import sys
 from pathlib import Path
 
-SHARED = ("_images", "_sources", "_downloads", "_static/mathjax",
+SHARED = ("_images", "_sources", "_downloads", "_static/katex",
           "_static/widgets")
 
 

@@ -9,23 +9,6 @@
   }
 })();
 
-// The widget manager typesets labels with MathJax 2's API, MathJax.Hub.Queue(["Typeset",
-// MathJax.Hub, element]), whenever a global MathJax exists. The site uses MathJax 3,
-// which has no Hub: translate that one call to MathJax 3's typesetPromise. The manager
-// renders on the window's load event, after MathJax (a deferred script) has started;
-// this listener is added first, so it runs first.
-window.addEventListener("load", function () {
-  var mj = window.MathJax;
-  if (mj && !mj.Hub && mj.typesetPromise) {
-    mj.Hub = {
-      Queue: function (call) {
-        var element = call && call[2];
-        mj.typesetPromise(element ? [element] : undefined).catch(function () {});
-      },
-    };
-  }
-});
-
 // Accessibility of the rendered widgets. The manager draws the controls without
 // the ARIA a screen reader needs; this observer adds it to every control it
 // draws, and keeps it current as the reader clicks:
