@@ -1080,6 +1080,8 @@ def model_view(tokens: Sequence[str], weights, *, open_weights=None,
     Parameters
     ----------
     tokens : sequence of str, length T
+        Shown without leading and trailing spaces (a BPE token's ``' x'``
+        as ``x``).
     weights : ndarray, shape (L, H, T, T)
         Causal attention weights of every head (bertviz's "model view").
     open_weights : ndarray, shape (L, H, T, T), optional
@@ -1099,13 +1101,15 @@ def model_view(tokens: Sequence[str], weights, *, open_weights=None,
     Returns
     -------
     ModelView
-        Thumbnail ``L`` x ``H`` shows that head below (toggle: causal mask
-        / no mask), as an HTML table, its query row outlined and described.
+        Thumbnail ``L`` x ``H`` shows that head below (with
+        ``open_weights``, a toggle: causal mask / no mask), as an HTML table, its query row outlined and described.
         Head and view switch by ``jslink``, the query row by CSS alone; the
         thumbnails are one Tab stop, the arrow keys move by head and by
         layer (``web/widgets-config.js``).
     """
-    tokens = [str(t) for t in tokens]
+    # labels as a reader reads them: a BPE token's leading space dropped
+    # (' paints' shows as paints), a token of spaces alone as an open box
+    tokens = [str(t).strip() or "\u2423" for t in tokens]
     w = as_float_array("weights", weights, ndim=4)
     L, H, T, S = w.shape
     check_shape("weights", w, T == len(tokens) == S,
@@ -1145,6 +1149,8 @@ def model_view(tokens: Sequence[str], weights, *, open_weights=None,
     shown = widgets.Stack(stacks, selected_index=0)
     widgets.jslink((toggle, "index"), (shown, "selected_index"))
     toggle.add_class("pyxis-view-control")
+    # a toggle with one option switches nothing: left out (no Tab stop)
+    controls = [toggle] if len(views) > 1 else []
     query.add_class("pyxis-mv-query")
     shown.add_class("pyxis-view-stack")
     grid.add_class("pyxis-mv-grid")
@@ -1163,7 +1169,7 @@ def model_view(tokens: Sequence[str], weights, *, open_weights=None,
            f"{query_index} ('{tokens[query_index]}') outlined.")
     png = _default_view_png(w, tokens, views["causal mask"][1], heads,
                             query_index, title, layers, opened)
-    root = ModelView([top, grid, toggle, query, shown], summary=summary,
+    root = ModelView([top, grid, *controls, query, shown], summary=summary,
                      png=png, alt=alt)
     root.add_class("pyxis-mv")
     root.add_class("pyxis-switcher")

@@ -147,8 +147,8 @@ def test_fallback_picture(view):
 
 def test_without_open_weights_one_view():
     v = px.model_view(TOKENS, CAUSAL, query_index=0)
-    assert _parts(v)[2].options == ("causal mask",)
-    assert _parts(v)[3].index == 0
+    top, grid, query, shown = v.children[:4]  # no toggle: one view
+    assert query.index == 0 and len(shown.children) == 1
     assert isinstance(v, widgets.VBox)
 
 
@@ -195,3 +195,21 @@ def test_a_selection_of_layers_is_labelled_and_opens_on_the_named_head():
 def test_layers_and_open_head_refuse_what_does_not_fit(kwargs, pattern):
     with pytest.raises(ValueError, match=pattern):
         px.model_view(TOKENS, CAUSAL, **kwargs)
+
+
+def test_one_view_has_no_toggle_and_labels_drop_the_bpe_space():
+    """Without open_weights there is one view: no one-option toggle (a Tab
+    stop that switches nothing); a BPE token's leading space is not shown."""
+    v = px.model_view([" The", " cat", " "], CAUSAL[:, :, :3, :3])
+    toggles = [c for c in v.children
+               if isinstance(c, widgets.ToggleButtons)
+               and "pyxis-view-control" in c._dom_classes]
+    assert toggles == []
+    query = [c for c in v.children if isinstance(c, widgets.Dropdown)][0]
+    assert [label for label, _ in query.options] == ["0: The", "1: cat",
+                                                     "2: \u2423"]
+    alt = v._repr_mimebundle_()[1]["image/png"]["alt"]
+    assert "(' The')" not in alt and "('\u2423')" in alt
+    both = px.model_view(TOKENS, CAUSAL, open_weights=OPEN)
+    assert sum("pyxis-view-control" in c._dom_classes
+               for c in both.children) == 1

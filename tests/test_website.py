@@ -215,6 +215,11 @@ def check_view_controls(path, watch):
     assert roots.count() > 0, f"{path} has widget state but no pyxis view"
     for r in range(roots.count()):
         root = roots.nth(r)
+        if root.locator(".pyxis-view-control").count() == 0:
+            # a model view of one view (no open_weights) has no toggle:
+            # its thumbnails are checked by check_model_view
+            assert "pyxis-mv" in root.get_attribute("class"), f"{path}: view {r} has no control"
+            continue
         control = root.locator(".pyxis-view-control").first
         stack = root.locator(".pyxis-view-stack").first
         n = option_count(control)
@@ -311,20 +316,31 @@ MV_OUTLINED = """el => Array.from(el.querySelectorAll('.pyxis-view tbody tr'))
     .filter(([i, s]) => s !== 'none').map(([i, s]) => i)"""
 
 
+def _mv_views(root):
+    """Show each of the model view's views in turn, yielding its name: with
+    one view (no open_weights) there is no toggle, and the causal mask is
+    the view shown."""
+    toggle = root.locator(".pyxis-view-control")
+    if toggle.count() == 0:
+        yield "causal mask"
+        return
+    for v in range(option_count(toggle.first)):
+        yield choose(toggle.first, v)
+
+
 def check_model_view(path, watch):
-    """With no kernel, each thumbnail opens its head, the toggle switches the
-    causal mask, and the query dropdown outlines its row and shows its sentence."""
+    """With no kernel, each thumbnail opens its head, the toggle (where there
+    are two views) switches the causal mask, and the query dropdown outlines
+    its row and shows its sentence."""
     root = watch.page.locator(".pyxis-mv").first
     grid = root.locator(".pyxis-mv-grid").first
-    toggle = root.locator(".pyxis-view-control").first
     query = root.locator(".pyxis-mv-query").first
     n = option_count(grid)
     assert n >= 2
     boxes = {}
     for k in [n - 1, 1, 0]:                 # a thumbnail opens its head
         label = choose(grid, k)
-        for v in range(option_count(toggle)):
-            view = choose(toggle, v)
+        for view in _mv_views(root):
             (shown,) = root.evaluate(MV_SHOWN)
             assert shown[:2] == [label, f"{view} / {label}"], shown[:2]
             boxes[f"{view} / {label}"] = tuple(root.evaluate(MV_BOX))
@@ -388,10 +404,8 @@ def check_model_view_reads(path, watch):
     thumbnail labels >= 12 px), every number contrasts >= 4.5:1 with its
     cell, and a masked cell says "masked" to a screen reader, unseen."""
     root = watch.page.locator(".pyxis-mv").first
-    toggle = root.locator(".pyxis-view-control").first
     seen = {}
-    for v in range(option_count(toggle)):  # each view: its numbers' contrast
-        choose(toggle, v)
+    for _ in _mv_views(root):  # each view: its numbers' contrast
         now = root.evaluate(MV_READS)
         seen = {**now, "masked": seen.get("masked", 0) + now["masked"],
                 "masked_said": seen.get("masked_said", 0) + now["masked_said"],
@@ -513,6 +527,16 @@ def check_keyboard_and_screen_reader(path, watch):
     assert watch.errors == [], watch.errors
 
 
+# The page's title, and where its first picture begins, as a share of the
+# article's height
+FIRST_PICTURE = """() => { const a = document.querySelector('article');
+  const top = a.getBoundingClientRect().top;
+  const img = [...a.querySelectorAll('img')].find(i => i.getClientRects().length);
+  return {title: a.querySelector('h1').innerText,
+          first_picture: img ? (img.getBoundingClientRect().top - top) / a.scrollHeight
+                             : null}; }"""
+
+
 # ---- the visit -------------------------------------------------------------
 
 def _desktop_visit(browser, base_url: str, path: str) -> dict:
@@ -529,7 +553,8 @@ def _desktop_visit(browser, base_url: str, path: str) -> dict:
                     raw=page.evaluate(RAW_TEX), bad_maths=page.evaluate(BAD_MATHS),
                     wide_equations=page.evaluate(WIDE_EQUATIONS),
                     pictures=page.evaluate(PICTURES), frames=page.evaluate(FRAMES),
-                    tables=page.evaluate(TABLE_FRAMES), searches=page.evaluate(SEARCHES))
+                    tables=page.evaluate(TABLE_FRAMES), searches=page.evaluate(SEARCHES),
+                    layout=page.evaluate(FIRST_PICTURE))
         if path == PAGES[0]:
             seen["first_page"] = page.evaluate(FIRST_PAGE)
         if path in MODEL_VIEW_PAGES:  # as drawn, before any control is touched
@@ -934,3 +959,14 @@ def test_search_ranks_the_titled_chapter_first_and_quotes_prose(browser,
         assert watch.errors == [], watch.errors
     finally:
         watch.close()
+
+
+def test_smollm2_page_shows_before_it_tells(desktop):
+    """The SmolLM2 chapter names the model in its title (the sidebar shows
+    titles) and shows its first picture in the first quarter of the page:
+    what the model and its heads do come first, the file's format last
+    (issue 41: the first picture was at 44 %, after the metadata, a Q4_1
+    block and the permutation)."""
+    layout = desktop("book/smollm2.html")["layout"]
+    assert "SmolLM2" in layout["title"], layout
+    assert layout["first_picture"] is not None and layout["first_picture"] < 0.25, layout
