@@ -68,7 +68,9 @@ from website import (  # noqa: F401 (fixtures)
     check_model_view_reserve, choose, held_model_view_below,
     keyboard_focus, option_count, record, replay, screenshot, shot_name,
     shown_view, until, visible_views)
-from website_phone import PHONE_CONTEXT, phone_screenshot, phone_view
+from website_phone import (
+    MIN_TARGET_PX, OUTPUT_MAX_WIDE_SHARE, PHONE_CONTEXT, editable_after_sliders, phone_screenshot,
+    phone_view, reading_measures)
 
 MIN_DESKTOP_SCALE = 0.9        # a widget picture shown at >= 90 % of its size
 SETTINGS_REPO = __import__("yaml").safe_load(
@@ -554,7 +556,7 @@ def _desktop_visit(browser, base_url: str, path: str) -> dict:
                     wide_equations=page.evaluate(WIDE_EQUATIONS),
                     pictures=page.evaluate(PICTURES), frames=page.evaluate(FRAMES),
                     tables=page.evaluate(TABLE_FRAMES), searches=page.evaluate(SEARCHES),
-                    layout=page.evaluate(FIRST_PICTURE))
+                    layout=page.evaluate(FIRST_PICTURE), reading=reading_measures(page))
         if path == PAGES[0]:
             seen["first_page"] = page.evaluate(FIRST_PAGE)
         if path in MODEL_VIEW_PAGES:  # as drawn, before any control is touched
@@ -574,6 +576,7 @@ def _desktop_visit(browser, base_url: str, path: str) -> dict:
                 seen["model_view_reads"] = record(check_model_view_reads, path, watch)
                 seen["model_view_keys"] = record(check_model_view_keys, path, watch)
             seen["keyboard"] = record(check_keyboard_and_screen_reader, path, watch)
+        seen["reading"]["editable_after"] = editable_after_sliders(page)
         return seen
     finally:
         watch.close()
@@ -970,3 +973,62 @@ def test_smollm2_page_shows_before_it_tells(desktop):
     layout = desktop("book/smollm2.html")["layout"]
     assert "SmolLM2" in layout["title"], layout
     assert layout["first_picture"] is not None and layout["first_picture"] < 0.25, layout
+
+
+# ---- every page, read on a phone and from the keyboard (issue #41) ---------
+
+def test_printed_outputs_fit_a_phone(desktop):
+    """At 390 px at most 10 % of the printed outputs are wider than their
+    box: on a touch screen such a line is cut with no scrollbar, often just
+    before the number the text quotes (issue #41, item 1; 85 % before
+    outputs wrapped on a phone)."""
+    shown, wide = 0, {}
+    for path in PAGES:
+        seen = desktop(path)["phone"]
+        shown += seen["outputs"]
+        if seen["wide_outputs"]:
+            wide[path] = seen["wide_outputs"]
+    n_wide = sum(map(len, wide.values()))
+    assert shown > 100, f"only {shown} printed outputs found on the site"
+    assert n_wide <= OUTPUT_MAX_WIDE_SHARE * shown, (
+        f"{n_wide} of {shown} printed outputs ({n_wide / shown:.0%}) are wider than "
+        f"their box at 390 px [scroll px, box px, first line]: "
+        + "; ".join(f"{p}: {w[:2]}" for p, w in wide.items()))
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_tables_fit_their_column(desktop, path):
+    """At 1280 and at 390 px every table fits its column: no column hidden
+    behind a sideways scroll (issue #41, item 3: kv_cache's step table was
+    850 px in a 688 px column; on a phone, long tables stack)."""
+    seen = desktop(path)
+    cut = seen["reading"]["tables"]
+    assert cut == [], f"{path} at 1280 px: tables cut [px, column px, first cell]: {cut}"
+    cut = seen["phone"]["cut_tables"]
+    assert cut == [], f"{path} at 390 px: tables cut [px, column px, first cell]: {cut}"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_slider_readouts_are_text(desktop, path):
+    """A slider's readout ("d = 8", "step 1") is text, not an edit field,
+    as loaded and after the slider moves (issue #41, item 5)."""
+    seen = desktop(path)["reading"]
+    assert seen["editable"] == [], f"{path}: editable elements: {seen['editable']}"
+    assert seen["editable_after"] == [], (
+        f"{path}: editable after a slider moved: {seen['editable_after']}")
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_slider_handles_are_big_enough(desktop, path):
+    """Every slider handle is at least 24 x 24 px (WCAG 2.5.8; issue #41,
+    item 14: they were 16 x 16)."""
+    small = [h for h in desktop(path)["reading"]["handles"] if min(h) < MIN_TARGET_PX]
+    assert small == [], f"{path}: slider handles under {MIN_TARGET_PX} px [w, h]: {small}"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_no_invisible_tab_stops(desktop, path):
+    """No invisible copy button is a Tab stop (issue #41, item 14: 22 to 84
+    a page, 81 Tab presses from the top to real_model's model view)."""
+    n = desktop(path)["reading"]["hidden_tab_stops"]
+    assert n == 0, f"{path}: {n} invisible copy buttons in the Tab order"

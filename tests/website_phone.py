@@ -125,7 +125,9 @@ def phone_measures(page, path: str) -> dict:
     seen = dict(over=over, wide=page.evaluate(TOO_WIDE) if over > 0 else [],
                 split=page.evaluate(SPLIT_NAMES), pictures=page.evaluate(PICTURES),
                 equations=page.evaluate(PHONE_WIDE_EQUATIONS),
-                tables=page.evaluate(WIDE_TABLES), thumbs=page.evaluate(MV_THUMBS_CUT))
+                tables=page.evaluate(WIDE_TABLES), thumbs=page.evaluate(MV_THUMBS_CUT),
+                cut_tables=page.evaluate(CUT_TABLES))
+    seen["outputs"], seen["wide_outputs"] = page.evaluate(WIDE_OUTPUTS)
     if path in MODEL_VIEW_PAGES:  # as drawn, before the dialog opens
         seen["mv_below"] = page.evaluate(MV_BELOW)
     return seen
@@ -203,32 +205,23 @@ HIDDEN_TAB_STOPS = """() => Array.from(document.querySelectorAll('button.copybtn
                && parseFloat(getComputedStyle(b).opacity) < 0.1).length"""
 
 
-def reading_visit(browser, base_url: str, path: str) -> dict:
-    """Open ``path`` once at 1280 px: its tables, editable elements (as
-    loaded, and after each slider is moved from the keyboard), slider
-    handles and hidden Tab stops; then switched to the phone: its printed
-    outputs and tables."""
-    watch = PageWatch(browser, base_url)
-    try:
-        watch.open(base_url + path)
-        page = watch.page
-        page.wait_for_function(WAIT_FOR_MATHS, timeout=30_000)
-        page.wait_for_function(TWO_FRAMES)
-        seen = dict(tables=page.evaluate(CUT_TABLES), handles=page.evaluate(HANDLES),
-                    hidden_tab_stops=page.evaluate(HIDDEN_TAB_STOPS),
-                    editable=page.evaluate(EDITABLE))
-        handles = page.locator("article .noUi-handle")
-        for k in range(handles.count()):
-            if handles.nth(k).is_visible():
-                handles.nth(k).focus()
-                page.keyboard.press("ArrowRight")
-        page.wait_for_function(TWO_FRAMES)
-        seen["editable_after"] = page.evaluate(EDITABLE)
-        with switched_to_phone(watch) as phone:
-            phone.wait_for_function(TWO_FRAMES)
-            seen["outputs"], seen["wide_outputs"] = phone.evaluate(WIDE_OUTPUTS)
-            seen["phone_tables"] = phone.evaluate(CUT_TABLES)
-        seen["errors"] = list(watch.errors)
-        return seen
-    finally:
-        watch.close()
+def reading_measures(page) -> dict:
+    """At 1280 px, as loaded: tables cut by their column, editable
+    elements, slider handles and hidden Tab stops (the page's phone
+    measures add its printed outputs and tables at 390 px)."""
+    page.wait_for_function(TWO_FRAMES)
+    return dict(tables=page.evaluate(CUT_TABLES), handles=page.evaluate(HANDLES),
+                hidden_tab_stops=page.evaluate(HIDDEN_TAB_STOPS),
+                editable=page.evaluate(EDITABLE))
+
+
+def editable_after_sliders(page) -> list:
+    """Each shown slider moved one step from the keyboard: what is then
+    editable (the widget manager sets a readout editable on each update)."""
+    handles = page.locator("article .noUi-handle")
+    for k in range(handles.count()):
+        if handles.nth(k).is_visible():
+            handles.nth(k).focus()
+            page.keyboard.press("ArrowRight")
+    page.wait_for_function(TWO_FRAMES)
+    return page.evaluate(EDITABLE)
