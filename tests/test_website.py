@@ -1032,3 +1032,11 @@ def test_no_invisible_tab_stops(desktop, path):
     a page, 81 Tab presses from the top to real_model's model view)."""
     n = desktop(path)["reading"]["hidden_tab_stops"]
     assert n == 0, f"{path}: {n} invisible copy buttons in the Tab order"
+
+
+def test_first_page_opens_with_a_picture(desktop):
+    """The first page shows, near its top, a picture of what the reader will
+    build and toggle (issue 41, item 12: it had none, and the word
+    "interactive" came 3,253 px down)."""
+    layout = desktop(PAGES[0])["layout"]
+    assert layout["first_picture"] is not None and layout["first_picture"] < 0.1, layout
