@@ -1102,7 +1102,8 @@ def model_view(tokens: Sequence[str], weights, *, open_weights=None,
     -------
     ModelView
         Thumbnail ``L`` x ``H`` shows that head below (with
-        ``open_weights``, a toggle: causal mask / no mask), as an HTML table, its query row outlined and described.
+        ``open_weights``, a toggle: causal mask / no mask), as an HTML
+        table, its query row outlined and described.
         Head and view switch by ``jslink``, the query row by CSS alone; the
         thumbnails are one Tab stop, the arrow keys move by head and by
         layer (``web/widgets-config.js``).
