@@ -204,6 +204,8 @@ class Qwen3MLP:
     Parameters
     ----------
     gate_proj, up_proj : ndarray, shape (d_ff, d_model)
+        Kept side by side in one array, ``gate_up_proj`` (2 d_ff, d_model),
+        of which the attributes ``gate_proj`` and ``up_proj`` are views.
     down_proj : ndarray, shape (d_model, d_ff)
 
     See Also
@@ -212,7 +214,13 @@ class Qwen3MLP:
     """
 
     def __init__(self, gate_proj, up_proj, down_proj):
-        self.gate_proj, self.up_proj = gate_proj, up_proj
+        # both input projections in one matrix (Phi-3's gate_up_proj): one
+        # product for both, a single pass over their weights when decoding;
+        # gate_proj and up_proj stay as views of its two halves
+        self.gate_up_proj = np.concatenate([gate_proj, up_proj])
+        d_ff = gate_proj.shape[0]
+        self.gate_proj = self.gate_up_proj[:d_ff]
+        self.up_proj = self.gate_up_proj[d_ff:]
         self.down_proj = down_proj
 
     def forward(self, x: np.ndarray) -> np.ndarray:
@@ -227,8 +235,8 @@ class Qwen3MLP:
         -------
         ndarray, shape (B, T, d_model)
         """
-        gate = x @ self.gate_proj.T  # (B, T, d_model) @ (d_model, d_ff)
-        up = x @ self.up_proj.T  # (B, T, d_model) @ (d_model, d_ff)
+        # (B, T, d_model) @ (d_model, 2 d_ff) -> gate, up: (B, T, d_ff) each
+        gate, up = np.split(x @ self.gate_up_proj.T, 2, axis=-1)
         h = silu_mul(gate, up)  # silu(gate) * up, (B, T, d_ff)
         return h @ self.down_proj.T  # (B, T, d_ff) @ (d_ff, d_model)
 
