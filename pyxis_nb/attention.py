@@ -27,10 +27,6 @@ from .masks import causal_mask_mod, mask_to_bias
 from .stable_softmax import softmax_core
 from .tiled import tiled_attention_core
 
-#: the tiled kernel's key tile (tiled_attention_core's block_k): a decode
-#: step over at most this many keys is one tile
-DECODE_ONE_TILE = 1024
-
 __all__ = ["scaled_dot_product_attention", "sdpa_core",
            "eager_attention_forward", "flex_attention_forward",
            "ATTENTION_FUNCTIONS", "attention_function"]
@@ -198,9 +194,7 @@ def flex_attention_forward(query, key, value, attn_mask=None, *,
     FlashAttention's loop (:func:`pyxis_nb.tiled.tiled_attention_loop`,
     shown in the long-context chapter) with FlexAttention's hooks: hidden
     tiles are skipped, and the (B, H, T, S) weights never exist. Equal to
-    :func:`eager_attention_forward`'s output to rounding. A single query
-    row over at most ``DECODE_ONE_TILE`` keys (one tile: a decode step)
-    is that one tile, computed as the plain softmax it is.
+    :func:`eager_attention_forward`'s output to rounding.
 
     Parameters
     ----------
@@ -223,15 +217,6 @@ def flex_attention_forward(query, key, value, attn_mask=None, *,
     output : ndarray, shape (B, H, T, d_head)
     weights : None
     """
-    if query.shape[-2] == 1 and key.shape[-2] <= DECODE_ONE_TILE:
-        # one query row whose keys fit one tile (decoding a token): the
-        # tile's online softmax is the softmax itself, and the loop's
-        # bookkeeping would cost more than its arithmetic
-        out, _ = eager_attention_forward(
-            query, key, value, attn_mask, scaling=scaling,
-            score_mod=score_mod, mask_mod=mask_mod, sinks=sinks,
-            head_mask=head_mask)
-        return out, None
     if mask_mod is not None and attn_mask is not None:  # both must allow
         mask_mod = _and_mask(mask_mod, attn_mask)
         attn_mask = None
