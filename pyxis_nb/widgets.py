@@ -837,7 +837,11 @@ def _model_view_css(thumbs: Sequence[bytes], T: int, H: int) -> str:
         label = f"font-size:{font - 1}px"
         if n == 0 and H * bw + 2 * (H - 1) > _MV_PHONE_GRID:  # 9 heads
             bw = (_MV_PHONE_GRID - 2 * (H - 1)) // H
-            label = "font-size:9px;font-weight:normal!important"  # L17 H0
+            # "L17 H0" on two lines of 11 px under a smaller picture, not
+            # one line of 9 px (issue 41, item 14)
+            pic = bh - 6 - 25
+            label = ("font-size:11px;line-height:11px;white-space:normal;"
+                     "font-weight:normal!important")
         return (
             f".pyxis-mv table{{font:{font}px/1 sans-serif}}"
             f".pyxis-mv td,.pyxis-mv thead th+th{{width:{cw}px;"

@@ -746,6 +746,10 @@ def test_model_view_thumbnails_fit_a_phone(desktop, path):
     model's 8, not cut off at the ninth."""
     cut = desktop(path)["phone"]["thumbs"]
     assert cut == [], f"{path}: model-view thumbnails cut at 390 px: {cut[:9]}"
+    small = desktop(path)["phone"]["thumb_label_px"]
+    assert small is None or small >= 11, (
+        f"{path}: model-view thumbnail labels at {small} px on a phone "
+        "(issue 41, item 14: 9 px)")
 
 
 @pytest.mark.parametrize("path", PAGES)

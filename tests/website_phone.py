@@ -58,6 +58,14 @@ MV_THUMBS_CUT = """() => Array.from(document.querySelectorAll('.pyxis-mv-grid .w
                || b.scrollWidth > b.clientWidth + 1)
   .map(b => b.textContent.trim())"""
 
+# the smallest font of the shown model-view thumbnails' labels, px (None:
+# no model view)
+MV_THUMB_LABEL_PX = """() => { const px = Array.from(
+    document.querySelectorAll('.pyxis-mv-grid .widget-toggle-button'))
+  .filter(b => b.getClientRects().length)
+  .map(b => parseFloat(getComputedStyle(b).fontSize));
+  return px.length ? Math.min(...px) : null; }"""
+
 # the full-size dialog: open or not, and its picture's natural and shown width
 ZOOM = """() => { const d = document.querySelector('dialog.pyxis-zoom');
                   const i = d && d.querySelector('img');
@@ -126,7 +134,8 @@ def phone_measures(page, path: str) -> dict:
                 split=page.evaluate(SPLIT_NAMES), pictures=page.evaluate(PICTURES),
                 equations=page.evaluate(PHONE_WIDE_EQUATIONS),
                 tables=page.evaluate(WIDE_TABLES), thumbs=page.evaluate(MV_THUMBS_CUT),
-                cut_tables=page.evaluate(CUT_TABLES))
+                cut_tables=page.evaluate(CUT_TABLES),
+                thumb_label_px=page.evaluate(MV_THUMB_LABEL_PX))
     seen["outputs"], seen["wide_outputs"] = page.evaluate(WIDE_OUTPUTS)
     if path in MODEL_VIEW_PAGES:  # as drawn, before the dialog opens
         seen["mv_below"] = page.evaluate(MV_BELOW)
