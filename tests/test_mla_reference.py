@@ -30,21 +30,24 @@ CONFIGS = {"low-rank q": {}, "q_proj": dict(q_lora_rank=None),
            "half layout": dict(rope_interleave=False)}
 
 
-def _reference(overrides, monkeypatch):
+def _reference(overrides, monkeypatch, model="deepseek_v3"):
     """transformers' module (float64, random weights), its config, its
-    rotary embedding, with their float32 casts made float64."""
-    from transformers import DeepseekV3Config
+    rotary embedding, with their float32 casts made float64: DeepSeek-V3's
+    or, with ``model="deepseek_v32"``, DeepSeek-V3.2's."""
+    import importlib
+
     from transformers import modeling_rope_utils as rope_utils
-    from transformers.models.deepseek_v3 import modeling_deepseek_v3 as m
+    m = importlib.import_module(f"transformers.models.{model}.modeling_{model}")
+    name = {"deepseek_v3": "DeepseekV3", "deepseek_v32": "DeepseekV32"}[model]
     run_in_float64(monkeypatch, m, rope_utils, tensor_float=True)
-    config = DeepseekV3Config(**SIZES | overrides)
+    config = getattr(m, f"{name}Config")(**SIZES | dict(overrides))
     config._attn_implementation = "eager"
     torch.manual_seed(0)
-    module = m.DeepseekV3Attention(config, 0).double().eval()
+    module = getattr(m, f"{name}Attention")(config, 0).double().eval()
     with torch.no_grad():
         for p in module.parameters():
             p.copy_(torch.randn_like(p) * 0.3)
-    return module, config, m.DeepseekV3RotaryEmbedding(config)
+    return module, config, getattr(m, f"{name}RotaryEmbedding")(config)
 
 
 def _reference_call(module, rotary, x, positions):
@@ -156,27 +159,12 @@ def test_cache_holds_the_latent_transformers_caches(monkeypatch):
 V32 = dict(index_n_heads=8, index_head_dim=6, index_topk=12)
 
 
-def _reference_v32(monkeypatch, overrides=()):
-    from transformers import DeepseekV32Config
-    from transformers import modeling_rope_utils as rope_utils
-    from transformers.models.deepseek_v32 import modeling_deepseek_v32 as m
-    run_in_float64(monkeypatch, m, rope_utils, tensor_float=True)
-    config = DeepseekV32Config(**SIZES | V32 | dict(overrides))
-    config._attn_implementation = "eager"
-    torch.manual_seed(0)
-    module = m.DeepseekV32Attention(config, 0).double().eval()
-    with torch.no_grad():
-        for p in module.parameters():
-            p.copy_(torch.randn_like(p) * 0.3)
-    return module, config, m.DeepseekV32RotaryEmbedding(config)
-
-
 @pytest.mark.parametrize("start", [0, 3000])
 def test_sparse_mla_equals_transformers(start, monkeypatch):
     """DeepseekV32Attention: the indexer's top-12 keys a query, then MLA
     over them, equal to transformers' module (weights included), and the
     choice really cuts: later queries see 12 keys, not all before them."""
-    module, config, rotary = _reference_v32(monkeypatch)
+    module, config, rotary = _reference(V32, monkeypatch, "deepseek_v32")
     x = np.random.default_rng(3).standard_normal((B, T, D))
     positions = np.broadcast_to(start + np.arange(T), (B, T)).copy()
     ref, ref_weights = _reference_call(module, rotary, x, positions)
