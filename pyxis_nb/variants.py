@@ -1159,10 +1159,27 @@ class DeepseekV3Attention(_VariantAttention):
         q_nope, q_pe = self.queries(x, cos[:, None], sin[:, None])
         latent = np.concatenate(self.latent(x, cos, sin), axis=-1)
         out, weights = self.attend_expanded(q_nope, q_pe, latent,
-                                            self.mask_mod)
+                                            self.key_mask_mod(x, cos, sin))
         # (B, H, T, d_v) -> (B, T, H*d_v) @ (H*d_v, d_model)
         return _linear(merge_heads_core(out), self.o_proj,
                        self.o_bias), weights
+
+    def key_mask_mod(self, x, cos, sin):
+        """The kernel's ``mask_mod`` for this call: the causal triangle
+        (DeepSeek-V3.2: its indexer's choice of keys).
+
+        Parameters
+        ----------
+        x : ndarray, shape (B, T, d_model)
+            The layer's input.
+        cos, sin : ndarray, shape (B, T, d_rope)
+            RoPE's tables at the tokens' positions.
+
+        Returns
+        -------
+        callable
+        """
+        return self.mask_mod
 
     def new_cache(self) -> LatentCache:
         """An empty :class:`LatentCache` of this layer's sizes.
@@ -1405,19 +1422,28 @@ class DeepseekV32Attention(DeepseekV3Attention):
             raise TypeError("past_key_values: DeepseekV32Attention runs "
                             "without a cache here (its indexer keeps keys of "
                             "its own); pass past_key_values=None")
-        cos, sin = self.tables(position_ids, x.dtype)  # (B, T, d_rope)
+        return super().forward_core(x, position_ids)
+
+    def key_mask_mod(self, x, cos, sin):
+        """The indexer's choice as the kernel's ``mask_mod``: query ``t``
+        may attend to key ``s`` where :meth:`chosen` keeps it.
+
+        Parameters
+        ----------
+        x : ndarray, shape (B, T, d_model)
+            The layer's input.
+        cos, sin : ndarray, shape (B, T, d_rope)
+            RoPE's tables at the tokens' positions.
+
+        Returns
+        -------
+        callable
+        """
         keep = self.chosen(self.index_scores(x, cos, sin))  # (B, T, S)
 
-        def top_k_mask_mod(b, h, q_idx, kv_idx):  # the indexer's choice
+        def top_k_mask_mod(b, h, q_idx, kv_idx):
             return keep[b, q_idx, kv_idx]
-
-        q_nope, q_pe = self.queries(x, cos[:, None], sin[:, None])
-        latent = np.concatenate(self.latent(x, cos, sin), axis=-1)
-        out, weights = self.attend_expanded(q_nope, q_pe, latent,
-                                            top_k_mask_mod)
-        # (B, H, T, d_v) -> (B, T, H*d_v) @ (H*d_v, d_model)
-        return _linear(merge_heads_core(out), self.o_proj,
-                       self.o_bias), weights
+        return top_k_mask_mod
 
     def decode(self, hidden_states, cache, position_ids=None,
                absorb: bool = False):
