@@ -9,6 +9,8 @@ variant is what it hands that kernel:
   causal triangle or a sliding window of ``config.sliding_window``);
 * gpt-oss's learned sinks: ``sinks``, one logit per head;
 * Gemma 2's logit soft-capping: a ``score_mod``, ``cap * tanh(s / cap)``;
+* Bloom's ALiBi: a ``score_mod``, ``s - slope_h * (q_idx - kv_idx)``;
+* SmolLM3's NoPE layers: no rotation at all (``config.no_rope_layers``);
 * Qwen3-Next's gate: a sigmoid on the kernel's output, per head and
   channel;
 * DiffLlama's differential attention: two maps' outputs, subtracted;
@@ -42,10 +44,10 @@ import math
 
 import numpy as np
 
-from ._checks import (as_config_dict, as_float_array, check_bool, check_even,
-                      check_heads, check_keys, check_number,
-                      check_positive_int, check_same_dtype, check_shape,
-                      check_state_shapes)
+from ._checks import (as_config_dict, as_float_array, check_bool,
+                      check_choice, check_even, check_heads, check_keys,
+                      check_number, check_positive_int, check_same_dtype,
+                      check_shape, check_state_shapes)
 from .attention import ATTENTION_FUNCTIONS
 from .kv_cache import DynamicCache
 from .masks import causal_mask_mod, sliding_window_mask_mod
@@ -58,7 +60,8 @@ from .rope import (apply_rotary, compute_rope_parameters,
 
 __all__ = ["GptOssAttention", "Gemma2Attention", "Gemma3Attention",
            "Qwen3NextAttention", "DiffLlamaAttention", "DeepseekV3Attention",
-           "DeepseekV32Attention", "LatentCache", "soft_cap"]
+           "DeepseekV32Attention", "LatentCache", "SmolLM3Attention",
+           "alibi", "alibi_slopes", "soft_cap"]
 
 #: the layer kinds of ``config.layer_types`` an attention layer can be
 LAYER_TYPES = ("full_attention", "sliding_attention")
@@ -89,6 +92,55 @@ def soft_cap(cap: float):
 
     def score_mod(score, b, h, q_idx, kv_idx):
         return cap * np.tanh(score / cap)
+    return score_mod
+
+
+def alibi_slopes(num_heads: int) -> np.ndarray:
+    """Bloom's ALiBi slopes, one a head: ``2 ** (-8 h / H)``, h = 1 .. H.
+
+    For H not a power of two, the first ``n`` (the power of two below H)
+    follow the rule for ``n`` heads and the rest take every other slope of
+    ``2 n`` heads, as Bloom's ``_get_alibi_slopes`` does.
+
+    Parameters
+    ----------
+    num_heads : int
+        H, the number of query heads, >= 1.
+
+    Returns
+    -------
+    ndarray, shape (H,)
+        The slopes, float64, from ``2 ** (-8 / n)`` down.
+    """
+    H = check_positive_int("num_heads", num_heads)
+    n = 2 ** int(math.log2(H))  # the power of two at or below H
+    slopes = 2.0 ** (-8.0 * np.arange(1, n + 1) / n)
+    extra = 2.0 ** (-8.0 * np.arange(1, 2 * (H - n), 2) / (2 * n))
+    return np.concatenate([slopes, extra])  # extra is empty for H = n
+
+
+def alibi(slopes):
+    """ALiBi (Press et al., 2021; Bloom) as FlexAttention's ``score_mod``.
+
+    Parameters
+    ----------
+    slopes : array_like of float, shape (H,)
+        One slope a head (:func:`alibi_slopes`), each > 0.
+
+    Returns
+    -------
+    callable
+        ``score_mod(score, b, h, q_idx, kv_idx) = score - slopes[h] *
+        (q_idx - kv_idx)``: a key ``q_idx - kv_idx`` tokens back loses
+        that many slopes.
+    """
+    slopes = as_float_array("slopes", slopes, ndim=1, finite=True)
+    if slopes.size == 0 or np.any(slopes <= 0):
+        raise ValueError(f"slopes must be one number > 0 a head, got "
+                         f"{slopes.tolist()}")
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        return score - slopes[h] * (q_idx - kv_idx)
     return score_mod
 
 
@@ -637,6 +689,68 @@ class Qwen3NextAttention(Gemma3Attention):
         ndarray, shape (B, T, H*d_head)
         """
         return merge_heads_core(out / (1 + np.exp(-gate)))
+
+
+class SmolLM3Attention(_VariantAttention):
+    """SmolLM3's attention: RoPE on most layers, none (NoPE) on the rest.
+
+    ``config.no_rope_layers[layer_idx]`` is 1 where the layer rotates its
+    queries and keys and 0 where it does not; SmolLM3's config leaves every
+    ``no_rope_layer_interval``-th layer (4th) without. A NoPE layer knows
+    the order of its tokens only through the causal mask. Otherwise a
+    Llama layer: q/k/v/o, GQA, and the mask of ``config.layer_types``.
+
+    Parameters
+    ----------
+    config : SmolLM3Config or dict
+        A transformers config or its ``to_dict()``.
+    layer_idx : int, default 0
+        Its entry of ``no_rope_layers`` says RoPE or not, its entry of
+        ``config.layer_types`` the mask.
+    attn_implementation : {"flex_attention", "eager"}
+        The kernel, by name.
+
+    See Also
+    --------
+    transformers.models.smollm3.modeling_smollm3.SmolLM3Attention
+    """
+
+    _REQUIRED = _VariantAttention._REQUIRED + ("no_rope_layers",)
+
+    def __init__(self, config, layer_idx: int = 0,
+                 attn_implementation: str = "flex_attention"):
+        super().__init__(config, layer_idx, attn_implementation)
+        flags = self.config["no_rope_layers"]
+        if (not isinstance(flags, (list, tuple))
+                or isinstance(layer_idx, bool)
+                or not isinstance(layer_idx, int)
+                or not 0 <= layer_idx < len(flags)):
+            raise ValueError(
+                f"no_rope_layers must be a list with an entry for "
+                f"layer_idx = {layer_idx!r} (1: RoPE, 0: NoPE), got "
+                f"{flags!r}")
+        #: HF's name: 1 (True) rotates, 0 is a NoPE layer
+        self.use_rope = bool(check_choice(f"no_rope_layers[{layer_idx}]",
+                                          flags[layer_idx], (0, 1)))
+
+    def rotate(self, x, cos, sin):
+        """RoPE on a RoPE layer; on a NoPE layer, ``x`` as it is.
+
+        Parameters
+        ----------
+        x : ndarray, shape (B, H | H_kv, T, d_head)
+            Queries or keys.
+        cos, sin : ndarray, shape (B, 1, T, d_head)
+            The tables (unused on a NoPE layer).
+
+        Returns
+        -------
+        ndarray, shape of ``x``
+        """
+        return super().rotate(x, cos, sin) if self.use_rope else x
+
+    def __repr__(self) -> str:
+        return super().__repr__()[:-1] + f", use_rope={self.use_rope})"
 
 
 class DiffLlamaAttention(_VariantAttention):

@@ -10,10 +10,10 @@ from conftest import fresh_python
 mem = px.memory
 CONFIGS = mem.attention_configs()
 MODELS = ["Qwen3-1.7B", "SmolLM2-135M", "Llama-3-8B-style GQA", "Gemma 3",
-          "gpt-oss", "DeepSeek-V3", "Qwen3-Next"]
+          "gpt-oss", "DeepSeek-V3", "Qwen3-Next", "SmolLM3-3B"]
 
 
-def test_the_table_has_the_seven_models():
+def test_the_table_has_the_eight_models():
     assert list(CONFIGS) == MODELS
     assert [r["model"] for r in mem.attention_table()] == MODELS
 
@@ -42,6 +42,7 @@ def test_layer_patterns():
     assert pattern["gpt-oss"] == "1 sliding : 1 full (18 sliding, 18 full)"
     assert pattern["Qwen3-Next"] == "3 linear : 1 full (36 linear, 12 full)"
     assert pattern["DeepSeek-V3"] == "61 full"
+    assert pattern["SmolLM3-3B"] == "36 full"  # 9 of them NoPE
     odd = dict(CONFIGS["Gemma 3"], num_hidden_layers=3, layer_types=[
         "full_attention", "sliding_attention", "sliding_attention"])
     assert mem.attention_recipe(odd)["layer_pattern"] == "1 full, 2 sliding"

@@ -37,6 +37,12 @@ VARIANTS = {
         rope_parameters=dict(rope_type="default", rope_theta=10000.0,
                              partial_rotary_factor=0.5)), (1,)),
     "DiffLlamaAttention": ("diffllama", "DiffLlamaConfig", {}, (0, 1)),
+    # RoPE + full, NoPE + full, NoPE + sliding
+    "SmolLM3Attention": ("smollm3", "SmolLM3Config", dict(
+        num_hidden_layers=3, no_rope_layers=[1, 0, 0],
+        use_sliding_window=True, sliding_window=WINDOW,
+        layer_types=["full_attention", "full_attention",
+                     "sliding_attention"]), (0, 1, 2)),
 }
 CASES = [(name, layer_idx) for name, (*_, idxs) in VARIANTS.items()
          for layer_idx in idxs]
@@ -101,6 +107,8 @@ def test_variant_equals_its_transformers_module(name, layer_idx, start,
     eager = cls.from_state_dict(state, config.to_dict(), layer_idx,
                                 attn_implementation="eager")
     assert flex.layer_type == layer_type
+    if hasattr(module, "use_rope"):  # SmolLM3: its flag, as HF reads it
+        assert flex.use_rope == eager.use_rope == bool(module.use_rope)
     out = flex(x, position_ids=positions)
     out_eager, weights = eager(x, position_ids=positions,
                                output_attentions=True)
@@ -157,9 +165,10 @@ def test_kernels_equal_torch_flex_attention(mod, masked):
     rng = np.random.default_rng(5)
     q = rng.standard_normal((2, 4, 40, 8)) * 2  # (B, H, T, d_head)
     k, v = (rng.standard_normal((2, 2, 40, 8)) for _ in "kv")  # H_kv = 2
-    slopes = 2.0 ** -np.arange(1, 5)  # (H,): Bloom's slopes for 4 heads
+    slopes = px.variants.alibi_slopes(4)  # (H,): Bloom's, 2^-2 .. 2^-8
     mods = {"soft-cap": (_soft_cap(np.tanh), _soft_cap(torch.tanh)),
-            "alibi": (_alibi(slopes), _alibi(torch.from_numpy(slopes))),
+            "alibi": (px.variants.alibi(slopes),
+                      _alibi(torch.from_numpy(slopes))),
             "none": (None, None)}
     ours, theirs = mods[mod]
     block_mask = (flex.create_block_mask(_window, 2, 4, 40, 40, device="cpu",
@@ -176,6 +185,38 @@ def test_kernels_equal_torch_flex_attention(mod, masked):
         block_q=16, block_k=16, return_stats=True)
     np.testing.assert_allclose(tiles, ref, rtol=0, atol=1e-12)
     assert (stats.n_skipped > 0) == masked
+
+
+@pytest.mark.parametrize("H", [1, 2, 3, 4, 6, 8, 12, 16, 20, 112])
+def test_alibi_slopes_are_blooms(H):
+    from transformers.models.bloom import modeling_bloom
+    ref = modeling_bloom._get_alibi_slopes(H, "cpu").double().numpy()
+    ours = px.variants.alibi_slopes(H)
+    assert ours.shape == (H,) and ours.dtype == np.float64
+    np.testing.assert_allclose(ours, ref, rtol=1e-6, atol=0)  # float32
+
+
+def test_alibi_score_mod_equals_blooms_bias():
+    """The score_mod's bias, -slope_h (i - j), against the tensor Bloom
+    adds, slope_h j, under the causal mask: the rows differ by slope_h i,
+    a constant the softmax drops."""
+    from transformers.models.bloom import modeling_bloom
+    rng = np.random.default_rng(3)
+    q, k, v = rng.standard_normal((3, 2, 6, 30, 8))  # (B, H, T, d_head)
+    alibi = modeling_bloom.build_alibi_tensor(
+        torch.ones(2, 30, dtype=torch.long), 6, torch.float64)
+    scores = (torch.from_numpy(q) @ torch.from_numpy(k).transpose(-1, -2)
+              / 8 ** 0.5 + alibi.reshape(2, 6, 1, 30))  # (B, H, T, S)
+    causal = torch.ones(30, 30, dtype=torch.bool).tril()
+    ref = (scores.masked_fill(~causal, float("-inf")).softmax(-1)
+           @ torch.from_numpy(v)).numpy()
+    # Bloom's slopes in float32 (its alibi tensor), so ours from them
+    slopes = modeling_bloom._get_alibi_slopes(6, "cpu").double().numpy()
+    for name, kernel in px.attention.ATTENTION_FUNCTIONS.items():
+        out, _ = kernel(q, k, v, None, score_mod=px.variants.alibi(slopes),
+                        mask_mod=px.masks.causal_mask_mod)
+        np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12,
+                                   err_msg=name)
 
 
 def test_dynamic_cache_holds_what_transformers_cache_holds():

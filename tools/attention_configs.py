@@ -47,6 +47,9 @@ MODELS = {
     "gpt-oss": ("GptOssConfig", {}),
     "DeepSeek-V3": ("DeepseekV3Config", {}),
     "Qwen3-Next": ("Qwen3NextConfig", {}),
+    # the class has no head_dim field: its modules take hidden_size //
+    # num_attention_heads = 128, written here for the table to read
+    "SmolLM3-3B": ("SmolLM3Config", dict(head_dim=128)),
 }
 
 # The keys of to_dict() that the attention recipe and its cache read (kept
@@ -63,6 +66,8 @@ KEYS = (
     # linear attention (Qwen3-Next)
     "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
     "linear_value_head_dim", "linear_conv_kernel_dim",
+    # NoPE layers (SmolLM3: 1 = RoPE, 0 = none)
+    "no_rope_layers",
 )
 
 
