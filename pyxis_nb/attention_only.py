@@ -871,7 +871,7 @@ def plot_half_losses(histories: dict, vocab_size: int, ax=None):
     import matplotlib.pyplot as plt  # lazily: the package never needs it
 
     if ax is None:
-        ax = plt.subplots(figsize=(7, 3.5))[1]
+        ax = plt.subplots(figsize=(6.5, 5), layout="constrained")[1]
     for label, hist in histories.items():
         for part, style in (("first_half", "--"), ("second_half", "-")):
             name = part.replace("_", " ")
@@ -880,7 +880,8 @@ def plot_half_losses(histories: dict, vocab_size: int, ax=None):
                label=f"ln V = {np.log(vocab_size):.2f}")
     ax.set(xlabel="training step", ylabel="cross-entropy (nats)",
            ylim=(0, None))
-    ax.legend(fontsize=8)
+    # below the axes: clear of the curves at any text size
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22))
     return ax
 
 
@@ -907,7 +908,7 @@ def plot_score_history(history: dict, score: str, heads=None, ax=None):
 
     check_choice("score", score, SCORES)
     if ax is None:
-        ax = plt.subplots(figsize=(7, 2.5))[1]
+        ax = plt.subplots(figsize=(6.5, 3.5), layout="constrained")[1]
     values = history[score]  # (N, L, H)
     if heads is None:
         heads = np.ndindex(*values.shape[1:])
@@ -915,7 +916,8 @@ def plot_score_history(history: dict, score: str, heads=None, ax=None):
         ax.plot(history["score_steps"], values[:, layer, head],
                 "--" if layer == 0 else "-", label=f"L{layer}H{head}")
     ax.set(xlabel="training step", ylabel=f"{score} score", ylim=(0, 1))
-    ax.legend(fontsize=8, ncol=4)
+    # below the axes, four to a row: clear of the curves at any text size
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=4)
     return ax
 
 

@@ -22,10 +22,13 @@ Shape legend:
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import Sequence
 
 import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
+from matplotlib.text import Text
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 import numpy as np
 
 from ._checks import (as_float_array, check_heads, check_int, check_needs,
@@ -41,10 +44,93 @@ __all__ = ["plot_attention", "plot_attention_grid", "plot_gqa_mapping",
            # foundations chapters
            "plot_max_weight", "plot_std_growth", "plot_position_encodings",
            # heads chapters
-           "plot_rope_decay", "plot_rope_layout_bug", "plot_head_scores"]
+           "plot_rope_decay", "plot_rope_layout_bug", "plot_head_scores",
+           # every figure above, read on a phone
+           "legible", "phone_pt", "show"]
 
 CMAP = "viridis"
 COLUMN_WIDTH = 6.5  # inches: 650 px at 100 dpi, the website's column at 1280
+# A phone shows a figure scaled to its column, 356 px of a 390-px screen: a
+# 650-px figure at 55 %. Text should still be 9 px there (issue #41, item 2).
+PHONE_COLUMN_PX = 356
+PHONE_TEXT_PX = 9
+
+
+def phone_pt(width_in: float, dpi: int = 100) -> float:
+    """The least font size, in points, that a figure ``width_in`` inches wide
+    (drawn at ``dpi``) shows at ``PHONE_TEXT_PX`` or more on a phone, where
+    it is scaled down to ``PHONE_COLUMN_PX``: 11.8 pt at 6.5 inches, 6.5 pt
+    for a figure that fits the phone's column as it is.
+
+    Parameters
+    ----------
+    width_in : float
+        The figure's width in inches.
+    dpi : int, default 100
+        Dots per inch of the picture (the book's figures: 100).
+
+    Returns
+    -------
+    float
+    """
+    shown = min(1.0, PHONE_COLUMN_PX / (width_in * dpi))  # scale on a phone
+    return PHONE_TEXT_PX * 72 / (dpi * shown)
+
+
+def legible(fig):
+    """Make ``fig`` read on a phone: no wider than ``COLUMN_WIDTH``, and no
+    text smaller than :func:`phone_pt` of its picture (12.5 pt at 6.5 in).
+
+    Every figure a function here makes goes through it last, and a
+    chapter's own figure may too. Text already larger keeps its size.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ``fig``, changed in place.
+    """
+    width, height = fig.get_size_inches()
+    if width > COLUMN_WIDTH:
+        fig.set_size_inches(COLUMN_WIDTH, height)
+    # the saved picture is the tight box: up to 0.4 in wider than the
+    # figure (savefig's pad, a colour bar's labels)
+    least = phone_pt(min(width, COLUMN_WIDTH) + 0.4)
+    for ax in fig.axes:  # tick labels, those there and those drawn later
+        for axis in (ax.xaxis, ax.yaxis):
+            for label in axis.get_ticklabels(which="both"):
+                if label.get_fontsize() < least:
+                    ax.tick_params(axis=axis.axis_name, which="both",
+                                   labelsize=least)
+                    break
+    for text in fig.findobj(Text):
+        if text.get_fontsize() < least:
+            text.set_fontsize(least)
+    # lay the figure out with its new text until nothing moves (two or three
+    # passes), so that a widget frame's single draw places everything where
+    # savefig's two would, and a frame drawn on a reused figure as on a new
+    if fig.get_layout_engine() is not None:
+        for _ in range(5):
+            placed = [ax.get_position().bounds for ax in fig.axes]
+            fig.draw_without_rendering()
+            if [ax.get_position().bounds for ax in fig.axes] == placed:
+                break
+    return fig
+
+
+def show(fig) -> None:
+    """Show ``fig`` as the book's figures are shown: :func:`legible` (no
+    text under 9 px on a phone), then ``plt.show()``.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+    """
+    legible(fig)
+    plt.show()
 
 
 def _luminance(rgb) -> float:
@@ -110,7 +196,9 @@ def plot_attention(weights, tokens: Sequence[str] | None = None, *,
         Where to draw; a new figure is made if omitted.
     title : str, optional
     annotate : bool, default True
-        Write each weight (two decimals) in its cell.
+        Write each weight (two decimals) in its cell, where the numbers fit
+        their cells at the figure's text size (a map of more than 10 keys in
+        its own figure has the colour bar alone).
     colorbar : bool, default True
     vmax : float, default 1.0
         Top of the colour scale; weights lie in [0, 1].
@@ -141,8 +229,11 @@ def plot_attention(weights, tokens: Sequence[str] | None = None, *,
     check_shape("mask", allowed, allowed.dtype == bool
                 and allowed.shape == (T, S), f"a boolean (T, S) = ({T}, {S}) "
                 f"array (True = may attend), got dtype {allowed.dtype}")
-    if ax is None:
-        _, ax = plt.subplots(figsize=(0.55 * S + 2.4, 0.5 * T + 1.6),
+    own = ax is None  # a figure of its own: sized here, for a phone too
+    if own:
+        # cells of 0.55 in, or smaller once the map would pass the column
+        cell = min(0.55, (COLUMN_WIDTH - 2.4) / S)
+        _, ax = plt.subplots(figsize=(cell * S + 2.4, cell / 1.1 * T + 1.6),
                              facecolor="white")
         same = key_tokens is None
         _describe(ax.figure, (
@@ -153,28 +244,42 @@ def plot_attention(weights, tokens: Sequence[str] | None = None, *,
                else f"the keys {_token_list(cols)}")
             + ("; masked cells are hatched" if mask is not None else "")
             + "."))
+    # in its own figure every word and number is legible on a phone, and
+    # never below 10 pt; in a caller's axes, matplotlib's sizes
+    size = max(10.0, np.ceil(2 * phone_pt(ax.figure.get_figwidth())) / 2)
+    text = {"fontsize": size} if own else {}
     im = ax.imshow(w, cmap=CMAP, vmin=0.0, vmax=vmax)
     slanted = max(map(len, cols)) > 3
     ax.set_xticks(range(S), cols, rotation=45 if slanted else 0,
-                  ha="right" if slanted else "center")
-    ax.set_yticks(range(T), rows)
-    ax.set_xlabel("key: the token looked at")
-    ax.set_ylabel("query: the token that looks")
+                  ha="right" if slanted else "center", **text)
+    ax.set_yticks(range(T), rows, **text)
+    ax.set_xlabel("key: the token looked at", **text)
+    ax.set_ylabel("query: the token that looks", **text)
     if title:
-        ax.set_title(title)
+        ax.set_title(title, **({"fontsize": size + 1} if own else {}))
     for i, j in zip(*np.nonzero(~allowed)):
         ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="#d9d9d9",
                                edgecolor="#9a9a9a", hatch="///",
                                linewidth=0))
-    if annotate:
+    if annotate and (not own or _numbers_fit(ax, S, size)):
         for i, j in zip(*np.nonzero(allowed)):
             # black or white, whichever reads better on the cell's colour
             ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center",
-                    color=_ink(im.cmap(im.norm(w[i, j]))), fontsize=8)
+                    color=_ink(im.cmap(im.norm(w[i, j]))),
+                    fontsize=size if own else 8)
     if colorbar:
-        ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04,
-                           label="attention weight")
+        bar = ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+        bar.set_label("attention weight", **text)
+        if own:
+            bar.ax.tick_params(labelsize=size)
     return ax
+
+
+def _numbers_fit(ax, S: int, size: float) -> bool:
+    """Whether a weight such as ``0.25``, ``size`` points high, fits the
+    width of one of ``S`` cells across ``ax``."""
+    width_pt = ax.get_position().width * ax.figure.get_figwidth() * 72
+    return 2.4 * size <= width_pt / S  # four characters, about 0.6 em each
 
 
 def plot_attention_grid(weights, tokens: Sequence[str] | None = None, *,
@@ -207,7 +312,10 @@ def plot_attention_grid(weights, tokens: Sequence[str] | None = None, *,
     nrows = -(-H // ncols)
     width = ncols * (0.45 * S + 1.6) + 1.0
     # no wider than the website's column; the panels shrink, the text not
-    height = nrows * (0.45 * T + 1.4) * min(1.0, 1.1 * COLUMN_WIDTH / width)
+    # (labels, titles: 1.4 inches a row)
+    cell = 0.45 * min(1.0, (COLUMN_WIDTH - 1.0 - 1.1 * ncols)
+                      / (ncols * 0.45 * S))
+    height = nrows * (cell * T + 1.4)
     fig, axes = plt.subplots(
         nrows, ncols, figsize=(min(width, COLUMN_WIDTH), height),
         facecolor="white", squeeze=False, layout="constrained",
@@ -219,6 +327,9 @@ def plot_attention_grid(weights, tokens: Sequence[str] | None = None, *,
         f"{_token_list(_labels('tokens', tokens, T))}, columns the keys; "
         f"the largest weight in each is "
         f"{', '.join(f'{x:.2f}' for x in w.max(axis=(1, 2)))}."))
+    # the numbers in the cells only where they fit at a phone's text size
+    annotate = annotate and _numbers_fit(
+        axes.flat[0], S, phone_pt(min(width, COLUMN_WIDTH) + 0.4))
     for h, ax in enumerate(axes.flat):
         if h >= H:
             ax.axis("off")
@@ -234,7 +345,7 @@ def plot_attention_grid(weights, tokens: Sequence[str] | None = None, *,
     fig.colorbar(mappable, ax=axes, shrink=0.8, label="attention weight")
     if suptitle:
         fig.suptitle(suptitle)
-    return fig
+    return legible(fig)
 
 
 def plot_gqa_mapping(num_attention_heads: int, num_key_value_heads: int,
@@ -274,7 +385,8 @@ def plot_gqa_mapping(num_attention_heads: int, num_key_value_heads: int,
         heads out in the same order.
     """
     H, H_kv = check_heads(num_attention_heads, num_key_value_heads)
-    if ax is None:
+    own = ax is None
+    if own:
         _, ax = plt.subplots(figsize=(7, 2), facecolor="white",
                              layout="constrained")
     n_rep = H // H_kv
@@ -303,6 +415,8 @@ def plot_gqa_mapping(num_attention_heads: int, num_key_value_heads: int,
     ax.set_ylim(-0.75, 1.3)
     for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)
+    if own:
+        legible(ax.figure)
     return ax
 
 
@@ -354,12 +468,12 @@ def plot_decode_step(weights, head_weights, tokens: Sequence[str], t: int):
     ax_r.set(xlabel="key (cached position)", ylabel="query head",
              aspect="auto")
     h, j = np.unravel_index(np.argmax(per_head), per_head.shape)
-    return _describe(fig, (
+    return legible(_describe(fig, (
         f"Decode step for '{tokens[t]}' at position {t}: the cache holds "
         f"{t + 1} of {S} positions. Top, the mean weights of every query so "
         f"far, the new row outlined in red; below, the new query's weights "
         f"over the {t + 1} cached keys for each of {H} heads, the largest "
-        f"{per_head[h, j]:.2f} (head {h} on '{tokens[j]}')."))
+        f"{per_head[h, j]:.2f} (head {h} on '{tokens[j]}').")))
 
 
 def plot_tile_step(stats, i: int, tokens: Sequence[str] | None = None, *,
@@ -444,13 +558,13 @@ def _show_tile_step(fig, stats, i: int, tokens, ylim):
     first = step.q_block * stats.block_q
     names = ("rows" if tokens is None else "rows " + _token_list(
         tokens[first:first + len(step.row_max)]))
-    return _describe(fig, (
+    return legible(_describe(fig, (
         f"Tile step {i + 1} of {len(stats.steps)}: tile ({step.q_block}, "
         f"{step.k_block}) is {done}; so far {n_done} computed and "
         f"{len(seen) - n_done} skipped. Right, the running max m "
         f"({', '.join(f'{x:.2f}' for x in step.row_max)}) and sum l "
         f"({', '.join(f'{x:.2f}' for x in step.row_sum)}) of query tile "
-        f"{step.q_block}'s {names}."))
+        f"{step.q_block}'s {names}.")))
 
 
 def _tile_labels(tokens, block: int, n: int) -> list[str]:
@@ -527,12 +641,14 @@ def _rope_rotation_figure(pairs, start, head_dim: int):
         for colour in ("tab:blue", "tab:orange"):  # query, key
             ax.annotate("", xy=p, xytext=(0, 0), arrowprops=dict(
                 arrowstyle="->", color=colour, lw=2))
-        ax.plot([], [], color="tab:blue", label="query")
-        ax.plot([], [], color="tab:orange", label="key")
         ax.set(xlim=(-1.2, 1.2), ylim=(-1.2, 1.2), aspect="equal",
                xlabel=f"element {i}",
                ylabel=f"element {i + head_dim // 2} (= {i} + d_head/2)")
-        ax.legend(loc="lower left", fontsize=8)
+    # one legend for both panels, below them: clear of the circles
+    blue, = axes[0, 0].plot([], [], color="tab:blue")
+    orange, = axes[0, 0].plot([], [], color="tab:orange")
+    fig.legend([blue, orange], ["query", "key"], loc="outside lower center",
+               ncols=2)
     fig.pyxis_suptitle = fig.suptitle(" ", fontsize=11)  # text set per frame
     return fig
 
@@ -546,18 +662,18 @@ def _show_rope_rotation(fig, m: int, n: int, pairs, start, head_dim: int,
     for ax, i in zip(fig.axes, pairs):
         qm, kn = _rotate(p, m * inv_freq[i]), _rotate(p, n * inv_freq[i])
         ax.texts[1].xy, ax.texts[2].xy = qm, kn  # after the grey start
-        query, key = ax.get_legend().get_texts()
-        query.set_text(f"query, m = {m}")
-        key.set_text(f"key, n = {n}")
         ax.set_title(f"pair {i}: {np.degrees(inv_freq[i]):.0f}° per "
                      f"position\npair score = {qm @ kn:+.3f}", fontsize=10)
+    query, key = fig.legends[0].get_texts()
+    query.set_text(f"query, m = {m}")
+    key.set_text(f"key, n = {n}")
     fig.pyxis_suptitle.set_text(f"m - n = {m - n}")  # where the layout put it
     scores = ", ".join(f"pair {i} {_rotate(p, m * f) @ _rotate(p, n * f):+.3f}"
                        for i, f in zip(pairs, inv_freq[list(pairs)]))
-    return _describe(fig, (
+    return legible(_describe(fig, (
         f"RoPE rotation of a query at position m = {m} (blue) and a key at "
         f"n = {n} (orange), one unit circle per pair: the pair scores "
-        f"({scores}) depend only on m - n = {m - n}."))
+        f"({scores}) depend only on m - n = {m - n}.")))
 
 
 def _rotate(p: np.ndarray, angle: float) -> np.ndarray:
@@ -599,12 +715,17 @@ def plot_decode_times(contexts: Sequence[int], cached_s, full_s):
     ax.loglog(contexts, cached * 1e3, "o-", color="tab:blue",
               label="KV cache: 1 new token")
     _plain_log_ticks(ax, contexts)
+    # times at 1, 2 and 5 of each decade, as plain numbers: a range under a
+    # decade would otherwise be labelled at every minor tick, 2x10^0 ...
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set(xlabel="context length S (tokens)",
            ylabel="time per generated token (ms, log scale)",
            title="One decode step, measured on the machine that built "
                  "this page")
     ax.legend()
-    return fig
+    return legible(fig)
 
 
 def plot_kv_cache_memory(config, kv_heads, *, dtype_bytes: int = 2):
@@ -637,7 +758,7 @@ def plot_kv_cache_memory(config, kv_heads, *, dtype_bytes: int = 2):
            ylabel=f"bytes at {dtype_bytes} bytes/value (log scale)",
            title="The cache grows like T, a stored score matrix like T²")
     ax.legend(fontsize=8)
-    return fig
+    return legible(fig)
 
 
 def plot_online_softmax(scores, block: int, maxima, sums):
@@ -679,7 +800,7 @@ def plot_online_softmax(scores, block: int, maxima, sums):
         ax.set(title=f"running {name} ${sym}${against}",
                xlabel="blocks seen", ylabel=f"${sym}$")
         ax.legend(loc="lower right" if key == "max" else "upper right")
-    return fig
+    return legible(fig)
 
 
 def plot_tiled_cost(Ts: Sequence[int], naive_peak, tiled_peak, naive_flops,
@@ -718,7 +839,7 @@ def plot_tiled_cost(Ts: Sequence[int], naive_peak, tiled_peak, naive_flops,
         _plain_log_ticks(a, Ts)
         a.tick_params(axis="x", labelrotation=45)
         a.legend(fontsize=8)
-    return fig
+    return legible(fig)
 # --- foundations chapters (qkv, scaling, causal_mask, permutation)
 
 
@@ -746,7 +867,8 @@ def plot_max_weight(ds: Sequence[int], columns, *, T: int = 6,
     ds = [check_positive_int("ds", d) for d in ds]
     log_d = np.log2(ds)
     styles = dict(styles or {})
-    fig, ax = plt.subplots(figsize=(7, 4.2), facecolor="white")
+    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH, 5), facecolor="white",
+                           layout="constrained")
     cycle = ["o-", "s-", "^--", "D-."]
     for n, (label, values) in enumerate(columns.items()):
         values = as_float_array(f"columns[{label!r}]", values, ndim=1)
@@ -758,7 +880,8 @@ def plot_max_weight(ds: Sequence[int], columns, *, T: int = 6,
     ax.set_xticks(log_d, [str(d) for d in ds])
     ax.set(ylim=(0, 1.05), xlabel=r"head size $d$ (log$_2$ scale)",
            ylabel="largest weight in a row (mean)", title=title)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.legend(loc="outside lower center", ncols=2)  # below: a phone's width
+    legible(fig)
     return ax
 
 
@@ -791,6 +914,7 @@ def plot_std_growth(ds: Sequence[int], raw, after):
            title=r"A dot product of $d$ unit-variance terms spreads "
                  r"like $\sqrt{d}$")
     ax.legend()
+    legible(fig)
     return ax
 
 
@@ -813,6 +937,7 @@ def plot_position_encodings(pe, *, title: str | None = None):
     ax.set(xlabel="position", ylabel="dimension (even: sin, odd: cos)",
            title=title)
     fig.colorbar(im, ax=ax, label="value")
+    legible(fig)
     return ax
 
 
@@ -873,7 +998,7 @@ def plot_rope_decay(similarity, bound, decades, *, context: int):
                 title="RoFormer's long-term decay bound",
                 xlabel="distance d between query and key "
                        "(positions, log scale)")
-    return fig
+    return legible(fig)
 
 
 def plot_rope_layout_bug(right, wrong, fixed, tokens: Sequence[str], *,
@@ -902,43 +1027,49 @@ def plot_rope_layout_bug(right, wrong, fixed, tokens: Sequence[str], *,
     diff = panels[1] - panels[0]
     fig, axes = plt.subplots(2, 2, figsize=(8, 7.4), facecolor="white",
                              layout="constrained")
-    titles = ("right: interleaved weights,\ninterleaved RoPE",
-              "bug: same weights, half RoPE",
-              "fix: permuted rows, half RoPE")
+    titles = ("right: interleaved\nweights and RoPE",
+              "bug: same weights,\nhalf RoPE",
+              "fix: permuted rows,\nhalf RoPE")
     for ax, w, title in zip(axes.flat, panels, titles):
         plot_attention(w, tokens, ax=ax, title=title, annotate=False,
                        colorbar=False, mask=mask)
     fig.colorbar(axes[0, 0].images[0], ax=axes[0, :], shrink=0.8,
-                 label="attention weight (three panels)")
+                 label="weight (three panels)")
     ax = axes[1, 1]
     lim = float(np.abs(diff).max()) or 1.0
     shown = diff if mask is None else np.where(mask, diff, np.nan)
     im = ax.imshow(shown, cmap="RdBu_r", vmin=-lim, vmax=lim)
     ax.set_xticks(range(len(tokens)), tokens, rotation=90)
     ax.set_yticks(range(len(tokens)), tokens)
-    ax.set(title="bug - right: what the bug changes",
+    ax.set(title="bug - right:\nwhat the bug changes",
            xlabel="key: the token looked at")
     fig.colorbar(im, ax=ax, shrink=0.8,
-                 label=f"weight difference, {-lim:.2f} to {lim:+.2f}")
+                 label=f"difference, {-lim:.2f} to {lim:+.2f}")
     for a in axes[0]:
         a.set_xlabel("")
     for a in axes[:, 1]:
         a.set_ylabel("")
-    return fig
+    return legible(fig)
 
 
-HEAD_SCORE_PT = 8       # the numbers in a head-score map: 11 px at 100 dpi
-HEAD_SCORE_ROW = 0.22   # inches a layer: 22 px, a row of numbers and a gap
-HEAD_SCORE_COLUMN = 0.27  # inches a head at the least: "-.89" in 8 pt, 22 px
+def _short(x: float) -> str:
+    """A score in four characters at most: ``.80``, ``-.05``, ``1.00``."""
+    return re.sub(r"^(-?)0\.", r"\1.", f"{x:.2f}")
+
+
+HEAD_SCORE_ROW = 0.22   # inches a layer: 22 px, a row of labels and a gap
+HEAD_SCORE_COLUMN = 0.27  # inches a head at the least, 27 px
 
 
 def plot_head_scores(scores, *, outline=None, ncols: int | None = None):
     """Each head score as a layers x heads heatmap, the named heads outlined.
 
     All panels share one colour scale, shown by one colour bar, so a colour
-    means the same value in every panel. The numbers are 8 pt (11 px at the
-    100 dpi the book draws at), the figure is the website's column wide,
-    and a model of 30 layers still fits a 900 px window whole.
+    means the same value in every panel. The figure is the website's column
+    wide, a model of 30 layers still fits a 900 px window whole, and its
+    text is :func:`phone_pt` of the column (9 px on a phone): the value of
+    each head is written in its cell where the values fit at that size,
+    else the outlined heads' values are listed under their panel.
 
     Parameters
     ----------
@@ -953,8 +1084,8 @@ def plot_head_scores(scores, *, outline=None, ncols: int | None = None):
     Returns
     -------
     matplotlib Figure
-        One panel per score, its value written in each cell (two decimals),
-        and a colour bar of the shared scale.
+        One panel per score, values written as two decimals, and a colour
+        bar of the shared scale.
 
     Raises
     ------
@@ -980,6 +1111,12 @@ def plot_head_scores(scores, *, outline=None, ncols: int | None = None):
     ncols = check_positive_int("ncols", ncols)
     nrows = -(-len(names) // ncols)
     height = nrows * (L * HEAD_SCORE_ROW + 0.55) + 0.1  # + title and ticks
+    # a line under a panel for every two outlined heads, where the values
+    # cannot be written in the cells (the panel's heads narrower than them)
+    size = phone_pt(COLUMN_WIDTH + 0.4)  # every text legible on a phone
+    if ((COLUMN_WIDTH - 1.0) / ncols - 0.45) * 72 / H < 2.4 * size:
+        height += nrows * 0.2 * max((len(v) + 1) // 2 for v in
+                                    outline.values()) if outline else 0
     fig, axes = plt.subplots(nrows, ncols, squeeze=False, facecolor="white",
                              figsize=(COLUMN_WIDTH, height),
                              layout="constrained")
@@ -988,29 +1125,39 @@ def plot_head_scores(scores, *, outline=None, ncols: int | None = None):
     high = max(max(float(m.max()) for m in maps), low + 1e-9)
     for ax, name, m in zip(axes.flat, names, maps):
         im = ax.imshow(m, cmap=CMAP, vmin=low, vmax=high, aspect="auto")
-        for i, h in np.ndindex(L, H):
+        # every head's value in its cell where the values fit at that size;
+        # else the outlined heads' values (the ones the text names) below
+        fits = _numbers_fit(ax, H, size)
+        for i, h in np.ndindex(L, H) if fits else ():
             # inside its cell: the layout need not measure 270 of them
-            ax.text(h, i, f"{m[i, h]:.2f}".replace("0.", "."), ha="center",
-                    va="center", fontsize=HEAD_SCORE_PT, in_layout=False,
+            ax.text(h, i, _short(m[i, h]), ha="center", va="center",
+                    fontsize=size, in_layout=False,
                     color=_ink(im.cmap(im.norm(m[i, h]))))
+        named = [f"L{i} H{h} {_short(m[i, h])}"
+                 for i, h in outline.get(name, ())]
+        ax.set_xlabel("\n".join(["head"] + (["   ".join(named[k:k + 2])
+                                 for k in range(0, len(named), 2)]
+                                if named and not fits else [])))
         for i, h in outline.get(name, ()):
             ax.add_patch(Rectangle((h - 0.5, i - 0.5), 1, 1, fill=False,
                                    edgecolor="#e8173a", linewidth=2))
-        ax.set_xticks(range(H), [f"H{h}" for h in range(H)], fontsize=8)
-        ax.set_yticks(range(L), [f"L{i}" for i in range(L)], fontsize=8)
+        ax.set_xticks(range(H), [str(h) for h in range(H)])
+        # the layers named once a row, on its first panel
+        first = not np.flatnonzero(axes == ax)[0] % ncols
+        ax.set_yticks(range(L), [f"L{i}" for i in range(L)] if first else [])
         ax.tick_params(length=0)
-        ax.set_title(name, fontsize=9)
+        ax.set_title(textwrap.fill(name, 18, break_on_hyphens=False))
     for ax in list(axes.flat)[len(names):]:
         ax.set_visible(False)
     bar = fig.colorbar(im, ax=axes[:, -1].tolist(), fraction=0.05, pad=0.02,
-                       aspect=max(10, 12 * nrows))
-    bar.ax.tick_params(labelsize=8)
-    bar.set_label("score (one scale, every panel)", fontsize=8)
+                       aspect=30 * nrows)
+    bar.set_label("score (one scale, every panel)")
     named = "; ".join(f"{n}: " + ", ".join(f"L{i} H{h}" for i, h in heads)
                       for n, heads in outline.items() if heads)
-    return _describe(fig, (
+    return legible(_describe(fig, (
         f"Heatmaps of {len(names)} head scores ({', '.join(names)}), each "
-        f"layers 0 to {L - 1} by heads 0 to {H - 1} with its values written, "
+        f"layers 0 to {L - 1} by heads 0 to {H - 1}, "
         f"on one colour scale from {low:.2f} to {high:.2f}"
-        + (f"; outlined, the heads the text names ({named})" if named else "")
-        + "."))
+        + (f"; outlined, with their values, the heads the text names "
+           f"({named})" if named else "")
+        + ".")))

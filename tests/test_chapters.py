@@ -95,6 +95,19 @@ def _has_figure(cell):
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_own_figures_read_on_a_phone(path):
+    """A figure a chapter draws itself goes through px.plotting.show or
+    px.plotting.legible, as the package's own figures do: no wider than the
+    column, no text under 9 px on a 390-px phone (issue #41, item 2;
+    tests/test_plotting.py measures that for every figure of the package)."""
+    bad = [f"{path.name} cell {i}: {c.source.splitlines()[0]}"
+           for i, c in _code_cells(_read(path))
+           if "plt.subplots(" in c.source
+           and not re.search(r"px\.plotting\.(show|legible)\(", c.source)]
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_figures_have_alt_text(path):
     bad = []
     for i, c in _code_cells(_read(path)):

@@ -44,7 +44,11 @@ from test_website import HEIGHTS, check_view_controls
 
 JA = "ja/"
 JA_PAGES = [JA + p for p in PAGES]
-JA_MAX_BYTES = 8 * 10**6  # on disk: the pages and their own scripts
+# on disk: the pages and their own scripts. 8.2 MB on 2026-12-03, once the
+# widget pictures each page embeds drew their text for phones (issue #41,
+# item 2: about +0.2 MB); a copy of the English figures and wheel would add
+# some 7 MB more, which this still catches
+JA_MAX_BYTES = 9 * 10**6
 
 # the link to the other edition (_ext/pyxis_editions.py), as the browser
 # resolves it

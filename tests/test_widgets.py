@@ -173,8 +173,10 @@ def test_figure_png_draws_the_tight_picture_once(make):
 def test_figure_png_saves_a_figure_with_something_outside_as_savefig():
     """A legend beyond the figure's edge is not cut off: savefig's box."""
     def make():
-        ax = px.plotting.plot_max_weight([2, 4, 8], {"a": [0.5, 0.6, 0.7]})
-        return ax.figure
+        fig, ax = plt.subplots(figsize=(4, 3), facecolor="white")
+        ax.plot([2, 4, 8], [0.5, 0.6, 0.7], label="a")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
+        return fig
     assert np.array_equal(_pixels(px.widgets.figure_png(make(), colors=0)),
                           _pixels(_savefig_tight(make())))
 
@@ -256,9 +258,10 @@ def test_view_switcher_alt_text_per_view():
     assert alts[0] == "A sentence given by the chapter."
     assert alts[1].startswith("Heatmap of attention weights: x: rows are")
     assert alts[2] == "bare"
-    # the heatmap's numbers: 8 pt at 100 dpi, for the website check
+    # the heatmap's numbers, for the website check: a map in its own figure
+    # writes them at >= 10 pt, 13.9 px at 100 dpi
     assert attribute(find(box, widgets.Stack).children[1].value,
-                     "annotation-px") == "11.1"
+                     "annotation-px") == "13.9"
 
 
 def test_figure_png_stores_the_figure_description():
@@ -466,14 +469,22 @@ def test_tile_step_frames_are_fresh_figures_frames():
 
 def test_rope_rotation_frames_are_fresh_figures_frames():
     """rope_rotation_frames draws every (n, m) on one figure; each frame is
-    the PNG of plot_rope_rotation(m, n) drawn alone, alt text included."""
+    the picture of plot_rope_rotation(m, n) drawn alone, alt text included.
+    A later frame keeps the first frame's layout, where the figure drawn
+    alone lays itself out around its own titles: its arrows may land a
+    fraction of a pixel apart (39 of 226,000 pixels), so the pictures are
+    compared pixel by pixel, not byte by byte."""
     frames = px.widgets.rope_rotation_frames((0, 3), (1, 5))
     assert list(frames) == ["n = 0", "n = 3"]
     for n in (0, 3):
         assert list(frames[f"n = {n}"]) == ["m = 1", "m = 5"]
     for n, m in ((0, 1), (3, 5)):  # the first frame and a later one
-        assert frames[f"n = {n}"][f"m = {m}"] == px.widgets.figure_png(
-            px.plotting.plot_rope_rotation(m, n)), (n, m)
+        frame, alone = (_pixels(png) for png in (
+            frames[f"n = {n}"][f"m = {m}"],
+            px.widgets.figure_png(px.plotting.plot_rope_rotation(m, n))))
+        assert frame.shape == alone.shape, (n, m)
+        differ = np.abs(frame - alone).max(axis=-1) > 64
+        assert differ.mean() < 0.001, (n, m, int(differ.sum()))
     assert "m - n = 2" in px.widgets.png_description(frames["n = 3"]["m = 5"])
 
 
