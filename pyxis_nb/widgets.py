@@ -386,9 +386,27 @@ class LinkedViews(widgets.VBox):
         """
         bundle = super()._repr_mimebundle_(**kwargs)
         png = _default_png(self)
-        if bundle is not None and png is not None:
-            bundle["image/png"] = base64.b64encode(png).decode("ascii")
-        return bundle
+        if bundle is None or png is None:
+            return bundle
+        bundle["image/png"] = base64.b64encode(png).decode("ascii")
+        alt = _default_alt(self)  # the picture's own, where viewers read it
+        return (bundle, {"image/png": {"alt": alt}}) if alt else bundle
+
+
+def _default_alt(widget) -> str | None:
+    """The alt text of the picture :func:`_default_png` finds."""
+    if isinstance(widget, widgets.Stack):
+        index = widget.selected_index
+        return None if index is None else _default_alt(widget.children[index])
+    if isinstance(widget, widgets.Box):
+        for child in widget.children:
+            if _default_png(child) is not None:
+                return _default_alt(child)
+        return None
+    if isinstance(widget, widgets.HTML):
+        found = re.search(r'<img [^>]*alt="([^"]*)"', widget.value)
+        return html.unescape(found.group(1)) if found else None
+    return None
 
 
 def _default_png(widget) -> bytes | None:

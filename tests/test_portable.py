@@ -264,6 +264,9 @@ def test_widget_bundle_carries_its_default_view_as_png():
                          "y": {"1": b"\x89PNG three", "2": b"\x89PNG four"}})
     for widget, first in [(grid, b"\x89PNG one"), (explorer, None)]:
         bundle = widget._repr_mimebundle_()
+        if isinstance(bundle, tuple):  # (data, metadata): the picture's alt text
+            bundle, metadata = bundle
+            assert metadata["image/png"]["alt"]  # the default view's
         assert WIDGET in bundle and bundle["text/plain"] == repr(widget)
         png = base64.b64decode(bundle["image/png"])
         assert png.startswith(b"\x89PNG")

@@ -193,7 +193,8 @@ def test_the_website_gets_the_live_bundle_back():
     import pyxis_nb as px
 
     explorer = px.attention_explorer(["a", "b"], {"causal": np.eye(2)})
-    data = explorer._repr_mimebundle_()
+    data, metadata = explorer._repr_mimebundle_()
+    assert metadata["image/png"]["alt"]  # the first frame's, for the picture
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("px.attention_explorer(...)")]
     nb.cells[0].outputs = [nbformat.v4.new_output(
@@ -289,3 +290,29 @@ def test_the_model_view_picture_shows_its_default_view(path):
     assert out.metadata["image/png"]["alt"].startswith("The model view as it opens")
     before = " ".join(c.source for c in nb.cells[i - 3:i] if c.cell_type == "markdown")
     assert "is a picture" in before and "of how it opens" in before, before[-300:]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_every_stored_figure_carries_its_alt_text(path):
+    """Issue #41, item 13: a picture's alt text is stored with the picture
+    (the output's ``image/png`` metadata, tools/execute_notebooks.py), not
+    only in the cell metadata the website reads. nbconvert's classic
+    template and nbviewer read it there; its default template and JupyterLab
+    read no alt text anywhere, so nothing in the notebook reaches them."""
+    nb = nbformat.read(path, as_version=4)
+    bare = [i for i, cell in enumerate(nb.cells) for out in cell.get("outputs", [])
+            if "image/png" in out.get("data", {})
+            and not out.get("metadata", {}).get("image/png", {}).get("alt")]
+    assert bare == [], f"{path.name}: pictures with no alt text, cells {bare}"
+
+
+def test_classic_nbconvert_writes_the_alt_text():
+    """nbconvert's classic HTML template writes the stored alt text: no
+    "No description has been provided" placeholder on any picture."""
+    nbconvert = pytest.importorskip("nbconvert")
+    from bs4 import BeautifulSoup
+
+    nb = nbformat.read(ROOT / "book" / "scaling.ipynb", as_version=4)
+    body, _ = nbconvert.HTMLExporter(template_name="classic").from_notebook_node(nb)
+    alts = [img.get("alt", "") for img in BeautifulSoup(body, "html.parser")("img")]
+    assert alts and all(alt and "No description" not in alt for alt in alts), alts

@@ -17,7 +17,9 @@
   notebook's widget state, and draw nothing without the widget JavaScript;
   now they show the picture. The website puts the reference back before
   myst-nb renders the page (_ext/pyxis_widget_views.py), so it shows the
-  widget as before; a live kernel makes a fresh bundle with the widget.
+  widget as before; a live kernel makes a fresh bundle with the widget;
+* a figure's alt text (the cell's ``mystnb.image.alt``) is also stored in
+  its PNG output's metadata, where nbconvert's classic template reads it.
 """
 
 from __future__ import annotations
@@ -64,6 +66,22 @@ def store_widget_pictures(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
+def store_figure_alt(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Copy a figure cell's alt text (``mystnb.image.alt``, which the website
+    reads) into each of its PNG outputs' metadata (``image/png: {alt}``),
+    where nbconvert's classic template and nbviewer read it. nbconvert's
+    default (lab) template and JupyterLab read no alt text at all."""
+    for cell in nb.cells:
+        alt = cell.get("metadata", {}).get("mystnb", {}).get("image", {}).get("alt")
+        if not isinstance(alt, str):
+            continue
+        for out in cell.get("outputs", []):
+            if "image/png" in out.get("data", {}):
+                meta = out.setdefault("metadata", {}).setdefault("image/png", {})
+                meta.setdefault("alt", alt)
+    return nb
+
+
 def execute(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
@@ -71,7 +89,7 @@ def execute(path: Path) -> None:
         resources={"metadata": {"path": str(path.parent)}},
     )
     client.execute()
-    nb = store_widget_pictures(stable_widget_ids(nb, path.stem))
+    nb = store_figure_alt(store_widget_pictures(stable_widget_ids(nb, path.stem)))
     nbformat.write(nb, path)
     print(f"executed {path}")
 
