@@ -36,10 +36,17 @@
   where the table's own heading row is not): on a phone (``pyxis.css``)
   each row is a short block, its cells one under the other, each named,
   instead of a table cut at the screen's edge.
+* A printed table keeps its columns on a phone. There a printout's long
+  lines wrap (``pyxis.css``), which breaks a table's rows apart; a printout
+  of aligned columns whose widest line has at most ``COLUMNS_ON_A_PHONE``
+  characters is marked ``pyxis-columns``, and ``pyxis.css`` sets its text
+  just small enough for that line to fit the box, at 9.5 px or more, so
+  each row stays one line.
 """
 
 from __future__ import annotations
 
+import html
 import io
 import re
 from pathlib import Path
@@ -178,6 +185,37 @@ def _tables(app, pagename, templatename, context, doctree):
         context["body"] = TABLE.sub(_table, context["body"])
 
 
+# A printed result: myst-nb's stream output, its text in one <pre>
+PRINTOUT = re.compile(
+    r'<div class="(output stream [^"]*)"><div class="highlight"><pre>(.*?)</pre>',
+    re.S)
+# the widest printout that still fits a phone's column on one line at 9.5 px
+# (pyxis.css): 340 px inside the box, 0.6 em a monospaced character
+COLUMNS_ON_A_PHONE = 58
+
+
+def _printout(match) -> str:
+    """Mark a printed table that fits a phone at a smaller size
+    (``pyxis-columns``, its widest line in ``--pyxis-cols``)."""
+    text = html.unescape(re.sub(r"<[^>]+>", "", match.group(2)))
+    lines = text.splitlines()
+    widest = max(map(len, lines), default=0)
+    # columns: two or more lines with a gap of two spaces between words
+    table = sum(bool(re.search(r"\S {2,}\S", line)) for line in lines) >= 2
+    if not table or widest > COLUMNS_ON_A_PHONE:
+        return match.group(0)
+    return (f'<div class="{match.group(1)} pyxis-columns">'
+            f'<div class="highlight"><pre style="--pyxis-cols: {widest}">'
+            f'{match.group(2)}</pre>')
+
+
+def _printouts(app, pagename, templatename, context, doctree):
+    """Printed tables keep their columns on a phone (see the module's
+    docstring)."""
+    if "body" in context and "output stream" in context["body"]:
+        context["body"] = PRINTOUT.sub(_printout, context["body"])
+
+
 def _default_mode(app, config):
     config.html_context.setdefault("default_mode", "auto")
     # one search, in the sidebar: the theme's top bar holds nothing but a
@@ -270,5 +308,6 @@ def setup(app):
     app.connect("html-page-context", _reserve_heights, priority=905)
     app.connect("html-page-context", _widget_state_last, priority=910)
     app.connect("html-page-context", _tables, priority=915)
+    app.connect("html-page-context", _printouts, priority=916)
     app.connect("build-finished", _prune)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1001,6 +1001,18 @@ def test_printed_outputs_fit_a_phone(desktop):
 
 
 @pytest.mark.parametrize("path", PAGES)
+def test_printed_tables_keep_their_rows_on_a_phone(desktop, path):
+    """At 390 px a printed table (aligned columns, its widest line short
+    enough to fit at 9.5 px) shows each row on one line, in text of 9.5 px
+    or more: wrapping a printout's long lines (issue #41, item 1) broke a
+    table's rows apart (_ext/pyxis_book.py, pyxis.css)."""
+    broken = desktop(path)["phone"]["broken_tables"]
+    assert broken == [], (
+        f"{path}: printed tables broken on a phone [lines, lines shown, px, "
+        f"first line]: {broken}")
+
+
+@pytest.mark.parametrize("path", PAGES)
 def test_tables_fit_their_column(desktop, path):
     """At 1280 and at 390 px every table fits its column: no column hidden
     behind a sideways scroll (issue #41, item 3: kv_cache's step table was

@@ -14,10 +14,15 @@ output, against a load of its own.
 from __future__ import annotations
 
 import contextlib
+import sys
+from pathlib import Path
 
 from website import (
     DESKTOP, MODEL_VIEW_PAGES, MV_BELOW, PHONE, PICTURES, SCREENSHOTS, TWO_FRAMES, WAIT_FOR_MATHS,
     PageWatch, no_sideways_scroll, playwright_api, screenshot, shot_name)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "_ext"))
+from pyxis_book import COLUMNS_ON_A_PHONE  # noqa: E402  (the site's own limit)
 
 # the phone as Chromium emulates it (a touch screen, the page's meta viewport)
 PHONE_CONTEXT = dict(viewport=PHONE, device_scale_factor=1, is_mobile=True, has_touch=True)
@@ -49,6 +54,23 @@ WIDE_TABLES = """() => Array.from(document.querySelectorAll('article table'))
   .map(t => [Math.round(t.getBoundingClientRect().right), t.scrollWidth, t.clientWidth,
              (t.querySelector('td') || t).textContent.trim().slice(0, 30)])
   .filter(([right, scroll, client]) => right > 390 || scroll > client + 1)"""
+
+# printed tables (two or more lines of columns, the widest line at most
+# COLUMNS_ON_A_PHONE characters) that a phone shows with a row broken over
+# lines or cut, or in text under 9.5 px: [lines, lines shown, font px, first line]
+BROKEN_TABLES = """(most) => Array.from(document.querySelectorAll('article .cell_output pre'))
+  .filter(p => p.getClientRects().length)
+  .map(p => [p, p.textContent.replace(/\\n$/, '').split('\\n')])
+  .filter(([p, lines]) => lines.filter(l => /\\S {2,}\\S/.test(l)).length >= 2
+                          && Math.max(...lines.map(l => l.length)) <= most)
+  .map(([p, lines]) => {
+    const cs = getComputedStyle(p), font = parseFloat(cs.fontSize);
+    const inner = p.clientHeight - parseFloat(cs.paddingTop) - parseFloat(cs.paddingBottom);
+    const shown = Math.round(inner / (parseFloat(cs.lineHeight) || 1.2 * font));
+    const cut = p.scrollWidth > p.clientWidth + 1;
+    return [lines.length, cut ? -1 : shown, font, lines[0].slice(0, 30)];
+  })
+  .filter(([n, shown, font]) => shown !== n || font < 9.5)"""
 
 # model-view thumbnails cut off by the view's right edge, or whose label
 # ("L17 H0") is cut short: their labels
@@ -135,7 +157,8 @@ def phone_measures(page, path: str) -> dict:
                 equations=page.evaluate(PHONE_WIDE_EQUATIONS),
                 tables=page.evaluate(WIDE_TABLES), thumbs=page.evaluate(MV_THUMBS_CUT),
                 cut_tables=page.evaluate(CUT_TABLES),
-                thumb_label_px=page.evaluate(MV_THUMB_LABEL_PX))
+                thumb_label_px=page.evaluate(MV_THUMB_LABEL_PX),
+                broken_tables=page.evaluate(BROKEN_TABLES, COLUMNS_ON_A_PHONE))
     seen["outputs"], seen["wide_outputs"] = page.evaluate(WIDE_OUTPUTS)
     if path in MODEL_VIEW_PAGES:  # as drawn, before the dialog opens
         seen["mv_below"] = page.evaluate(MV_BELOW)
