@@ -281,9 +281,9 @@ def test_the_layer_equals_transformers(lifted, monkeypatch):
     output's largest value (measured 1.5e-13 absolute at outputs up to 44,
     3e-15 of it); as shipped (the rule and the norm in float32, g from
     float32 copies), to 2e-5 of it (measured 2.8e-6)."""
+    mq = hf()  # skips where torch or transformers is not installed
     import torch
     from transformers.cache_utils import DynamicCache
-    mq = hf()
     if lifted:
         run_in_float64(monkeypatch, mq, tensor_float=True)
     config = hf_config()
@@ -315,8 +315,8 @@ def test_the_layer_equals_transformers(lifted, monkeypatch):
 
 
 def test_the_layer_equals_transformers_with_padding(monkeypatch):
+    mq = hf()  # skips where torch or transformers is not installed
     import torch
-    mq = hf()
     run_in_float64(monkeypatch, mq, tensor_float=True)
     config = hf_config()
     module = hf_layer(mq, config, seed=3)
