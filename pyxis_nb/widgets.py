@@ -385,46 +385,38 @@ class LinkedViews(widgets.VBox):
         live kernel still prefer the widget-view mime type.
         """
         bundle = super()._repr_mimebundle_(**kwargs)
-        png = _default_png(self)
-        if bundle is None or png is None:
+        frame = _default_frame(self)
+        if bundle is None or frame is None:
             return bundle
+        png, alt = frame
         bundle["image/png"] = base64.b64encode(png).decode("ascii")
-        alt = _default_alt(self)  # the picture's own, where viewers read it
+        # the picture's alt text, in the output's metadata, where viewers
+        # that read one look for it
         return (bundle, {"image/png": {"alt": alt}}) if alt else bundle
 
 
-def _default_alt(widget) -> str | None:
-    """The alt text of the picture :func:`_default_png` finds."""
+def _default_frame(widget) -> tuple[bytes, str | None] | None:
+    """The first picture the widget shows before any control is touched:
+    its PNG and its alt text (None for an Image widget)."""
     if isinstance(widget, widgets.Stack):
         index = widget.selected_index
-        return None if index is None else _default_alt(widget.children[index])
+        return (None if index is None
+                else _default_frame(widget.children[index]))
     if isinstance(widget, widgets.Box):
         for child in widget.children:
-            if _default_png(child) is not None:
-                return _default_alt(child)
-        return None
-    if isinstance(widget, widgets.HTML):
-        found = re.search(r'<img [^>]*alt="([^"]*)"', widget.value)
-        return html.unescape(found.group(1)) if found else None
-    return None
-
-
-def _default_png(widget) -> bytes | None:
-    """The first PNG that the widget shows before any control is touched."""
-    if isinstance(widget, widgets.Stack):
-        index = widget.selected_index
-        return None if index is None else _default_png(widget.children[index])
-    if isinstance(widget, widgets.Box):
-        for child in widget.children:
-            png = _default_png(child)
-            if png is not None:
-                return png
+            frame = _default_frame(child)
+            if frame is not None:
+                return frame
         return None
     if isinstance(widget, widgets.Image) and widget.format == "png":
-        return widget.value
+        return widget.value, None
     if isinstance(widget, widgets.HTML):
         found = re.search(r'src="data:image/png;base64,([^"]+)"', widget.value)
-        return base64.b64decode(found.group(1)) if found else None
+        if found is None:
+            return None
+        alt = re.search(r'<img [^>]*alt="([^"]*)"', widget.value)
+        return (base64.b64decode(found.group(1)),
+                html.unescape(alt.group(1)) if alt else None)
     return None
 
 
