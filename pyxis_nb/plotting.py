@@ -77,6 +77,14 @@ def phone_pt(width_in: float, dpi: int = 100) -> float:
     return PHONE_TEXT_PX * 72 / (dpi * shown)
 
 
+def _legible_pt(width_in: float) -> float:
+    """The text size :func:`legible` gives a figure ``width_in`` wide:
+    :func:`phone_pt` of its picture, the figure no wider than the column,
+    the picture (its tight box: savefig's pad, a colour bar's labels) up to
+    0.4 in wider than the figure."""
+    return phone_pt(min(width_in, COLUMN_WIDTH) + 0.4)
+
+
 def legible(fig):
     """Make ``fig`` read on a phone: no wider than ``COLUMN_WIDTH``, and no
     text smaller than :func:`phone_pt` of its picture (12.5 pt at 6.5 in).
@@ -96,9 +104,7 @@ def legible(fig):
     width, height = fig.get_size_inches()
     if width > COLUMN_WIDTH:
         fig.set_size_inches(COLUMN_WIDTH, height)
-    # the saved picture is the tight box: up to 0.4 in wider than the
-    # figure (savefig's pad, a colour bar's labels)
-    least = phone_pt(min(width, COLUMN_WIDTH) + 0.4)
+    least = _legible_pt(width)
     for ax in fig.axes:  # tick labels, those there and those drawn later
         for axis in (ax.xaxis, ax.yaxis):
             for label in axis.get_ticklabels(which="both"):
@@ -329,7 +335,7 @@ def plot_attention_grid(weights, tokens: Sequence[str] | None = None, *,
         f"{', '.join(f'{x:.2f}' for x in w.max(axis=(1, 2)))}."))
     # the numbers in the cells only where they fit at a phone's text size
     annotate = annotate and _numbers_fit(
-        axes.flat[0], S, phone_pt(min(width, COLUMN_WIDTH) + 0.4))
+        axes.flat[0], S, _legible_pt(width))
     for h, ax in enumerate(axes.flat):
         if h >= H:
             ax.axis("off")
@@ -1113,7 +1119,7 @@ def plot_head_scores(scores, *, outline=None, ncols: int | None = None):
     height = nrows * (L * HEAD_SCORE_ROW + 0.55) + 0.1  # + title and ticks
     # a line under a panel for every two outlined heads, where the values
     # cannot be written in the cells (the panel's heads narrower than them)
-    size = phone_pt(COLUMN_WIDTH + 0.4)  # every text legible on a phone
+    size = _legible_pt(COLUMN_WIDTH)  # every text legible on a phone
     if ((COLUMN_WIDTH - 1.0) / ncols - 0.45) * 72 / H < 2.4 * size:
         height += nrows * 0.2 * max((len(v) + 1) // 2 for v in
                                     outline.values()) if outline else 0
