@@ -63,6 +63,13 @@ def check_nonempty(name: str, x, what: dict[int, str] | str):
     return x
 
 
+def is_index(value, n: int) -> bool:
+    """Whether ``value`` is a Python int (not a bool) in ``0 .. n - 1``: a
+    layer index into a per-layer list of a config."""
+    return (not isinstance(value, bool) and isinstance(value, int)
+            and 0 <= value < n)
+
+
 def check_int(name: str, value, *, low: int | None = None,
               high: int | None = None) -> int:
     """``value`` as an int in ``low .. high`` (inclusive); bools refused."""

@@ -49,7 +49,7 @@ import numpy as np
 from ._checks import (as_config_dict, as_float_array, check_01_mask,
                       check_bool, check_keys, check_number,
                       check_positive_int, check_same_dtype, check_shape,
-                      check_state_shapes)
+                      check_state_shapes, is_index)
 from .masks import causal_mask_mod
 
 __all__ = [
@@ -459,8 +459,7 @@ def _layer_sizes(config, layer_idx) -> dict:
         raise ValueError(f"config's hidden_act is {c['hidden_act']!r}, "
                          "expected 'silu' (the convolution's activation)")
     layer_types = c["layer_types"]
-    if (isinstance(layer_idx, bool) or not isinstance(layer_idx, int)
-            or not 0 <= layer_idx < len(layer_types)
+    if (not is_index(layer_idx, len(layer_types))
             or layer_types[layer_idx] != "linear_attention"):
         kinds = sorted({t for t in layer_types})
         raise ValueError(

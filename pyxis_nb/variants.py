@@ -47,7 +47,7 @@ import numpy as np
 from ._checks import (as_config_dict, as_float_array, check_bool,
                       check_choice, check_even, check_heads, check_keys,
                       check_number, check_positive_int, check_same_dtype,
-                      check_shape, check_state_shapes)
+                      check_shape, check_state_shapes, is_index)
 from .attention import ATTENTION_FUNCTIONS
 from .kv_cache import DynamicCache
 from .masks import causal_mask_mod, sliding_window_mask_mod
@@ -205,8 +205,7 @@ class _VariantAttention:
         ``layer_types``."""
         if layer_types is None:
             return "full_attention"
-        if (isinstance(layer_idx, bool) or not isinstance(layer_idx, int)
-                or not 0 <= layer_idx < len(layer_types)
+        if (not is_index(layer_idx, len(layer_types))
                 or layer_types[layer_idx] not in cls._KINDS):
             raise ValueError(
                 f"layer_idx must index an attention layer of "
@@ -722,9 +721,7 @@ class SmolLM3Attention(_VariantAttention):
         super().__init__(config, layer_idx, attn_implementation)
         flags = self.config["no_rope_layers"]
         if (not isinstance(flags, (list, tuple))
-                or isinstance(layer_idx, bool)
-                or not isinstance(layer_idx, int)
-                or not 0 <= layer_idx < len(flags)):
+                or not is_index(layer_idx, len(flags))):
             raise ValueError(
                 f"no_rope_layers must be a list with an entry for "
                 f"layer_idx = {layer_idx!r} (1: RoPE, 0: NoPE), got "
