@@ -56,9 +56,10 @@ PAINT_TIMING = r"""() => {
 }"""
 
 
-def _throttled_timing(browser, url: str) -> dict:
-    """Load ``url`` on the throttled link, in a fresh context, until the page
-    has painted and the widget manager has arrived: PAINT_TIMING then.
+def _throttled_page(browser, url: str, ready, init_script: str | None = None):
+    """A fresh context and page on the throttled link, where ``ready(page)``
+    has loaded ``url`` as far as a check needs; the caller closes the
+    context.
 
     A load takes about 5 s. Chromium's emulation now and then stops
     delivering a page's bytes for minutes (the HTML cut off after some
@@ -66,21 +67,33 @@ def _throttled_timing(browser, url: str) -> dict:
     measures nothing, and after STALL_S it is made again, up to LOADS times."""
     for _ in range(LOADS):
         context = browser.new_context(viewport=DESKTOP)
+        page = context.new_page()
+        if init_script:
+            page.add_init_script(init_script)
+        cdp = context.new_cdp_session(page)
+        cdp.send("Network.enable")
+        cdp.send("Network.emulateNetworkConditions", THROTTLE)
         try:
-            page = context.new_page()
-            cdp = context.new_cdp_session(page)
-            cdp.send("Network.enable")
-            cdp.send("Network.emulateNetworkConditions", THROTTLE)
-            page.goto(url, wait_until="commit", timeout=STALL_S * 1000)
-            try:
-                page.wait_for_function(ARRIVED, timeout=STALL_S * 1000, polling=50)
-            except playwright_api.TimeoutError:
-                continue
-            return page.evaluate(PAINT_TIMING)
-        finally:
+            ready(page)
+            return context, page
+        except playwright_api.TimeoutError:
             context.close()
-    pytest.fail(f"{url}: no first paint and widget manager within {STALL_S} s "
-                f"on the throttled link, {LOADS} loads in a row")
+    pytest.fail(f"{url}: not loaded within {STALL_S} s on the throttled link, "
+                f"{LOADS} loads in a row")
+
+
+def _throttled_timing(browser, url: str) -> dict:
+    """Load ``url`` on the throttled link until the page has painted and the
+    widget manager has arrived: PAINT_TIMING then."""
+    def ready(page):
+        page.goto(url, wait_until="commit", timeout=STALL_S * 1000)
+        page.wait_for_function(ARRIVED, timeout=STALL_S * 1000, polling=50)
+
+    context, page = _throttled_page(browser, url, ready)
+    try:
+        return page.evaluate(PAINT_TIMING)
+    finally:
+        context.close()
 
 
 @pytest.mark.parametrize("path", HEAVIEST)
@@ -124,14 +137,11 @@ def test_first_screen_does_not_move_while_the_page_loads(browser, base_url, path
     its layout shifts add up to at most 0.1: the maths is HTML from the
     build (KaTeX), so no script replaces raw TeX with taller maths and
     pushes the first screen down."""
-    context = browser.new_context(viewport=DESKTOP)
+    url = base_url + path
+    context, page = _throttled_page(
+        browser, url, lambda p: p.goto(url, wait_until="load", timeout=STALL_S * 1000),
+        init_script=SHIFTS)
     try:
-        page = context.new_page()
-        page.add_init_script(SHIFTS)
-        cdp = context.new_cdp_session(page)
-        cdp.send("Network.enable")
-        cdp.send("Network.emulateNetworkConditions", THROTTLE)
-        page.goto(base_url + path, wait_until="load", timeout=60_000)
         page.wait_for_timeout(1000)
         shift = page.evaluate("window.__pyxisShift")
         assert page.locator("article .katex").count() > 10, "no rendered maths"
