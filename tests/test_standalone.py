@@ -8,11 +8,15 @@ tools/portable_cells.py writes into every chapter (tests/test_portable.py
 checks that the stored chapters carry it).
 
 That every chapter runs alone, as a reader gets it (downloaded into an empty
-folder, in a fresh Python with only numpy, matplotlib, ipywidgets, ipykernel
-and pyxis-nb's own dependencies, installing pyxis-nb from this checkout's
-wheel with no index), is checked by nbval itself: ``make test`` runs nbval on
-copies made by ``tools/run_standalone.py --prepare``, each with its own fresh
-kernel.
+folder, in a fresh Python with only numpy, matplotlib, ipywidgets, ipykernel,
+pyxis-nb's own dependencies and pyxis-nb from this checkout's wheel, with no
+index), is checked by nbval itself: ``make test`` runs nbval on copies made by
+``tools/run_standalone.py --prepare``, each with its own fresh kernel. There
+pip installed the wheel once, before, so the chapters' install cells find it
+and check its version; the cell's pip is checked here, once, since every
+chapter's install cell is that same cell (issue #37: pip in each of the 14
+chapters took some 28 s of the test run). ``make chapter-times`` and
+``make standalone`` still run each chapter's pip.
 
 The environment with those packages is created once (about a minute, the
 first time only) and cached under _build/standalone/.
@@ -174,7 +178,8 @@ def test_pip_that_cannot_find_it_stops_saying_what_to_run(standalone, tmp_path):
 
 def test_prepared_copies_run_alone_with_their_own_kernel(standalone, tmp_path):
     """What `make test` hands to nbval: each chapter alone in its folder, a
-    kernel of its own with no pyxis_nb, no index and the checkout's wheel."""
+    kernel of its own with no index, on an environment where pip installed
+    the checkout's wheel once (the install cell's pip is the tests above)."""
     chapter = ROOT / "book" / "qkv.ipynb"
     (copy,) = rs.prepare(tmp_path / "copies", [chapter], standalone[1])
     assert [p.name for p in copy.parent.iterdir()] == ["qkv.ipynb"]
@@ -182,7 +187,11 @@ def test_prepared_copies_run_alone_with_their_own_kernel(standalone, tmp_path):
     spec = tmp_path / "copies" / "kernels" / nb.metadata.kernelspec.name
     kernel = rs.json.loads((spec / "kernel.json").read_text())
     env = Path(kernel["argv"][0]).parent.parent
-    assert rs.installed_version(env) is None  # the install cell must install
+    assert rs.installed_version(env) is None  # its own: nothing yet
+    installed = tmp_path / "copies" / "installed"
+    assert rs.installed_version(installed) == VERSION
+    assert str(rs._site(installed)) in (
+        rs._site(env) / "standalone_base.pth").read_text()
     assert kernel["env"]["PIP_NO_INDEX"] == "1"
     wheels = Path(kernel["env"]["PIP_FIND_LINKS"])
     assert [w.name for w in wheels.glob("*.whl")] == [
@@ -191,3 +200,4 @@ def test_prepared_copies_run_alone_with_their_own_kernel(standalone, tmp_path):
     original = nbformat.read(chapter, as_version=4)
     assert [c.source for c in nb.cells[:-1]] == [c.source for c in original.cells]
     assert f"__version__ == {VERSION!r}" in nb.cells[-1].source
+    assert str(rs._site(installed)) in nb.cells[-1].source

@@ -213,19 +213,29 @@ def prepare(out: Path, chapters: list[Path],
 
     ``out/<stem>/run/<stem>.ipynb`` sits alone in its folder, and its
     kernelspec ``pyxis-<stem>`` (``out/kernels/``, found through
-    JUPYTER_PATH=out) starts a fresh child environment with no pyxis_nb, no
-    index and the checkout's wheel to install from. So ``make test`` executes
-    every chapter once: as a reader gets it, and compared with its stored
-    outputs (nbval, strict). Two changes to each copy: the install cell's
-    output (pip's notes) is not compared, and a last cell asserts that the
-    install cell installed this checkout's wheel.
+    JUPYTER_PATH=out) starts a fresh child environment with no index, on top
+    of one where pip installed the checkout's wheel, once, here
+    (``out/installed``). So ``make test`` executes every chapter once, in a
+    fresh kernel, compared with its stored outputs (nbval, strict); its
+    install cell finds pyxis-nb of the right version and runs no pip. The
+    cell's pip (from a page of links, and its two ways of failing) is
+    tests/test_standalone.py's: every chapter carries that very cell
+    (tests/test_portable.py), and running pip in each of them took some 2 s
+    a chapter of the test run (issue #37). Two changes to each copy: the
+    install cell's output is not compared, and a last cell asserts that the
+    kernel imports this checkout's wheel, as installed.
     """
     shutil.rmtree(out, ignore_errors=True)
     base, wheels = base_env(), out / "wheels"
-    version = wheel_into(wheels, wheel_dir).name.split("-")[1]
+    wheel = wheel_into(wheels, wheel_dir)
+    version = wheel.name.split("-")[1]
+    installed = child_env(base, out / "installed")
+    subprocess.run([_bin(installed), "-m", "pip", "install", "-q",
+                    "--no-deps", str(wheel)], check=True,
+                   env=kernel_env(installed, wheels))
     copies = []
     for chapter in chapters:
-        env = child_env(base, out / chapter.stem / "env")
+        env = child_env(installed, out / chapter.stem / "env")
         name = f"pyxis-{chapter.stem}"
         spec = out / "kernels" / name
         spec.mkdir(parents=True)
@@ -243,8 +253,9 @@ def prepare(out: Path, chapters: list[Path],
                 tags = cell.metadata.setdefault("tags", [])
                 tags.append("nbval-ignore-output")
         nb.cells.append(nbformat.v4.new_code_cell(
-            "import pyxis_nb, sys\n"
-            "assert pyxis_nb.__file__.startswith(sys.prefix), pyxis_nb.__file__\n"
+            "import pyxis_nb\n"
+            f"assert pyxis_nb.__file__.startswith({str(_site(installed))!r}), "
+            "pyxis_nb.__file__\n"
             f"assert pyxis_nb.__version__ == {version!r}, pyxis_nb.__version__"))
         copy = out / chapter.stem / "run" / chapter.name
         copy.parent.mkdir(parents=True)
