@@ -115,14 +115,18 @@ def legible(fig):
     for text in fig.findobj(Text):
         if text.get_fontsize() < least:
             text.set_fontsize(least)
-    # lay the figure out with its new text until nothing moves (two or three
-    # passes), so that a widget frame's single draw places everything where
-    # savefig's two would, and a frame drawn on a reused figure as on a new
+    # lay the figure out with its new text until nothing moves by a
+    # thousandth of a pixel (three passes; after that the layout engine's
+    # rounding keeps every later pass from repeating the last exactly), so
+    # that a widget frame's single draw places everything where savefig's
+    # two would, and a frame drawn on a reused figure as on a new
     if fig.get_layout_engine() is not None:
+        still = 1e-3 / (max(fig.get_size_inches()) * fig.dpi)  # 0.001 px
         for _ in range(5):
-            placed = [ax.get_position().bounds for ax in fig.axes]
+            placed = np.array([ax.get_position().bounds for ax in fig.axes])
             fig.draw_without_rendering()
-            if [ax.get_position().bounds for ax in fig.axes] == placed:
+            moved = np.array([ax.get_position().bounds for ax in fig.axes])
+            if np.abs(moved - placed).max(initial=0) < still:
                 break
     return fig
 

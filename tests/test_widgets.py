@@ -465,6 +465,11 @@ def test_tile_step_frames_are_fresh_figures_frames():
         assert png == px.widgets.figure_png(px.plotting.plot_tile_step(stats, i, tokens)), i
     assert px.widgets.png_description(frames["step 6"]).startswith(
         "Tile step 6 of 16: tile (1, 1) is computed")
+    for i, step in enumerate(stats.steps):  # each step says what it did
+        done = "computed" if step.computed else "skipped"
+        said = px.widgets.png_description(frames[f"step {i + 1}"])
+        assert said.startswith(f"Tile step {i + 1} of 16: tile "
+                               f"({step.q_block}, {step.k_block}) is {done};")
 
 
 def test_rope_rotation_frames_are_fresh_figures_frames():
