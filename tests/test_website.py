@@ -67,7 +67,7 @@ from website import (  # noqa: F401 (fixtures)
     MODEL_VIEW_PAGES, WIDGET_PAGES, PageWatch, bad_alt_texts, base_url, browser,
     check_model_view_reserve, choose, held_model_view_below,
     keyboard_focus, option_count, record, replay, screenshot, shot_name,
-    shown_view, until, visible_views)
+    until)
 from website_phone import (
     MIN_TARGET_PX, OUTPUT_MAX_WIDE_SHARE, PHONE_CONTEXT, editable_after_sliders, phone_screenshot,
     phone_view, reading_measures)
@@ -171,44 +171,73 @@ FIRST_PAGE = r"""() => {
 
 # ---- the widget checks, run during the visit (see _desktop_visit) ----------
 
-def _shows(stack, label: str, before: str) -> bool:
-    """Whether the stack shows option ``label``'s view: named ``label`` (or
-    ``"label / inner"`` in a view_grid), or, if its views are unnamed, other
-    HTML than ``before``."""
-    names = visible_views(stack)
-    if len(names) != 1 or names[0] is None:
-        return len(names) > 1 or stack.inner_html() != before
-    return names[0] == label or names[0].startswith(f"{label} / ")
-
-
-# a view_grid's inner buttons, each clicked in turn (a DOM click, the same
-# event the widget gets from a mouse): the view shown after each, once it
-# names the button ("outer / inner"), and a hash of the visible HTML. Polls a
-# frame at a time, for at most 5 s a button.
-SWEEP_INNER_BUTTONS = """async root => {
-  const stack = root.querySelector('.pyxis-view-stack');
-  const shown = () => Array.from(stack.querySelectorAll('.pyxis-view'))
-    .filter(v => v.closest('.pyxis-view-stack') === stack && v.getClientRects().length > 0)
-    .map(v => v.getAttribute('data-view'));
-  const buttons = root.querySelectorAll('.pyxis-inner-control button.widget-toggle-button');
+# what a Stack shows now: the data-view names of its own visible views (not
+# those of a switcher nested inside it), and a hash of their HTML (FNV-1a:
+# the HTML, embedded pictures and all, stays in the page)
+STACK_JS = """
+  const views = () => Array.from(stack.querySelectorAll('.pyxis-view'))
+    .filter(v => v.closest('.pyxis-view-stack') === stack && v.getClientRects().length > 0);
+  const names = () => views().map(v => v.getAttribute('data-view'));
+  const hash = () => { const html = views().map(v => v.outerHTML).join('');
+    let h = 2166136261;
+    for (let i = 0; i < html.length; i++) h = Math.imul(h ^ html.charCodeAt(i), 16777619);
+    return h >>> 0; };
+  // whether the stack shows option label: the view named label (or
+  // "label / inner" in a view_grid; "outer / label" for its inner
+  // control), or, if its views are unnamed, HTML other than before
+  const shows = (label, before, inner) => { const n = names();
+    if (n.length !== 1 || n[0] === null) return n.length > 1 || hash() !== before;
+    return inner ? n[0].endsWith(' / ' + label)
+                 : n[0] === label || n[0].startsWith(label + ' / '); };
+  const frame = () => new Promise(requestAnimationFrame);
+"""
+# with a label: first waits, a frame at a time and at most 5 s, until the
+# stack shows that option
+SHOWN = """async (stack, [label, before, inner]) => {""" + STACK_JS + """
+  const end = performance.now() + 5000;
+  while (label !== null && !shows(label, before, inner) && performance.now() < end)
+    await frame();
+  return [names(), hash()]; }"""
+# a control of toggle buttons (selector, within root), each clicked in turn
+# (a DOM click, the event the widget gets from a mouse; Playwright's own
+# clicks, which also find each button under the pointer, are the explorer's
+# and the model view's checks): [label, names, hash] once the stack shows
+# it, at most 5 s a button. The outer control: options 1..n-1, then 0.
+SWEEP_BUTTONS = """async (root, [selector, inner]) => {
+  const stack = root.querySelector('.pyxis-view-stack');""" + STACK_JS + """
+  const buttons = Array.from(root.querySelector(selector)
+    .querySelectorAll('button.widget-toggle-button'));
+  const order = inner ? buttons : [...buttons.slice(1), buttons[0]];
   const seen = [];
-  for (const button of buttons) {
-    const label = button.textContent.trim();
+  for (const button of order) {
+    const label = button.textContent.trim(), before = inner ? -1 : hash();
     button.click();
     const end = performance.now() + 5000;
-    while (performance.now() < end) {
-      const names = shown();
-      if (button.classList.contains('mod-active') && names.length === 1 && names[0]
-          && names[0].endsWith(' / ' + label)) break;
-      await new Promise(requestAnimationFrame);
-    }
-    const html = Array.from(stack.querySelectorAll('.pyxis-view'))
-      .filter(v => v.getClientRects().length > 0).map(v => v.outerHTML).join('');
-    let hash = 2166136261;  // FNV-1a: the HTML stays in the page
-    for (let i = 0; i < html.length; i++) hash = Math.imul(hash ^ html.charCodeAt(i), 16777619);
-    seen.push([label, shown(), hash >>> 0]);
+    while (!(button.classList.contains('mod-active') && shows(label, before, inner))
+           && performance.now() < end) await frame();
+    seen.push([label, names(), hash()]);
   }
   return seen; }"""
+
+
+def _options(root, stack, control, selector: str, inner: bool = False):
+    """Each option of ``control`` chosen in turn (the outer control: 1..n-1,
+    then 0): [(its label, the one view's name or None, the HTML's hash)].
+    An inner control's views are named ("outer / inner"): it waits on the
+    name only, where the outer control waits on unnamed views' HTML too."""
+    if control.locator("button.widget-toggle-button").count():
+        swept = root.evaluate(SWEEP_BUTTONS, [selector, inner])
+    else:  # a dropdown or a slider: Playwright's select and key presses
+        n, (_, html), swept = option_count(control), stack.evaluate(
+            SHOWN, [None, None, inner]), []
+        for k in range(n) if inner else list(range(1, n)) + [0]:
+            label = choose(control, k)
+            names, html = stack.evaluate(SHOWN, [label, -1 if inner else html, inner])
+            swept.append([label, names, html])
+    for label, names, _ in swept:
+        assert len(names) <= 1, f"a stack shows {names} at once, after {label!r}"
+    return [(label, names[0] if names else None, html)
+            for label, names, html in swept]
 
 
 def check_view_controls(path, watch):
@@ -224,38 +253,22 @@ def check_view_controls(path, watch):
             continue
         control = root.locator(".pyxis-view-control").first
         stack = root.locator(".pyxis-view-stack").first
-        n = option_count(control)
-        shown, html = {}, stack.inner_html()
-        for k in list(range(1, n)) + [0]:
-            label = choose(control, k)
-            until(lambda: _shows(stack, label, html))
-            name, html = shown_view(stack)
+        swept = _options(root, stack, control, ".pyxis-view-control")
+        for label, name, _ in swept:
             if name is not None:  # a view_grid names its views "outer / inner"
                 assert name == label or name.startswith(f"{label} / "), (
                     f"{path}, control {r}: option {label!r} shows {name!r}")
-            shown[k] = html
-        assert len(set(shown.values())) == n, f"{path}, control {r}: views do not change"
+        assert len({html for *_, html in swept}) == len(swept) == option_count(control), (
+            f"{path}, control {r}: views do not change")
         inner = root.locator(".pyxis-inner-control")
-        if inner.locator("button.widget-toggle-button").count():
-            # a view_grid with one button per head (32 on the real model's
-            # page): pressed in the page, one round trip for all of them
-            swept = root.evaluate(SWEEP_INNER_BUTTONS)
-            for label, names, _ in swept:
-                assert len(names) == 1 and names[0].endswith(f" / {label}"), (
-                    f"{path}, grid {r}: {label!r} shows {names}")
-            assert len({html for _, _, html in swept}) == len(swept) > 1, (
-                f"{path}, grid {r}: inner views")
-        elif inner.count():  # a view_grid: the second control picks within the first
-            m = option_count(inner.first)
-            inner_shown = {}
-            for k in range(m):
-                label = choose(inner.first, k)
-                until(lambda: (visible_views(stack) + [None])[0] is None
-                      or visible_views(stack)[0].endswith(f" / {label}"))
-                name, inner_shown[k] = shown_view(stack)
+        if inner.count():  # a view_grid: the second control picks within the first
+            swept = _options(root, stack, inner.first, ".pyxis-inner-control", inner=True)
+            for label, name, _ in swept:
                 if name is not None:
-                    assert name.endswith(f" / {label}"), f"{path}, grid {r}: {label!r} shows {name!r}"
-            assert len(set(inner_shown.values())) == m, f"{path}, grid {r}: inner views"
+                    assert name.endswith(f" / {label}"), (
+                        f"{path}, grid {r}: {label!r} shows {name!r}")
+            assert len({html for *_, html in swept}) == len(swept) > 1, (
+                f"{path}, grid {r}: inner views")
     assert watch.errors == [], watch.errors
 
 
@@ -269,8 +282,7 @@ def check_explorer_mask_toggle(path, watch):
         stack = root.locator(".pyxis-view-stack").first
         for k in range(option_count(toggle)):
             label = choose(toggle, k)
-            until(lambda: visible_views(stack) == [label])
-            name, _ = shown_view(stack)
+            (name, *_), _ = stack.evaluate(SHOWN, [label, -1, False])
             assert name == label
             view = stack.locator(".pyxis-view").first
             w = json.loads(view.get_attribute("data-weights"))

@@ -281,24 +281,6 @@ def choose(control, k: int) -> str:
     return label.replace("\xa0", " ").strip()
 
 
-def visible_views(stack) -> list[str | None]:
-    """The data-view names of the views a Stack shows now (its own, not those
-    of a switcher nested inside it)."""
-    return stack.evaluate(
-        """el => Array.from(el.querySelectorAll('.pyxis-view'))
-              .filter(v => v.closest('.pyxis-view-stack') === el && v.getClientRects().length > 0)
-              .map(v => v.getAttribute('data-view'))"""
-    )
-
-
-def shown_view(stack) -> tuple[str | None, str]:
-    """The view a Stack shows now: the data-view name of its own visible view (not one
-    of a switcher nested inside it), if any, and the stack's HTML."""
-    names = visible_views(stack)
-    assert len(names) <= 1, f"a stack must show at most one view at a time, got {names}"
-    return (names[0] if names else None), stack.inner_html()
-
-
 def no_sideways_scroll(page) -> int:
     """How far the page is wider than the window, in px (0: no sideways scroll)."""
     # against the device's width: a phone browser widens its layout viewport to
