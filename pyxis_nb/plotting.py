@@ -115,13 +115,14 @@ def legible(fig):
     for text in fig.findobj(Text):
         if text.get_fontsize() < least:
             text.set_fontsize(least)
-    # lay the figure out with its new text until nothing moves by a
-    # thousandth of a pixel (three passes; after that the layout engine's
-    # rounding keeps every later pass from repeating the last exactly), so
-    # that a widget frame's single draw places everything where savefig's
-    # two would, and a frame drawn on a reused figure as on a new
+    # lay the figure out with its new text until nothing moves by a tenth
+    # of a pixel (two passes: the second moves things by some 0.01-0.05 px,
+    # and constrained layout's rounding never makes a pass repeat the last
+    # exactly), so that a widget frame's single draw places everything
+    # where savefig's two would, and a frame drawn on a reused figure as on
+    # a new
     if fig.get_layout_engine() is not None:
-        still = 1e-3 / (max(fig.get_size_inches()) * fig.dpi)  # 0.001 px
+        still = 0.1 / (max(fig.get_size_inches()) * fig.dpi)  # 0.1 px
         for _ in range(5):
             placed = np.array([ax.get_position().bounds for ax in fig.axes])
             fig.draw_without_rendering()
