@@ -133,7 +133,7 @@ webcheck: site
 
 # The website check, taking full-page screenshots for people to look at (the
 # checks take none): every page at 1280 px into _build/screenshots/, on the
-# phone into _build/screenshots/phone/, one chapter in dark mode.
+# phone into _build/screenshots/phone/, the model-view chapters in dark mode.
 screenshots: site
 	rm -rf _build/screenshots
 	PYXIS_SCREENSHOTS=1 $(PY) -m pytest -n 2 --dist loadfile tests/test_website*.py -p no:cacheprovider

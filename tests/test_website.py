@@ -30,7 +30,8 @@ asserts that
   one by contrast >= 3:1, the focus ring is >= 2 px, sliders have a name and
   a value text, the explorer's sentence is a polite live region;
 * the site works opened as a file (file://) too (the index and one widget
-  page), its search page says what search needs there, and dark mode applies.
+  page), its search page says what search needs there; dark mode applies
+  (the model-view pages, in dark mode).
 
 One visit per page records all of it: first what the page shows as loaded;
 then what it shows switched to a phone, 390 x 844, a touch screen (the phone
@@ -47,7 +48,7 @@ failed (``website.record``); its test function raises that
 
 With PYXIS_SCREENSHOTS=1 (`make screenshots`) a full-page screenshot of each
 page goes to _build/screenshots/ (on the phone: _build/screenshots/phone/),
-and of one chapter in dark mode.
+and of the model-view chapters in dark mode.
 
 Loads on a phone of their own: test_website_phone.py; first paint:
 test_website_first_paint.py. Shared parts: website.py, website_phone.py.
@@ -69,7 +70,7 @@ from website import (  # noqa: F401 (fixtures)
     keyboard_focus, option_count, record, replay, screenshot, shot_name,
     until)
 from website_phone import (
-    MIN_TARGET_PX, OUTPUT_MAX_WIDE_SHARE, PHONE_CONTEXT, editable_after_sliders, phone_screenshot,
+    MIN_TARGET_PX, OUTPUT_MAX_WIDE_SHARE, editable_after_sliders, phone_screenshot,
     phone_view, reading_measures)
 
 MIN_DESKTOP_SCALE = 0.9        # a widget picture shown at >= 90 % of its size
@@ -595,6 +596,13 @@ def _desktop_visit(browser, base_url: str, path: str) -> dict:
 
 
 @pytest.fixture(scope="module")
+def held(browser, base_url):
+    """``held(path)``: the model view's box and what follows it, with the
+    widget manager held back, at 1280 px and on the phone (one load)."""
+    return functools.cache(functools.partial(held_model_view_below, browser, base_url))
+
+
+@pytest.fixture(scope="module")
 def desktop(browser, base_url):
     """``desktop(path)``: what one visit of ``path`` at 1280 px recorded. Each
     page is opened once and every page check below reads the same visit."""
@@ -687,14 +695,13 @@ def test_first_page_reads_right(desktop):
 
 
 @pytest.mark.parametrize("path", MODEL_VIEW_PAGES)
-def test_model_view_height_is_reserved(browser, base_url, desktop, path):
+def test_model_view_height_is_reserved(held, desktop, path):
     """What follows the model view does not move when the widget manager
     draws it (it arrives seconds after the text on a slow line), so a link to
     a section below lands where it should (issue #30, item 4). Measured with
-    the widget manager held back (a load of its own), then drawn (the desktop
-    visit); on a phone: test_model_view_height_is_reserved_on_a_phone."""
-    check_model_view_reserve(path, DESKTOP["width"],
-                             held_model_view_below(browser, base_url, path),
+    the widget manager held back (a load of its own, ``held``), then drawn
+    (the desktop visit); on a phone: test_model_view_height_is_reserved_on_a_phone."""
+    check_model_view_reserve(path, DESKTOP["width"], held(path)["desktop"],
                              desktop(path)["mv_below"])
 
 
@@ -743,11 +750,10 @@ def test_phone(desktop, path):
 
 
 @pytest.mark.parametrize("path", MODEL_VIEW_PAGES)
-def test_model_view_height_is_reserved_on_a_phone(browser, base_url, desktop, path):
+def test_model_view_height_is_reserved_on_a_phone(held, desktop, path):
     """On the phone too, the text below the model view stays put when the
     view is drawn (test_website.py: at 1280 px)."""
-    check_model_view_reserve(path, PHONE["width"],
-                             held_model_view_below(browser, base_url, path, **PHONE_CONTEXT),
+    check_model_view_reserve(path, PHONE["width"], held(path)["phone"],
                              desktop(path)["phone"]["mv_below"])
 
 
@@ -899,18 +905,6 @@ def test_site_is_served_as_is_by_github_pages():
     install cells have pip look for the wheel."""
     assert (SITE / ".nojekyll").is_file()
     assert (SITE / "_downloads" / "index.html").is_file()
-
-
-def test_dark_mode_screenshot(browser, base_url):
-    """Dark mode applies (the screenshot: PYXIS_SCREENSHOTS=1)."""
-    watch = PageWatch(browser, base_url, color_scheme="dark")
-    try:
-        watch.open(base_url + SHOWCASE)
-        assert watch.page.evaluate("() => document.documentElement.dataset.theme") == "dark"
-        screenshot(watch.page, "dark_causal_mask.png")
-        assert watch.errors == [], watch.errors
-    finally:
-        watch.close()
 
 
 def test_there_are_widget_pages():

@@ -310,17 +310,26 @@ MV_BELOW = """() => { const out = document.querySelector('.cell_output.pyxis-res
 MV_RESERVE_SLACK = 64  # px the reserved box may be taller than the view
 
 
-def held_model_view_below(browser, base_url: str, path: str, **context) -> dict | None:
-    """MV_BELOW on ``path`` loaded with the widget manager held back (its
-    script blocked), so the model view is never drawn; ``context``: the
-    browser context's options (viewport, phone emulation)."""
-    context = browser.new_context(**({"viewport": DESKTOP} | context))
+def held_model_view_below(browser, base_url: str, path: str) -> dict:
+    """MV_BELOW on ``path`` loaded at 1280 px with the widget manager held
+    back (its script blocked), so the model view is never drawn, and on the
+    same page switched to a phone (website_phone.switched_to_phone's
+    emulation: a phone load measures the same, test_website_phone.py):
+    ``{"desktop": ..., "phone": ...}``."""
+    context = browser.new_context(viewport=DESKTOP)
     try:
         page = context.new_page()
         page.route("**/widgets/embed.js", lambda route: route.abort())
         page.goto(base_url + path, wait_until="load")
         page.wait_for_function(WAIT_FOR_MATHS, timeout=30_000)
-        return page.evaluate(MV_BELOW)
+        seen = {"desktop": page.evaluate(MV_BELOW)}
+        cdp = context.new_cdp_session(page)
+        cdp.send("Emulation.setDeviceMetricsOverride",
+                 {"deviceScaleFactor": 1, "mobile": True} | PHONE)
+        cdp.send("Emulation.setTouchEmulationEnabled", {"enabled": True})
+        page.wait_for_function(TWO_FRAMES)
+        seen["phone"] = page.evaluate(MV_BELOW)
+        return seen
     finally:
         context.close()
 

@@ -165,13 +165,13 @@ def phone_measures(page, path: str) -> dict:
     return seen
 
 
-def phone_view(watch, path: str) -> dict:
-    """The page switched to the phone: ``phone_measures``, then the
-    full-size dialog of its first scaled picture and the console errors
-    meanwhile; then back to the desktop."""
+def phone_view(watch, path: str, full_size: bool = True) -> dict:
+    """The page switched to the phone: ``phone_measures``, then (with
+    ``full_size``) the full-size dialog of its first scaled picture, and the
+    console errors meanwhile; then back to the desktop."""
     with switched_to_phone(watch) as page:
         seen = phone_measures(page, path)
-        seen["zoom"] = _open_full_size(page)
+        seen["zoom"] = _open_full_size(page) if full_size else None
         seen["errors"] = list(watch.errors)
     return seen
 
