@@ -121,6 +121,22 @@ def test_next_token_loss_per_token_against_torch(model):
         px.circuits.next_token_loss(logits, IDS), rel=1e-12)
 
 
+def test_next_token_loss_over_several_row_blocks(rng):
+    """Longer than the rows summed at a time (16), two rows, float32, and
+    logits of 1e4 (a softmax without its max taken out overflows): each
+    token's loss is -log softmax of its logits, in float64."""
+    logits = (rng.standard_normal((2, 41, 50)) * 3).astype(np.float32)
+    logits[1, 20, 7] = 1e4
+    ids = rng.integers(0, 50, (2, 41))
+    z = logits[:, :-1].astype(np.float64)
+    top = z.max(axis=-1, keepdims=True)
+    log_p = z - top - np.log(np.exp(z - top).sum(axis=-1, keepdims=True))
+    want = -np.take_along_axis(log_p, ids[:, 1:, None], -1)[..., 0]
+    got = px.circuits.next_token_loss(logits, ids, reduction="none")
+    assert got.dtype == np.float64 and np.isfinite(got).all()
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
+
+
 def test_sink_score():
     w = np.zeros((1, 2, 4, 4))
     w[0, 0, :, 0] = 1.0          # head 0: everything on token 0
