@@ -103,9 +103,11 @@ gettext: venv
 # Everything, in one pytest run on 2 workers: unit and property tests, the
 # website check (which needs the site built first), and nbval (strict) on every
 # chapter run alone, as a reader gets it: a copy in an empty folder, a fresh
-# kernel with only numpy, matplotlib, ipywidgets and ipykernel, and pyxis-nb
-# installed by the chapter's own install cell from the checkout's wheel, with
-# no index (tools/run_standalone.py --prepare). Each chapter executes once.
+# kernel with only numpy, matplotlib, ipywidgets, ipykernel, pyxis-nb's own
+# dependencies and pyxis-nb from the checkout's wheel (pip installs it once,
+# before; each install cell finds it, and tests/test_standalone.py runs that
+# cell's pip), with no index (tools/run_standalone.py --prepare). Each
+# chapter executes once.
 ALONE := _build/standalone/copies
 # The wheel is built once, by `make wheel` (for the site), and used by all.
 # Two workers on two cores: each worker (and each chapter's kernel) gets one

@@ -229,8 +229,8 @@ def _options(root, stack, control, selector: str, inner: bool = False):
     if control.locator("button.widget-toggle-button").count():
         swept = root.evaluate(SWEEP_BUTTONS, [selector, inner])
     else:  # a dropdown or a slider: Playwright's select and key presses
-        n, (_, html), swept = option_count(control), stack.evaluate(
-            SHOWN, [None, None, inner]), []
+        n, swept = option_count(control), []
+        _, html = stack.evaluate(SHOWN, [None, None, inner])  # as it is now
         for k in range(n) if inner else list(range(1, n)) + [0]:
             label = choose(control, k)
             names, html = stack.evaluate(SHOWN, [label, -1 if inner else html, inner])
