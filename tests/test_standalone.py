@@ -18,7 +18,7 @@ chapter's install cell is that same cell (issue #37: pip in each of the 14
 chapters took some 28 s of the test run). ``make chapter-times`` and
 ``make standalone`` still run each chapter's pip.
 
-The environment with those packages is created once (about a minute, the
+The environment with those packages is created once (some 20 s with uv, the
 first time only) and cached under _build/standalone/.
 """
 
@@ -201,3 +201,23 @@ def test_prepared_copies_run_alone_with_their_own_kernel(standalone, tmp_path):
     assert [c.source for c in nb.cells[:-1]] == [c.source for c in original.cells]
     assert f"__version__ == {VERSION!r}" in nb.cells[-1].source
     assert str(rs._site(installed)) in nb.cells[-1].source
+
+
+def test_uv_looks_where_pip_is_configured_to_look(monkeypatch):
+    """uv reads no pip configuration: tools/uv_pip.py hands pip's index URL,
+    extra index URLs and find-links (here from PIP_* variables, no config
+    file) on as uv's flags, each once, and asks uv to choose among the
+    indexes as pip does. With none configured, uv gets no flag and reads
+    the package index, as pip would."""
+    import uv_pip
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)  # no pip.conf
+    for var in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS"):
+        monkeypatch.delenv(var, raising=False)
+    assert uv_pip.pip_places() == []
+    monkeypatch.setenv("PIP_FIND_LINKS", "/opt/wheels")
+    monkeypatch.setenv("PIP_EXTRA_INDEX_URL",
+                       "file:///m/one/simple file:///m/two/simple")
+    assert uv_pip.pip_places() == [
+        "--extra-index-url=file:///m/one/simple",
+        "--extra-index-url=file:///m/two/simple",
+        "--find-links=/opt/wheels", "--index-strategy=unsafe-best-match"]

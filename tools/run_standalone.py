@@ -20,7 +20,8 @@ which pip satisfies from the wheel built from this checkout, with no index
 (PIP_NO_INDEX=1, PIP_FIND_LINKS=<wheel dir>, no pip config file; the
 PIP_FIND_LINKS replaces the website, where the cell has pip look by default).
 
-The environment with those packages is created once and cached under
+The environment with those packages is created once (uv installs them,
+tools/uv_pip.py) and cached under
 ``_build/standalone/env-<hash of the pins>``. Each chapter gets a throwaway
 environment on top of it (``venv --without-pip`` plus a .pth file naming the
 cached site-packages), so what one chapter installs never leaks into another.
@@ -44,6 +45,8 @@ import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
+
+import uv_pip  # tools/uv_pip.py
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = ("numpy", "matplotlib", "ipywidgets", "ipykernel", "safetensors",
@@ -87,9 +90,7 @@ def base_env() -> Path:
     # the base interpreter, not this venv's: the new env must not see .venv
     base = getattr(sys, "_base_executable", sys.executable)
     subprocess.run([base, "-m", "venv", str(env)], check=True)
-    subprocess.run([_bin(env), "-m", "pip", "install", "-q",
-                    "--disable-pip-version-check", "-c", str(constraints),
-                    *pins()], check=True)
+    uv_pip.install(_bin(env), ["-c", str(constraints), *pins()])
     # matplotlib's font cache, so that its one-time notice is not a cell output
     subprocess.run([_bin(env), "-c", "import matplotlib.pyplot"], check=True,
                    env={**os.environ, "MPLBACKEND": "Agg"})
