@@ -474,10 +474,17 @@ def plot_decode_step(weights, head_weights, tokens: Sequence[str], t: int):
                  label="weight (mean over heads)")
     plot_attention(per_head, [f"head {h}" for h in range(H)],
                    key_tokens=list(tokens)[:t + 1], ax=ax_r, colorbar=False,
+                   annotate=False,
                    title=f"query '{tokens[t]}' (position {t}), per head")
     # the panel keeps the figure's width at every step: cells widen instead
     ax_r.set(xlabel="key (cached position)", ylabel="query head",
              aspect="auto")
+    # every weight in its cell, at the size legible gives the figure's
+    # text: ".47", not "0.47", so that twelve keys' numbers stay apart
+    shade = ax_r.images[0]
+    for h, j in np.ndindex(per_head.shape):
+        ax_r.text(j, h, _short(per_head[h, j]), ha="center", va="center",
+                  color=_ink(shade.cmap(shade.norm(per_head[h, j]))))
     h, j = np.unravel_index(np.argmax(per_head), per_head.shape)
     return legible(_describe(fig, (
         f"Decode step for '{tokens[t]}' at position {t}: the cache holds "

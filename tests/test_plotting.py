@@ -1,5 +1,7 @@
 """Tests of pyxis_nb.plotting: labelled heatmaps with colour bars (Agg backend)."""
 
+import itertools
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -203,8 +205,12 @@ def test_stepper_figures_fit_the_website_column():
         sizes.add(tuple(fig.get_size_inches()))
         assert fig.get_size_inches()[0] <= plotting.COLUMN_WIDTH
         assert f"position {t}" in fig.pyxis_alt
-        # every step writes each head's weights in its cells
+        # every step writes each head's weights in its cells, and at twelve
+        # keys the numbers still stand apart (".08", not "0.08")
         assert len(fig.axes[1].texts) == 4 * (t + 1)
+        fig.canvas.draw()
+        boxes = [x.get_window_extent() for x in fig.axes[1].texts]
+        assert not any(a.overlaps(b) for a, b in itertools.combinations(boxes, 2))
         plt.close(fig)
     assert len(sizes) == 1
     rng = np.random.default_rng(3)
