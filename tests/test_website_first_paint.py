@@ -37,6 +37,23 @@ def test_widget_scripts_wait_for_the_text(path):
     assert state > html.index('class="bd-article'), f"{path}: widget state before the text"
 
 
+SEARCH_SCRIPTS = re.compile(r'<script[^>]*src="[^"]*(searchindex|searchtools|language_data)\.js')
+
+
+def test_only_the_search_page_loads_the_search_index():
+    """The search index and Sphinx's search scripts (115 kB) belong to
+    search.html, in both editions. The theme's head loaded them on every
+    page, before the text could paint, for its search as you type, which is
+    off: the sidebar's search box opens search.html (tested with its
+    results in test_website.py). _ext/templates/layout.html leaves them out."""
+    pages = PAGES + ["ja/" + p for p in PAGES]
+    loading = [p for p in pages if SEARCH_SCRIPTS.search((SITE / p).read_text())]
+    assert loading == [], f"pages loading the search index: {loading}"
+    for search in ("search.html", "ja/search.html"):
+        found = {m[1] for m in SEARCH_SCRIPTS.finditer((SITE / search).read_text())}
+        assert found == {"searchindex", "searchtools", "language_data"}, (search, found)
+
+
 # true once the page has painted its first text and the widget manager
 # (embed.js) has arrived, in whichever order: all the check reads
 ARRIVED = r"""() => performance.getEntriesByName('first-contentful-paint').length > 0
