@@ -170,6 +170,26 @@ def test_figure_png_draws_the_tight_picture_once(make):
     assert differ.mean() < 0.05, f"{differ.mean():.1%} of pixels differ"
 
 
+@pytest.mark.parametrize("make", [
+    lambda: _heatmap_with_outline(1, "The cat sat on the mat".split()),
+    lambda: px.plot_attention_grid(np.stack([W_CAUSAL, W_FULL]), TOKENS,
+                                   annotate=True, suptitle="grid"),
+    lambda: px.plotting.plot_rope_rotation(3, 1),
+], ids=["heatmap", "grid", "rope"])
+def test_figure_png_keeps_every_colour(make):
+    """The palette PNG keeps every pixel within 16 of 255 levels of the
+    full-colour picture, colour bar included, so a cell's colour still
+    reads against its bar (median cut's 128 colours moved some by 108-128
+    levels: a colour bar's greens off the map), in fewer bytes."""
+    full = px.widgets.figure_png(make(), colors=0)
+    png = px.widgets.figure_png(make())
+    from PIL import Image
+    assert Image.open(io.BytesIO(png)).mode == "P"
+    off = np.abs(_pixels(png) - _pixels(full)).max()
+    assert off <= 16, f"a pixel {off} levels off"
+    assert len(png) < len(full) / 2
+
+
 def test_figure_png_saves_a_figure_with_something_outside_as_savefig():
     """A legend beyond the figure's edge is not cut off: savefig's box."""
     def make():
