@@ -29,6 +29,7 @@ cached site-packages), so what one chapter installs never leaks into another.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -103,11 +104,16 @@ def build_wheel(out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("*.whl"):
         old.unlink()
-    shutil.rmtree(ROOT / "build", ignore_errors=True)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
-                    "--no-build-isolation", "-w", str(out), str(ROOT)],
-                   check=True, cwd=ROOT)
-    shutil.rmtree(ROOT / "build", ignore_errors=True)
+    # one build at a time: setuptools builds in the checkout's build/, which
+    # two pytest-xdist workers would otherwise share (and delete)
+    (ROOT / "_build").mkdir(exist_ok=True)
+    with open(ROOT / "_build" / "wheel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        shutil.rmtree(ROOT / "build", ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q",
+                        "--no-deps", "--no-build-isolation", "-w", str(out),
+                        str(ROOT)], check=True, cwd=ROOT)
+        shutil.rmtree(ROOT / "build", ignore_errors=True)
     (wheel,) = out.glob("*.whl")
     return wheel
 
