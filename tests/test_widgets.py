@@ -152,12 +152,16 @@ def _best_shift(new, old, reach=2):
                                     - old[inner]).mean())
 
 
-@pytest.mark.parametrize("make", [
+# three kinds of figure a frame is drawn from, each made afresh per call
+FIGURES = pytest.mark.parametrize("make", [
     lambda: _heatmap_with_outline(1, "The cat sat on the mat".split()),
     lambda: px.plot_attention_grid(np.stack([W_CAUSAL, W_FULL]), TOKENS,
                                    annotate=True, suptitle="grid"),
     lambda: px.plotting.plot_rope_rotation(3, 1),
 ], ids=["heatmap", "grid", "rope"])
+
+
+@FIGURES
 def test_figure_png_draws_the_tight_picture_once(make):
     """One draw, cut to the tight box: savefig's picture, with its size and
     place, up to the sub-pixel offset of the cut (lines and images move by
@@ -170,12 +174,7 @@ def test_figure_png_draws_the_tight_picture_once(make):
     assert differ.mean() < 0.05, f"{differ.mean():.1%} of pixels differ"
 
 
-@pytest.mark.parametrize("make", [
-    lambda: _heatmap_with_outline(1, "The cat sat on the mat".split()),
-    lambda: px.plot_attention_grid(np.stack([W_CAUSAL, W_FULL]), TOKENS,
-                                   annotate=True, suptitle="grid"),
-    lambda: px.plotting.plot_rope_rotation(3, 1),
-], ids=["heatmap", "grid", "rope"])
+@FIGURES
 def test_figure_png_keeps_every_colour(make):
     """The palette PNG keeps every pixel within 16 of 255 levels of the
     full-colour picture, colour bar included, so a cell's colour still
