@@ -12,7 +12,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TORCH_WHEELS=${TORCH_WHEELS:-/opt/wheels}
-.venv/bin/python -m pip install -q uv==0.13.9
+# uv: the one `make venv` put in .venv (the Makefile's UV_PIN)
+UV_VERSION=$(.venv/bin/uv --version | cut -d' ' -f2)
 command=(.venv/bin/uv pip compile requirements.txt requirements-torch.txt
          requirements-lab.txt --python .venv/bin/python
          --find-links "$TORCH_WHEELS" --no-emit-package torch --no-header
@@ -23,7 +24,7 @@ command=(.venv/bin/uv pip compile requirements.txt requirements-torch.txt
 # Generated: do not edit. Every package that requirements.txt,
 # requirements-torch.txt and requirements-lab.txt pull in, pinned; the Makefile
 # installs with -c constraints.txt. \`make constraints\` (tools/constraints.sh)
-# makes it, in the repository root, with uv 0.13.9 (pip install uv==0.13.9):
+# makes it, in the repository root, with uv $UV_VERSION (pip install uv==$UV_VERSION):
 #   ${command[*]}
 # It needs .venv, the package index, and the CPU build of torch 2.13.0 in the
 # --find-links folder ($TORCH_WHEELS here, as this machine's pip config says;
