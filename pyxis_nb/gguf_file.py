@@ -36,7 +36,7 @@ import numpy as np
 from ._checks import (check_bool, check_choice, check_config_value,
                       check_float_dtype, check_found, check_model_config,
                       check_needs, check_state_shapes)
-from .qwen3 import ModelConfig, state_shapes
+from .qwen3 import ModelConfig, state_shapes, weight_order
 from .rope import permute_qk_proj
 
 __all__ = [
@@ -299,7 +299,8 @@ def read_gguf(path, *, dtype=np.float32, unpermute_qk: bool = True,
     metadata (no RoPE scaling, sliding window, experts, partial rotary),
     each tensor's ggml type (what ``gguf.quants.dequantize`` reads: F32,
     F16, BF16, Q8_0, Q4_0, Q4_1, the k-quants, ...), and every tensor name
-    and shape against the metadata. Weights are dequantized to ``dtype``.
+    and shape against the metadata. Weights are dequantized to ``dtype``,
+    a matrix column-major (:func:`~pyxis_nb.qwen3.weight_order`).
     ``unpermute_qk=False`` keeps llama.cpp's q/k row order (Llama only):
     the rows as stored, for the interleaved RoPE layout.
 
@@ -348,11 +349,10 @@ def read_gguf(path, *, dtype=np.float32, unpermute_qk: bool = True,
         ("lm_head.weight",) if tied else (), against="its metadata")
     c, out = config, {}
     for name, t in tensors.items():  # all checked: now read
-        w = dequantize(t.data, t.tensor_type)  # F32: a read-only view
-        w = w.astype(dtype, copy=not w.flags.writeable)  # of the file
-        w = w.reshape(want[hf[name]])  # (out, in), as torch's Linear
-        if spec["permuted"] and unpermute_qk and (
+        shape = want[hf[name]]  # (out, in), as torch's Linear
+        w = dequantize(t.data, t.tensor_type).reshape(shape)  # F32: a view
+        if spec["permuted"] and unpermute_qk and (  # of the file
                 ".attn_q." in name or ".attn_k." in name):
             w = permute_qk_proj(w, head_dim=c.head_dim)  # -> half layout
-        out[hf[name]] = w
+        out[hf[name]] = w.astype(dtype, weight_order(shape))  # its own
     return GGUFCheckpoint(arch, config, tied, generation, out)

@@ -49,7 +49,7 @@ from .multihead import (MultiHeadAttention, attention_inputs,
                         weight_shapes)
 from .norms import rms_norm_core
 from .gguf_file import read_gguf
-from .qwen3 import ModelConfig, random_attention, state_shapes
+from .qwen3 import ModelConfig, random_attention, state_shapes, weight_order
 from .rope import (ROPE_KEYS, compute_rope_parameters, rope_frequencies,
                    rotary_cos_sin)
 from .stable_softmax import softmax_core
@@ -217,8 +217,13 @@ class Qwen3MLP:
         # both input projections in one matrix (Phi-3's gate_up_proj): one
         # product for both, a single pass over their weights when decoding;
         # gate_proj and up_proj stay as views of its two halves
-        self.gate_up_proj = np.concatenate([gate_proj, up_proj])
+        # (laid out as gate_proj is: column-major from a checkpoint reader,
+        # see weight_order)
         d_ff = gate_proj.shape[0]
+        self.gate_up_proj = np.empty(
+            (2 * d_ff, gate_proj.shape[1]), gate_proj.dtype,
+            order="F" if np.isfortran(gate_proj) else "C")
+        self.gate_up_proj[:d_ff], self.gate_up_proj[d_ff:] = gate_proj, up_proj
         self.gate_proj = self.gate_up_proj[:d_ff]
         self.up_proj = self.gate_up_proj[d_ff:]
         self.down_proj = down_proj
@@ -1315,7 +1320,8 @@ def _read_tensors(file: pathlib.Path, dtype) -> dict:
     The file was checked by :func:`safetensors_header` (the library). Its
     layout: 8 bytes giving the header's length ``n``, ``n`` bytes of JSON
     (each tensor's dtype, shape and ``data_offsets``), then the data. The
-    data is mapped, not read, so each tensor is copied once: into its array.
+    data is mapped, not read, so each tensor is copied once: into its array,
+    a matrix column-major (:func:`~pyxis_nb.qwen3.weight_order`).
     """
     with open(file, "rb") as f:
         n = int.from_bytes(f.read(8), "little")
@@ -1328,11 +1334,13 @@ def _read_tensors(file: pathlib.Path, dtype) -> dict:
     for name, t in header.items():
         begin, end = t["data_offsets"]
         x = data[begin:end].view(SAFETENSORS_DTYPES[t["dtype"]])
+        x, shape = x.reshape(t["shape"]), t["shape"]
+        order = weight_order(shape)  # a matrix column-major
         if t["dtype"] == "BF16":  # bf16 = the top 16 bits of a float32
-            wide = np.empty(x.shape, np.uint32)  # shifted in one pass,
+            wide = np.empty(shape, np.uint32, order)  # shifted in one pass,
             np.left_shift(x, 16, out=wide, dtype=np.uint32)  # no temporary
             x = wide.view(np.float32).astype(dtype, copy=False)
         else:  # a copy of its own, so the file can close
-            x = x.astype(dtype)
-        out[name] = x.reshape(t["shape"])
+            x = x.astype(dtype, order)
+        out[name] = x
     return out

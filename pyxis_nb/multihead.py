@@ -270,11 +270,16 @@ def position_ids_from_mask(attention_mask) -> np.ndarray:
 
 
 def _layer_mask(attention_mask, B, T, past, is_causal):
-    """Check the mask; return the SDPA mask and which keys are real, (B, S)."""
+    """Check the mask; return the SDPA mask and which keys are real, (B, S).
+
+    A mask that would hide nothing is None, as in transformers' SDPA path:
+    one new token after the cache sees every key (the causal triangle's
+    last row), and a (B, S) mask of ones has no padding.
+    """
     S = past + T
+    causal = causal_mask(T, S) if is_causal and T > 1 else None  # (T, S)
     if attention_mask is None:
-        mask = causal_mask(T, S) if is_causal else None  # (T, S)
-        return mask, np.ones((B, S), bool)
+        return causal, np.ones((B, S), bool)
     m = check_01_mask("attention_mask", attention_mask)
     if m.ndim == 4:  # Hugging Face: a 4-D mask is the complete mask, as given
         check_shape("attention_mask", m,
@@ -283,8 +288,10 @@ def _layer_mask(attention_mask, B, T, past, is_causal):
         return m, np.ones((B, S), bool)
     check_shape("attention_mask", m, m.shape == (B, S),
                 f"(B, S) = ({B}, {S}): {past} cached positions plus {T} new")
+    if m.all():  # no padding
+        return causal, m
     keys = m[:, None, None, :]  # (B, S) -> (B, 1, 1, S): True = may attend
-    return (keys & causal_mask(T, S) if is_causal else keys), m
+    return (keys if causal is None else keys & causal), m
 
 
 def _check_position_ids(name: str, position_ids, B: int, T: int,

@@ -334,6 +334,7 @@ def test_qwen3_gguf_loads_as_its_safetensors(shakespeare_gguf):
     assert got.tie_word_embeddings
     for name, w in model.state_dict().items():
         assert np.array_equal(got.state_dict()[name], w), name
+        assert w.ndim == 1 or got.state_dict()[name].strides[0] == 4, name
     assert got.generation_config["eos_token_id"] == 0
 
 

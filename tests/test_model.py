@@ -175,6 +175,19 @@ def test_from_pretrained_reads_what_was_written(tmp_path, shards, tied):
     np.testing.assert_allclose(as64(ids).logits, loaded(ids).logits, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", ["BF16", "F32"])
+def test_checkpoint_matrices_are_read_column_major(tmp_path, dtype):
+    # px.qwen3.weight_order: x @ w.T then multiplies a row-major (in, out)
+    # array, the matrix-vector product that streams faster when decoding
+    # (bench_generate); vectors stay row-major. gate_proj and up_proj are
+    # views of the halves of gate_up_proj: their columns are, too
+    write_checkpoint(tmp_path, tiny_model(seed=5), dtype=dtype)
+    loaded = px.Qwen3ForCausalLM.from_pretrained(tmp_path)
+    for key, x in loaded.state_dict().items():
+        assert x.strides[0] == x.itemsize if x.ndim == 2 else x.flags.c_contiguous, key
+    assert loaded.layers[0].mlp.gate_up_proj.flags.f_contiguous
+
+
 @pytest.mark.parametrize("dtype", ["F32", "F64"])
 def test_float_checkpoints_load_as_well(tmp_path, dtype):
     model = tiny_model(seed=6)

@@ -416,6 +416,20 @@ def test_position_ids_from_mask_by_hand():
         px.multihead.position_ids_from_mask(mask).tolist()
 
 
+def test_a_mask_that_hides_nothing_is_none():
+    # as transformers' SDPA path drops it: the kernels then check no mask
+    inputs = px.multihead.attention_inputs
+    assert inputs(None, None, 2, 1, 7)[0] is None  # one token after 7
+    assert inputs(np.ones((2, 8)), None, 2, 1, 7)[0] is None
+    padded = np.ones((2, 8))
+    padded[0, :2] = 0
+    mask = inputs(padded, None, 2, 1, 7)[0]
+    assert mask.shape == (2, 1, 1, 8) and mask.sum() == 14
+    mask = inputs(np.ones((2, 8)), None, 2, 3, 5)[0]  # three new: causal
+    np.testing.assert_array_equal(mask, px.causal_mask(3, 8))
+    assert inputs(None, None, 2, 3, 5, is_causal=False)[0] is None
+
+
 def test_4d_boolean_mask_is_used_as_given():
     layer, x = layer_and_input(4, 2, T=4)
     allowed = np.tril(np.ones((4, 4), bool))[None, None]  # (1, 1, T, S)
