@@ -18,6 +18,21 @@ would need 16 * 8192 * 8192 * 4 bytes = 4.3 GB for the scores of 16 heads alone.
 The ratio does not depend on the head count, since both grow linearly in it.
 Target: tiled peak at most 5 % of the naive peak.
 
+Why the time target is missed, measured 2026-12-03 17:10-17:20 UTC on the
+AMD EPYC (2 cores, no SMT; OpenBLAS 0.3.31 on its SkylakeX kernel, torch
+2.13 on MKL): on one thread torch took 266 and 290 ms for the 16 heads at
+T = 2048, the tiled kernel 318 and 325 (1.12-1.19); on two threads 144 and
+151 against 162 and 181. Profiled on one thread, a head's two matrix
+products alone take about 16.5 ms of the tiled kernel's 18-22 (QK^T at
+about 76 GFLOPS, PV at 84), the softmax's element-wise passes the rest:
+the products by themselves are as slow as all of torch's kernel, 16.6-18.1
+ms a head. Of those products 12 % fall on the diagonal tiles' hidden half
+(256-query tiles against 512-key tiles cut at the diagonal); smaller query
+tiles waste less but multiply slower (69 GFLOPS at 128 rows), and keys
+stored transposed, so that QK^T reads both operands row-major, gained
+about 8 % on that product alone (82 GFLOPS): some 2 % of the whole, inside
+the noise. Not taken.
+
 Wall-clock time lives here and not in the book: the long_context chapter draws the
 FLOP counts and tracemalloc peaks, which are the same on every run and every machine.
 """
