@@ -151,7 +151,7 @@ SmolLM2's decode went from 15.6 to 20.5-25.3 tok/s in four runs at
 20.7 GB/s, so 35.8, 40.1 and 38.5 tok/s, of which px reached 57 %, 63 % and
 57 %, transformers 43-46 % (it reads the same column-major arrays,
 ``torch.from_numpy``). Against the old bound, the row-major product (15.4,
-18.5 and 17.0 GB/s), that is 71-73 %. Prefill is unchanged (a product of
+18.5 and 17.0 GB/s), that is 70-74 %. Prefill is unchanged (a product of
 many rows packs its operands either way; its logits came out bit for bit the
 same): shipped 1.05, 0.97 and 0.96, Qwen3-0.6B shapes 1.04, 1.21 and 1.10,
 SmolLM2 1.11, 1.13 and 1.06; decode 1.89, 2.60 and 2.61, 1.06, 1.10 and
