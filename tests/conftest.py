@@ -75,13 +75,42 @@ def pytest_terminal_summary(terminalreporter):
             if outcome == "skipped" and _is_reference(nodeid):
                 skipped_references[nodeid] = _skip_reason(report)
     if counts:
+        kind_s, file_s = _seconds(terminalreporter.stats)
         terminalreporter.section("pyxis summary")
         for kind, by_outcome in sorted(counts.items()):
             parts = ", ".join(f"{n} {o}" for o, n in by_outcome.items())
-            terminalreporter.write_line(f"{kind}: {parts}")
+            terminalreporter.write_line(
+                f"{kind}: {parts} ({kind_s.get(kind, 0):.0f} s of test time)")
+        slowest = sorted(file_s.items(), key=lambda kv: -kv[1])[:SLOWEST_FILES]
+        terminalreporter.write_line(
+            f"test time {sum(file_s.values()):.0f} s in all; the slowest files: "
+            + ", ".join(f"{f} {s:.0f} s" for f, s in slowest))
         for nodeid, reason in sorted(skipped_references.items()):
             terminalreporter.write_line(
                 f"reference test skipped: {nodeid} ({reason})")
+
+
+SLOWEST_FILES = 6
+
+
+def _seconds(stats) -> tuple[dict[str, float], dict[str, float]]:
+    """Seconds of test time (set-up, call and tear-down, summed over the
+    workers) by kind of test and by file: where a run's time went, in every
+    CI log (CONTRIBUTING's appendix keeps the measured history)."""
+    kinds: dict[str, float] = {}
+    files: dict[str, float] = {}
+    for reports in stats.values():
+        for report in reports:
+            nodeid = getattr(report, "nodeid", "")
+            duration = getattr(report, "duration", None)
+            if not nodeid or duration is None:
+                continue
+            kind, file = _kind(nodeid), nodeid.split("::")[0]
+            if ".ipynb" in file:  # a chapter's copy: .../<name>/run/<name>.ipynb
+                file = file.rsplit("/", 1)[-1]
+            kinds[kind] = kinds.get(kind, 0.0) + duration
+            files[file] = files.get(file, 0.0) + duration
+    return kinds, files
 
 
 # ---- helpers that several test files import (``from conftest import ...``)
