@@ -168,6 +168,20 @@ about 11 GB/s, the MLP's 3.5 and 7 MB at 17, the 113 MB ``lm_head`` at 21),
 and about 14 ms of everything else over 30 layers (the attention kernel
 about 2 ms, RMSNorm, RoPE, the cache, Python): 70 % of this machine's bound
 would need that to fall under 5 ms.
+
+The same, measured apart, 2026-12-03 18:00-18:10 UTC (one thread, the machine
+noisy: the same products took 27-34 ms from round to round). A step's 181
+matrix-vector products alone, back to back with nothing between them, took
+30.8-32.1 ms, 80-82 % of the bound measured with them (24.7-26.3 ms for
+538 MB at 20.4-21.7 GB/s): q, k, v and o stream at 12-13 GB/s, the MLP's at
+17-20, ``lm_head`` at 21-25. A whole forward step after the cache took 4-12
+ms more (37-39 ms in the quieter rounds). And the decode figure, this
+benchmark's as transformers', is 64 new tokens over the whole of
+``generate``, whose 16-token prefill took 132-150 ms (a product of 16 rows
+runs at a fraction of OpenBLAS's speed): 2 ms more a token. 70 % of the
+bound leaves 35-38 ms a token: the products at 80 % of it and everything
+else, the per-layer numpy work of 30 layers and the prefill's share, within
+4-5 ms. That is out of reach for a model written as numpy calls per layer.
 """
 
 from __future__ import annotations
