@@ -169,7 +169,7 @@ and about 14 ms of everything else over 30 layers (the attention kernel
 about 2 ms, RMSNorm, RoPE, the cache, Python): 70 % of this machine's bound
 would need that to fall under 5 ms.
 
-The same, measured apart, 2026-12-03 18:00-18:10 UTC (one thread, the machine
+The same, measured apart, 2026-12-03 17:38-17:42 UTC (one thread, the machine
 noisy: the same products took 27-34 ms from round to round). A step's 181
 matrix-vector products alone, back to back with nothing between them, took
 30.8-32.1 ms, 80-82 % of the bound measured with them (24.7-26.3 ms for

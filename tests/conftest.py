@@ -7,6 +7,7 @@ green main stays green; set HYPOTHESIS_PROFILE=explore to search afresh.
 import os
 import subprocess
 import sys
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -80,11 +81,11 @@ def pytest_terminal_summary(terminalreporter):
         for kind, by_outcome in sorted(counts.items()):
             parts = ", ".join(f"{n} {o}" for o, n in by_outcome.items())
             terminalreporter.write_line(
-                f"{kind}: {parts} ({kind_s.get(kind, 0):.0f} s of test time)")
-        slowest = sorted(file_s.items(), key=lambda kv: -kv[1])[:SLOWEST_FILES]
+                f"{kind}: {parts} ({kind_s[kind]:.0f} s of test time)")
         terminalreporter.write_line(
-            f"test time {sum(file_s.values()):.0f} s in all; the slowest files: "
-            + ", ".join(f"{f} {s:.0f} s" for f, s in slowest))
+            f"test time {file_s.total():.0f} s in all; the slowest files: "
+            + ", ".join(f"{f} {s:.0f} s"
+                        for f, s in file_s.most_common(SLOWEST_FILES)))
         for nodeid, reason in sorted(skipped_references.items()):
             terminalreporter.write_line(
                 f"reference test skipped: {nodeid} ({reason})")
@@ -93,23 +94,22 @@ def pytest_terminal_summary(terminalreporter):
 SLOWEST_FILES = 6
 
 
-def _seconds(stats) -> tuple[dict[str, float], dict[str, float]]:
+def _seconds(stats) -> tuple[Counter, Counter]:
     """Seconds of test time (set-up, call and tear-down, summed over the
     workers) by kind of test and by file: where a run's time went, in every
     CI log (CONTRIBUTING's appendix keeps the measured history)."""
-    kinds: dict[str, float] = {}
-    files: dict[str, float] = {}
+    kinds, files = Counter(), Counter()
     for reports in stats.values():
         for report in reports:
             nodeid = getattr(report, "nodeid", "")
             duration = getattr(report, "duration", None)
             if not nodeid or duration is None:
                 continue
-            kind, file = _kind(nodeid), nodeid.split("::")[0]
+            file = nodeid.split("::")[0]
             if ".ipynb" in file:  # a chapter's copy: .../<name>/run/<name>.ipynb
                 file = file.rsplit("/", 1)[-1]
-            kinds[kind] = kinds.get(kind, 0.0) + duration
-            files[file] = files.get(file, 0.0) + duration
+            kinds[_kind(nodeid)] += duration
+            files[file] += duration
     return kinds, files
 
 
