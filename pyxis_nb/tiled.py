@@ -472,6 +472,10 @@ def tiled_attention_core(query, key, value, *, attn_mask=None, mask_mod=None,
     (B, H, T, d_head), (H_kv, S, d_v) = query.shape, value.shape[1:]
     n_rep = H // H_kv
     scale = query.dtype.type(1 / np.sqrt(d_head) if scale is None else scale)
+    if (T == 1 and S <= block_k and stats is None and not is_causal
+            and attn_mask is None and mask_mod is None and score_mod is None
+            and sinks is None):
+        return _one_query(query, key, value, scale)  # a decode step
     # (B, H_kv, n_rep, T, d) -> (B, H_kv, T * n_rep, d): a query's heads
     # are neighbouring rows of its key/value head (a copy with GQA)
     rows = query if n_rep == 1 else query.reshape(
@@ -488,7 +492,8 @@ def tiled_attention_core(query, key, value, *, attn_mask=None, mask_mod=None,
         tiled_attention_loop(rows[heads], key[heads], value[heads],
                              out[heads], tiles, stats)
 
-    _across_cores(attend, (B, H_kv), parallel=stats is None
+    big = B * H * T * S * d_head >= PARALLEL_MIN_MACS  # threads pay off
+    _across_cores(attend, (B, H_kv), parallel=big and stats is None
                   and mask_mod is None and score_mod is None)
     if n_rep == 1:  # (B, H, T, d) already
         return out
@@ -497,6 +502,37 @@ def tiled_attention_core(query, key, value, *, attn_mask=None, mask_mod=None,
     merged = np.empty((B, T, H_kv, n_rep, d_v), query.dtype)
     merged[...] = out.reshape(B, H_kv, T, n_rep, d_v).transpose(0, 2, 1, 3, 4)
     return merged.reshape(B, T, H, d_v).transpose(0, 2, 1, 3)
+
+
+#: Multiply-adds of one of the two products (B * H * T * S * d_head) below
+#: which the heads stay on one thread. Starting the pool costs 0.5-1.5 ms,
+#: measured on two cores of the AMD EPYC (2026-12-03, medians of 40 calls,
+#: causal): 9 heads of 64 at T = 32-128 took 1.5-2.8 ms split across cores
+#: against 0.3-1.0 ms not, and every decode step of a model paid it in each
+#: layer. From 2^24 to a few hundred million the two ways are within 10-20 %
+#: of each other, either way round; at bench_tiled's T = 2048 (8.6 G) the
+#: split is what keeps the kernel near torch's.
+PARALLEL_MIN_MACS = 1 << 24
+
+
+def _one_query(query, key, value, scale):
+    """One new query per head that sees every key (a decode step): one
+    tile, so the loop's sums without its machinery.
+
+    The same operations as :func:`tiled_attention_loop` on that tile, from
+    an empty state (the max, ``exp``, the row sums as ``p @ 1``, ``p @ V``,
+    the division), so the same numbers, bit for bit; but no threads, tile
+    plans or running state, which cost a decode step of SmolLM2 some 2-4 ms
+    over its 30 layers (bench_generate). (B, H, 1, d) -> (B, H, 1, d_v).
+    """
+    (B, H, _, d_head), (H_kv, _, d_v) = query.shape, value.shape[1:]
+    # (B, H, 1, d) -> (B, H_kv, n_rep, d): a key/value head's queries as rows
+    rows = query.reshape(B, H_kv, H // H_kv, d_head) * scale
+    s = rows @ np.swapaxes(key, -1, -2)  # (B, H_kv, n_rep, S)
+    p = np.exp(np.subtract(s, s.max(axis=-1, keepdims=True), out=s), out=s)
+    row_sum = p @ np.ones(p.shape[-1:] + (1,), dtype=p.dtype)
+    out = np.divide(p @ value, row_sum)  # (B, H_kv, n_rep, d_v)
+    return out.reshape(B, H, 1, d_v)
 
 
 def _spans(n: int, block: int, lo: int = 0, hi: int | None = None):

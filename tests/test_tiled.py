@@ -368,6 +368,7 @@ def test_heads_split_across_cores_give_the_one_thread_result(rng, monkeypatch, m
     threadpoolctl = pytest.importorskip("threadpoolctl")
     import pyxis_nb.tiled as tiled
 
+    monkeypatch.setattr(tiled, "PARALLEL_MIN_MACS", 0)  # split even this
     q, k, v = _qkv(rng, (5, 4, 70, 8), (5, 2, 70, 8), (5, 2, 70, 8))
     kw = {"is_causal": True} if mask == "causal" else {"attn_mask": rng.random(
         (5, 1, 70, 70) if mask == "per batch" else (5, 4, 70, 70)) < 0.6}
@@ -390,6 +391,48 @@ def test_heads_split_across_cores_give_the_one_thread_result(rng, monkeypatch, m
     if tiled._blas().lib_controllers:  # numpy's BLAS found: 5 -> 1+1+1+2
         assert sorted(parts, key=str) == [(slice(a, b),) for a, b in (
             (0, 1), (1, 2), (2, 3), (3, 5))]
+
+
+def test_small_work_stays_on_one_thread(rng, monkeypatch):
+    """Below PARALLEL_MIN_MACS the heads are one part even with two BLAS
+    threads (a pool would cost more than it saves); above, they split."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    import pyxis_nb.tiled as tiled
+
+    parts, split = [], tiled._across_cores
+
+    def recording(attend, work, parallel=True):
+        def attend_part(heads):
+            parts.append(heads)
+            return attend(heads)
+        return split(attend_part, work, parallel)
+    monkeypatch.setattr(tiled, "_across_cores", recording)
+    q, k, v = _qkv(rng, (1, 8, 64, 16), (1, 4, 64, 16), (1, 4, 64, 16))
+    with threadpoolctl.threadpool_limits(2, "blas"):
+        px.tiled_attention(q, k, v, is_causal=True, enable_gqa=True)
+        assert parts == [()]  # 8 * 64 * 64 * 16 = 524,288 multiply-adds
+        monkeypatch.setattr(tiled, "PARALLEL_MIN_MACS", 8 * 64 * 64 * 16)
+        parts.clear()
+        px.tiled_attention(q, k, v, is_causal=True, enable_gqa=True)
+    if tiled._blas().lib_controllers:  # numpy's BLAS found: 4 heads, 4 parts
+        assert len(parts) == 4
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("B, H, H_kv, S", [(1, 9, 3, 50), (2, 8, 8, 7),
+                                           (1, 6, 1, 1), (3, 4, 2, 300)])
+def test_one_new_query_gives_the_loops_numbers(rng, dtype, B, H, H_kv, S):
+    """A decode step (one query per head, every key allowed, one key tile)
+    skips the loop's machinery: the same numbers, bit for bit, as the loop
+    (which ``stats`` makes the kernel run)."""
+    from pyxis_nb.tiled import TileStats, tiled_attention_core
+    q = rng.standard_normal((B, H, 1, 16)).astype(dtype)
+    k = rng.standard_normal((B, H_kv, S, 16)).astype(dtype)
+    v = rng.standard_normal((B, H_kv, S, 24)).astype(dtype)
+    step = tiled_attention_core(q, k, v)
+    loop = tiled_attention_core(q, k, v, stats=TileStats.empty(1, S, 64, 1024))
+    assert step.shape == (B, H, 1, 24) and step.dtype == dtype
+    np.testing.assert_array_equal(step, loop)
 
 
 def test_the_fast_path_equals_the_loop_it_shows(rng):
