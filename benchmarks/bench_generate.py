@@ -182,6 +182,26 @@ runs at a fraction of OpenBLAS's speed): 2 ms more a token. 70 % of the
 bound leaves 35-38 ms a token: the products at 80 % of it and everything
 else, the per-layer numpy work of 30 layers and the prefill's share, within
 4-5 ms. That is out of reach for a model written as numpy calls per layer.
+
+Sampled with py-spy over twelve ``generate`` calls (18:00 UTC), the products
+were 73 % of the time and the attention kernel 11 %: 68 us a call at
+SmolLM2's shapes, where the arithmetic takes 15. So a decode step (one
+query per head, every key allowed, one key tile) now skips the loop's
+machinery (``px.tiled._one_query``, the same numbers bit for bit), and the
+heads are split across cores only when a call has at least 2^29
+multiply-adds (``px.tiled.PARALLEL_MIN_MACS``): on two BLAS threads every
+decode call had started a thread pool, about 1 ms a layer, and SmolLM2
+decoded 9-10 tok/s on two threads against 25-30 now. Two runs at one
+thread, 18:16 and 18:23 UTC: SmolLM2's decode 29.0 and 26.9 tok/s, 66 % and
+67 % of bounds of 43.8 and 40.2 (57-65 % before that day, on bounds
+measured the same way); px / transformers: prefill 0.95 and 1.02 (shipped),
+1.03 and 1.08 (Qwen3-0.6B shapes), 1.05 and 0.98 (SmolLM2); decode 2.60 and
+2.95, 1.09 and 1.07, 1.46 and 1.52. The 70 % target is still missed, by a
+few points. On two threads (``OPENBLAS_NUM_THREADS=2``, torch the same),
+the setting a reader's 2-core machine gets by default: decode 2.30, 1.96
+and 1.68, prefill 0.74, 0.98 and 1.06 (before the threshold 0.62, 0.98 and
+0.81): transformers runs its element-wise work on both cores, numpy on one,
+which the small shipped model feels most.
 """
 
 from __future__ import annotations

@@ -505,14 +505,16 @@ def tiled_attention_core(query, key, value, *, attn_mask=None, mask_mod=None,
 
 
 #: Multiply-adds of one of the two products (B * H * T * S * d_head) below
-#: which the heads stay on one thread. Starting the pool costs 0.5-1.5 ms,
-#: measured on two cores of the AMD EPYC (2026-12-03, medians of 40 calls,
-#: causal): 9 heads of 64 at T = 32-128 took 1.5-2.8 ms split across cores
-#: against 0.3-1.0 ms not, and every decode step of a model paid it in each
-#: layer. From 2^24 to a few hundred million the two ways are within 10-20 %
-#: of each other, either way round; at bench_tiled's T = 2048 (8.6 G) the
-#: split is what keeps the kernel near torch's.
-PARALLEL_MIN_MACS = 1 << 24
+#: which the heads stay on one thread, BLAS on all of its own. Measured on
+#: two cores of the AMD EPYC (2026-12-03, causal, two BLAS threads): starting
+#: the pool costs 0.5-1.5 ms a call, so that every decode step paid it in
+#: each layer (SmolLM2 decoded 9-10 tok/s, now 25-30), and 9 heads of 64 at
+#: T = 32-128 took 1.5-2.8 ms split across cores against 0.3-1.0 ms not.
+#: Up to some 2^29 the split loses by 5-15 % (SmolLM2's prefill, T = 256:
+#: 548-564 ms split against 423-494; the shipped model's, T = 512: 58
+#: against 47-49); from 16 heads of 128 at T = 512 (2^29) it wins, 0.88,
+#: and at bench_tiled's T = 2048 (2^33) it keeps the kernel near torch's.
+PARALLEL_MIN_MACS = 1 << 29
 
 
 def _one_query(query, key, value, scale):
