@@ -183,7 +183,7 @@ bound leaves 35-38 ms a token: the products at 80 % of it and everything
 else, the per-layer numpy work of 30 layers and the prefill's share, within
 4-5 ms. That is out of reach for a model written as numpy calls per layer.
 
-Sampled with py-spy over twelve ``generate`` calls (18:00 UTC), the products
+Sampled with py-spy over twelve ``generate`` calls (17:56 UTC), the products
 were 73 % of the time and the attention kernel 11 %: 68 us a call at
 SmolLM2's shapes, where the arithmetic takes 15. So a decode step (one
 query per head, every key allowed, one key tile) now skips the loop's
