@@ -360,6 +360,19 @@ def test_mask_mod_matches_torch_flex_attention():
     np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12)
 
 
+def _record_parts(monkeypatch, tiled) -> list:
+    """The parts of the heads each later kernel call attends, in order."""
+    parts, split = [], tiled._across_cores
+
+    def recording(attend, work, parallel=True):
+        def attend_part(heads):
+            parts.append(heads)
+            return attend(heads)
+        return split(attend_part, work, parallel)
+    monkeypatch.setattr(tiled, "_across_cores", recording)
+    return parts
+
+
 @pytest.mark.parametrize("mask", ["causal", "per batch", "per head"])
 def test_heads_split_across_cores_give_the_one_thread_result(rng, monkeypatch, mask):
     """With two BLAS threads the batch is split in four parts (two per
@@ -375,14 +388,7 @@ def test_heads_split_across_cores_give_the_one_thread_result(rng, monkeypatch, m
     kw.update(enable_gqa=True, block_q=16, block_k=32)
     with threadpoolctl.threadpool_limits(1, "blas"):  # one core: one part
         one = px.tiled_attention(q, k, v, **kw)
-    parts, split = [], tiled._across_cores
-
-    def recording(attend, work, parallel=True):
-        def attend_part(heads):
-            parts.append(heads)
-            return attend(heads)
-        return split(attend_part, work, parallel)
-    monkeypatch.setattr(tiled, "_across_cores", recording)
+    parts = _record_parts(monkeypatch, tiled)
     with threadpoolctl.threadpool_limits(2, "blas"):
         both = px.tiled_attention(q, k, v, **kw)
     np.testing.assert_allclose(both, one, rtol=0, atol=1e-13)
@@ -399,14 +405,7 @@ def test_small_work_stays_on_one_thread(rng, monkeypatch):
     threadpoolctl = pytest.importorskip("threadpoolctl")
     import pyxis_nb.tiled as tiled
 
-    parts, split = [], tiled._across_cores
-
-    def recording(attend, work, parallel=True):
-        def attend_part(heads):
-            parts.append(heads)
-            return attend(heads)
-        return split(attend_part, work, parallel)
-    monkeypatch.setattr(tiled, "_across_cores", recording)
+    parts = _record_parts(monkeypatch, tiled)
     q, k, v = _qkv(rng, (1, 8, 64, 16), (1, 4, 64, 16), (1, 4, 64, 16))
     with threadpoolctl.threadpool_limits(2, "blas"):
         px.tiled_attention(q, k, v, is_causal=True, enable_gqa=True)
@@ -421,16 +420,22 @@ def test_small_work_stays_on_one_thread(rng, monkeypatch):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("B, H, H_kv, S", [(1, 9, 3, 50), (2, 8, 8, 7),
                                            (1, 6, 1, 1), (3, 4, 2, 300)])
-def test_one_new_query_gives_the_loops_numbers(rng, dtype, B, H, H_kv, S):
+def test_one_new_query_gives_the_loops_numbers(rng, monkeypatch, dtype, B, H,
+                                             H_kv, S):
     """A decode step (one query per head, every key allowed, one key tile)
     skips the loop's machinery: the same numbers, bit for bit, as the loop
     (which ``stats`` makes the kernel run)."""
-    from pyxis_nb.tiled import TileStats, tiled_attention_core
+    import pyxis_nb.tiled as tiled
     q = rng.standard_normal((B, H, 1, 16)).astype(dtype)
     k = rng.standard_normal((B, H_kv, S, 16)).astype(dtype)
     v = rng.standard_normal((B, H_kv, S, 24)).astype(dtype)
-    step = tiled_attention_core(q, k, v)
-    loop = tiled_attention_core(q, k, v, stats=TileStats.empty(1, S, 64, 1024))
+    calls, one_query = [], tiled._one_query
+    monkeypatch.setattr(tiled, "_one_query",
+                        lambda *a: calls.append(a) or one_query(*a))
+    step = tiled.tiled_attention_core(q, k, v)
+    loop = tiled.tiled_attention_core(
+        q, k, v, stats=tiled.TileStats.empty(1, S, 64, 1024))
+    assert len(calls) == 1  # the step took the short way, the loop did not
     assert step.shape == (B, H, 1, 24) and step.dtype == dtype
     np.testing.assert_array_equal(step, loop)
 
