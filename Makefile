@@ -102,12 +102,20 @@ site: venv vendor wheel
 # are written in sphinx-intl's format, whatever tool a translator saved them
 # with (tools/tidy_catalogs.py). tests/test_japanese.py fails until every
 # message is translated and none is fuzzy (CONTRIBUTING.md).
-I18N := _build/i18n
+# `make gettext NB=book/qkv.ipynb` updates that page's catalog alone, in a
+# build folder of its own, so that work on two chapters at once never
+# shares one.
+ONE := $(basename $(notdir $(NB)))
+I18N := _build/i18n$(if $(NB),-$(ONE))
 POT := $(I18N)/_build/gettext
 gettext: venv
 	rm -rf $(I18N)
 	$(VENV)/bin/jupyter-book build . --builder custom --custom-builder gettext --path-output $(I18N)
-	$(VENV)/bin/sphinx-intl update -p $(POT) -l ja -d locale --no-obsolete
+	@if [ -n "$(NB)" ]; then \
+	  mkdir -p $(I18N)/one/book && cp $(POT)/book/$(ONE).pot $(I18N)/one/book/ && \
+	  echo "$(VENV)/bin/sphinx-intl update -p $(I18N)/one -l ja -d locale --no-obsolete" && \
+	  $(VENV)/bin/sphinx-intl update -p $(I18N)/one -l ja -d locale --no-obsolete; \
+	else $(VENV)/bin/sphinx-intl update -p $(POT) -l ja -d locale --no-obsolete; fi
 	$(PY) tools/tidy_catalogs.py locale/ja/LC_MESSAGES
 
 # Everything, in one pytest run on 2 workers: unit and property tests, the

@@ -14,6 +14,7 @@ tests/test_conventions.py, drawn in CONTRIBUTING.md)::
     views        plotting  widgets                       matplotlib, ipywidgets
       |
     analysis     circuits  evaluation  attention_only  experiments  memory
+                 exercises
       |
     chapter kit  positions  head  engine  batching  source
                  linear_attention  variants
@@ -34,7 +35,7 @@ from . import (stable_softmax, masks, tiled, attention, norms,  # noqa
 from . import (positions, head, engine, batching, source,  # noqa
                linear_attention, variants)
 from . import (circuits, evaluation, attention_only, experiments,  # noqa
-               memory)
+               memory, exercises)
 from .attention import scaled_dot_product_attention
 from .head import Head
 from .kv_cache import KVCache
@@ -63,7 +64,7 @@ LAYERS = {
     "chapter kit": ["positions", "head", "engine", "batching", "source",
                     "linear_attention", "variants"],
     "analysis": ["circuits", "evaluation", "attention_only", "experiments",
-                 "memory"],
+                 "memory", "exercises"],
     "views": ["plotting", "widgets"],
 }
 _MODULES = [m for modules in LAYERS.values() for m in modules]

@@ -26,8 +26,16 @@ from conftest import fresh_python
 from pyxis_nb import _checks, source
 
 PKG = pathlib.Path(px.__file__).parent
-MODULES = sorted(p.stem for p in PKG.glob("*.py") if p.stem != "__init__")
+# the modules, and the one subpackage (exercises: a module a chapter)
+MODULES = sorted([p.stem for p in PKG.glob("*.py") if p.stem != "__init__"]
+                 + [p.parent.name for p in PKG.glob("*/__init__.py")])
 PUBLIC = [m for m in MODULES if not m.startswith("_")]
+
+
+def module_path(module: str) -> pathlib.Path:
+    """A module's file: ``masks.py``, or a subpackage's ``__init__.py``."""
+    path = PKG / f"{module}.py"
+    return path if path.exists() else PKG / module / "__init__.py"
 BOOK = PKG.parent / "book"
 
 
@@ -194,7 +202,7 @@ def test_no_module_keeps_a_details_section():
     """Parameter docs live on their functions, where help() and an IDE
     find them, not in a module's Details section."""
     assert [m for m in MODULES
-            if "\nDetails\n-------" in (PKG / f"{m}.py").read_text()] == []
+            if "\nDetails\n-------" in module_path(m).read_text()] == []
 
 
 # ------------------------------------------------- (b) numpy-only import
@@ -280,7 +288,7 @@ NOTATION = {"...", "B", "T", "S", "L", "V", "d_model", "d_head", "H", "H_kv",
 
 def legend_symbols(module: str) -> list[str]:
     """The symbols of the ``Shape legend:`` block of a module docstring."""
-    doc = ast.get_docstring(ast.parse((PKG / f"{module}.py").read_text()))
+    doc = ast.get_docstring(ast.parse(module_path(module).read_text()))
     lines = (doc or "").splitlines()
     starts = [i for i, line in enumerate(lines)
               if line.strip().startswith("Shape legend")]
@@ -296,9 +304,11 @@ def legend_symbols(module: str) -> list[str]:
 
 
 @pytest.mark.parametrize("module", [
-    # source and loading hold no arrays: no shapes to name
+    # source and loading hold no arrays: no shapes to name; exercises'
+    # arrays are the chapters' own, named there
     m for m in MODULES
-    if m not in ("source", "_checks", "loading") or legend_symbols(m)])
+    if m not in ("source", "_checks", "loading", "exercises")
+    or legend_symbols(m)])
 def test_shape_legend_uses_the_notation(module):
     symbols = legend_symbols(module)
     assert symbols, f"{module} has no 'Shape legend:' block"
@@ -311,7 +321,7 @@ def test_shape_legend_uses_the_notation(module):
 
 def imports(module: str):
     """(imported module, names) for each ``from .x import ...``."""
-    tree = ast.parse((PKG / f"{module}.py").read_text())
+    tree = ast.parse(module_path(module).read_text())
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level == 1:
             if node.module is None:  # from . import x: the module x
@@ -441,7 +451,7 @@ ERRORS = {"ValueError", "TypeError", "FileNotFoundError",
 
 def raised(module: str) -> list[tuple[int, str]]:
     """(line, exception name) of each ``raise`` in ``module``."""
-    tree = ast.parse((PKG / f"{module}.py").read_text())
+    tree = ast.parse(module_path(module).read_text())
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Raise) and node.exc is not None:
@@ -453,7 +463,7 @@ def raised(module: str) -> list[tuple[int, str]]:
 
 @pytest.mark.parametrize("module", MODULES + ["__init__"])
 def test_raises_are_plain_and_of_the_bad_input_kinds(module):
-    text = (PKG / f"{module}.py").read_text()
+    text = module_path(module).read_text()
     assert "check_needs(False" not in text  # a raise dressed as a call
     assert [r for r in raised(module) if r[1] not in ERRORS] == []
 
@@ -510,7 +520,7 @@ def _function_sources() -> tuple[tuple[str, str], ...]:
     package function, nested ones too: parsed once for the greps below
     (0.5 s each time)."""
     return tuple((f"{path.stem}.{node.name}", ast.unparse(node))
-                 for path in sorted(PKG.glob("*.py"))
+                 for path in sorted(PKG.glob("**/*.py"))
                  for node in ast.walk(ast.parse(path.read_text()))
                  if isinstance(node, ast.FunctionDef))
 

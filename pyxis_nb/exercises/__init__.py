@@ -1,0 +1,60 @@
+"""The reader's checks for the chapters' exercises: right, or a hint.
+
+    px.exercises.check("qkv", 1, answer)
+
+Each chapter with exercises has a module here, named as its notebook
+(``exercises/qkv.py`` for ``book/qkv.ipynb``), whose ``CHECKS`` maps an
+exercise's number to a function of the reader's answer. That function
+returns ``None`` when the answer is right, or a hint: what is off, and where
+to look, without the solution. An answer may be a number, an array or a
+function the reader wrote; a function is run on inputs the check makes, and
+compared with the package's own.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+__all__ = ["check", "chapters"]
+
+
+def chapters() -> list[str]:
+    """The chapters that have checks, by notebook name."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__))
+
+
+def check(chapter: str, exercise: int, answer) -> bool:
+    """Say whether ``answer`` solves exercise ``exercise`` of ``chapter``.
+
+    Parameters
+    ----------
+    chapter : str
+        The chapter's notebook name, e.g. ``"qkv"`` for ``book/qkv.ipynb``.
+    exercise : int
+        The exercise's number in the chapter.
+    answer : object
+        The reader's answer: what the exercise asks for.
+
+    Returns
+    -------
+    bool
+        True when the answer is right. Prints "Right." or "Not yet:" with a
+        hint.
+    """
+    if chapter not in chapters():
+        raise ValueError(f"chapter must be one of {chapters()}, "
+                         f"got {chapter!r}")
+    checks = importlib.import_module(f"{__name__}.{chapter}").CHECKS
+    if isinstance(exercise, bool) or exercise not in checks:
+        raise ValueError(f"exercise must be one of {sorted(checks)} for "
+                         f"{chapter!r}, got {exercise!r}")
+    if answer is None:
+        hint = "no answer yet: put yours in place of None and run the cell"
+    else:
+        try:
+            hint = checks[exercise](answer)
+        except Exception as error:  # the reader's code, or a wrong type
+            hint = (f"checking it raised {type(error).__name__}: {error}")
+    print("Right." if hint is None else f"Not yet: {hint}")
+    return hint is None
