@@ -226,3 +226,86 @@ def test_markdown_maths_parses_as_maths(path):
            for child in token.children or []
            if child.type == "text" and RAW_TEX.search(child.content)]
     assert not bad, "\n".join(bad)
+
+
+# ---- exercises: the reader's own check, the solution hidden (issue 49) -----
+# An exercise is a markdown line "**N.**" (or "**N. Title.**") after the
+# chapter's "## Exercises" heading. The reader gets a visible cell that calls
+# px.exercises.check("<chapter>", N, answer); the solution (after a
+# "**Solution**" label the site removes) is folded until opened, and asserts
+# the same check on its own answer, so the check and the solution agree.
+EXERCISE_LINE = re.compile(r"^\*\*(\d+)\.", re.M)
+HIDDEN = {"hide-cell", "remove-cell"}
+# chapters whose exercises have no reader's check yet; each leaves the set
+# when its chapter gets them (strict: an xpass fails)
+CHECKS_PENDING = {"trained_heads", "real_model", "long_context", "smollm2",
+                  "modern_attention", "qkv", "scaling", "causal_mask",
+                  "permutation", "padding", "multihead", "rope", "kv_cache"}
+
+
+def _exercises(path):
+    """{N: the cells from exercise N's text to the next exercise}."""
+    cells = _read(path).cells
+    start = next((i for i, c in enumerate(cells) if c.cell_type == "markdown"
+                  and re.search(r"^## Exercises", c.source, re.M)), None)
+    if start is None:
+        return {}
+    marks = [(int(m), i) for i, c in enumerate(cells[start:], start)
+             if c.cell_type == "markdown"
+             for m in EXERCISE_LINE.findall(c.source)]
+    ends = [i for _, i in marks[1:]] + [len(cells)]
+    return {n: cells[i:end] for (n, i), end in zip(marks, ends)}
+
+
+def _tags(cell):
+    return set(cell.metadata.get("tags", []))
+
+
+def _solution(cells):
+    """The code cells after the exercise's "**Solution**" label."""
+    label = next((i for i, c in enumerate(cells) if c.cell_type == "markdown"
+                  and c.source.startswith("**Solution**")), None)
+    return [] if label is None else [c for c in cells[label + 1:]
+                                     if c.cell_type == "code"]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_every_solution_is_hidden_until_opened(path):
+    bad = []
+    for n, cells in _exercises(path).items():
+        labels = [c for c in cells if c.cell_type == "markdown"
+                  and c.source.startswith("**Solution**")]
+        if not labels:
+            bad.append(f"exercise {n}: no **Solution** label")
+        bad += [f"exercise {n}: the Solution label is shown" for c in labels
+                if "remove-cell" not in _tags(c)]
+        bad += [f"exercise {n}: a solution cell is shown, first line: "
+                f"{c.source.splitlines()[0]}" for c in _solution(cells)
+                if not _tags(c) & HIDDEN]
+    assert not bad, f"{path.name}: " + "\n".join(bad)
+
+
+@pytest.mark.parametrize("path", [
+    pytest.param(p, marks=[pytest.mark.xfail(
+        strict=True, reason="the reader's checks are not written yet")]
+        if p.stem in CHECKS_PENDING else []) for p in CHAPTERS],
+    ids=lambda p: p.name)
+def test_every_exercise_has_a_reader_check(path):
+    exercises = _exercises(path)
+    assert exercises, f"{path.name}: no exercises found"
+    bad = []
+    for n, cells in exercises.items():
+        call = re.compile(
+            rf"px\.exercises\.check\(\s*[\"']{path.stem}[\"'],\s*{n}\b")
+        solution = _solution(cells)
+        readers = [c for c in cells if c.cell_type == "code"
+                   and c not in solution and not _tags(c) & HIDDEN
+                   and call.search(c.source)]
+        if not readers:
+            bad.append(f"exercise {n}: no visible cell calls "
+                       f"px.exercises.check({path.stem!r}, {n}, ...)")
+        if not any(re.search(r"assert\s+" + call.pattern, c.source)
+                   for c in solution):
+            bad.append(f"exercise {n}: the solution does not assert "
+                       "its own answer with the check")
+    assert not bad, f"{path.name}: " + "\n".join(bad)
