@@ -5,6 +5,10 @@ ratios; it returns False when a target is missed. Each runs in its own Python
 process, so one benchmark's thread settings (BLAS, torch) never leak into the
 next. Targets live here, never in timed unit tests.
 
+Everything they print (each begins with the machine it ran on) is also
+written to ``_build/bench/results.txt``: the numbers of the last run, kept
+out of git and out of every document, which carry no dated measurements.
+
 Each runs on the BLAS kernel a reader's machine picks: this process and
 each benchmark's drop OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE before numpy
 loads, and each prints the CPU, its BLAS libraries, their kernels and
@@ -24,10 +28,20 @@ use_own_blas()
 here = Path(__file__).parent
 only = sys.argv[1:]
 failed = []
+results = here.parent / "_build" / "bench" / "results.txt"
+results.parent.mkdir(parents=True, exist_ok=True)
+log = results.open("w")
+
+
+def say(line: str) -> None:
+    print(line, end="", flush=True)
+    log.write(line)
+    log.flush()
+
 for path in sorted(here.glob("bench_*.py")):
     if only and path.stem not in only:
         continue
-    print(f"\n=== {path.stem} ===", flush=True)
+    say(f"\n=== {path.stem} ===\n")
     code = (
         "import importlib.util, sys\n"
         f"sys.path.insert(0, {str(here)!r})  # benchmarks/timing.py\n"
@@ -36,8 +50,14 @@ for path in sorted(here.glob("bench_*.py")):
         "spec.loader.exec_module(module)\n"
         "sys.exit(1 if module.main() is False else 0)\n"
     )
-    if subprocess.run([sys.executable, "-c", code]).returncode != 0:
+    with subprocess.Popen([sys.executable, "-c", code], text=True,
+                          stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT) as bench:
+        for line in bench.stdout:
+            say(line)
+    if bench.returncode != 0:
         failed.append(path.stem)
-if failed:
-    sys.exit(f"targets missed: {', '.join(failed)}")
-print("\nall benchmark targets met")
+say(f"\ntargets missed: {', '.join(failed)}\n" if failed
+    else "\nall benchmark targets met\n")
+print(f"(written to {results})")
+sys.exit(1 if failed else 0)

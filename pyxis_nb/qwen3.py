@@ -30,12 +30,11 @@ def weight_order(shape) -> str:
 
     A matrix (out, in) is used as ``x @ w.T``. Stored column-major, ``w.T``
     is a row-major (in, out) array, and OpenBLAS multiplies a vector by it
-    with the kernel that streams memory fastest: on the AMD EPYC of
-    2026-12-03 one core read SmolLM2's matrices at about 17 GB/s that way
-    against 11-12 row-major, and decoding ran 40 % faster
-    (``benchmarks/bench_generate.py``). The values are the same and so are
-    the products of many rows (prefill); a single row's can differ in the
-    last bit, as the order of the sum differs. Vectors stay row-major.
+    with the kernel that streams memory fastest (``make bench
+    BENCH=bench_generate`` prints both layouts' bandwidth). The values are
+    the same and so are the products of many rows (prefill); a single row's
+    can differ in the last bit, as the order of the sum differs. Vectors
+    stay row-major.
 
     Parameters
     ----------

@@ -505,16 +505,12 @@ def tiled_attention_core(query, key, value, *, attn_mask=None, mask_mod=None,
 
 
 #: Multiply-adds of one of the two products (B * H * T * S * d_head) below
-#: which the heads stay on one thread, BLAS on all of its own. Measured on
-#: two cores of the AMD EPYC (2026-12-03, causal, two BLAS threads): starting
-#: the pool costs 0.5-1.5 ms a call, which every decode step paid in each
-#: layer (SmolLM2 decoded 9-10 tok/s, now 25-30; a padded batch's steps
-#: still run the loop), and 9 heads of 64 at T = 32-128 took 1.5-2.8 ms
-#: split across cores against 0.3-1.0 ms not.
-#: Up to some 2^29 the split loses by 5-15 % (SmolLM2's prefill, T = 256:
-#: 548-564 ms split against 423-494; the shipped model's, T = 512: 58
-#: against 47-49); from 16 heads of 128 at T = 512 (2^29) it wins, 0.88,
-#: and at bench_tiled's T = 2048 (2^33) it keeps the kernel near torch's.
+#: which the heads stay on one thread, BLAS on all of its own. Starting a
+#: thread pool costs about a millisecond a call, which a decode step would
+#: pay in every layer, and small products split across cores lose to one
+#: core; from about 16 heads of 128 at T = 512 (2^29) the split wins
+#: (``make bench BENCH=bench_tiled`` runs above it, the decode steps of
+#: ``bench_generate`` below).
 PARALLEL_MIN_MACS = 1 << 29
 
 
