@@ -240,7 +240,7 @@ HIDDEN = {"hide-cell", "remove-cell"}
 # when its chapter gets them (strict: an xpass fails)
 CHECKS_PENDING = {"trained_heads", "real_model", "long_context", "smollm2",
                   "modern_attention", "qkv", "causal_mask",
-                  "permutation", "padding", "multihead", "rope", "kv_cache"}
+                  "multihead", "rope", "kv_cache"}
 
 
 def _exercises(path):
