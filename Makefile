@@ -116,7 +116,7 @@ gettext: venv
 	  echo "$(VENV)/bin/sphinx-intl update -p $(I18N)/one -l ja -d locale --no-obsolete" && \
 	  $(VENV)/bin/sphinx-intl update -p $(I18N)/one -l ja -d locale --no-obsolete; \
 	else $(VENV)/bin/sphinx-intl update -p $(POT) -l ja -d locale --no-obsolete; fi
-	$(PY) tools/tidy_catalogs.py locale/ja/LC_MESSAGES
+	$(PY) tools/tidy_catalogs.py locale/ja/LC_MESSAGES$(if $(NB),/book/$(ONE).po)
 
 # Everything, in one pytest run on 2 workers: unit and property tests, the
 # website check (which needs the site built first), and nbval (strict) on every

@@ -62,7 +62,8 @@ def tidy(po: Path) -> bool:
 def main(argv: list[str]) -> None:
     if len(argv) != 1:
         sys.exit(__doc__)
-    for po in sorted(Path(argv[0]).rglob("*.po")):
+    for po in ([Path(argv[0])] if argv[0].endswith(".po")
+               else sorted(Path(argv[0]).rglob("*.po"))):
         if tidy(po):
             print(f"Tidied: {po}")
 
