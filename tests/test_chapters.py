@@ -239,8 +239,7 @@ HIDDEN = {"hide-cell", "remove-cell"}
 # chapters whose exercises have no reader's check yet; each leaves the set
 # when its chapter gets them (strict: an xpass fails)
 CHECKS_PENDING = {"trained_heads", "real_model", "long_context", "smollm2",
-                  "modern_attention", "qkv", "causal_mask",
-                  "multihead", "rope", "kv_cache"}
+                  "modern_attention", "multihead", "kv_cache"}
 
 
 def _exercises(path):
