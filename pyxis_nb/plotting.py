@@ -45,6 +45,7 @@ __all__ = ["plot_attention", "plot_attention_grid", "plot_gqa_mapping",
            "plot_max_weight", "plot_std_growth", "plot_position_encodings",
            # heads chapters
            "plot_rope_decay", "plot_rope_layout_bug", "plot_head_scores",
+           "plot_rope_pairs", "plot_attention_layer", "plot_head_split",
            # every figure above, read on a phone
            "legible", "phone_pt", "show"]
 
@@ -1179,3 +1180,302 @@ def plot_head_scores(scores, *, outline=None, ncols: int | None = None):
         + (f"; outlined, with their values, the heads the text names "
            f"({named})" if named else "")
         + ".")))
+
+
+# --- which coordinates RoPE pairs up
+
+
+def plot_rope_pairs(head_dim: int = 8, *, rope_theta: float = 1_000_000.0):
+    """Which coordinates form RoPE's pairs, in both layouts, and their speed.
+
+    Two rows of the ``head_dim`` coordinates of one query or key: on top
+    the half layout (Hugging Face's ``rotate_half``, Qwen3), where
+    coordinate ``i`` pairs with ``i + head_dim/2``; below the interleaved
+    layout (RoFormer, Meta's Llama code), where ``2i`` pairs with
+    ``2i + 1``. An arc joins the two coordinates of each pair, coloured
+    by the pair, and the legend gives pair ``i``'s angle per position,
+    ``inv_freq[i] = rope_theta ** (-2i / head_dim)``.
+
+    Parameters
+    ----------
+    head_dim : int, default 8
+        ``d_head``, even, 2 to 16 (more would not read on a phone).
+    rope_theta : float, default 1_000_000.0
+        The base of the frequencies (Qwen3: 1e6), > 1.
+
+    Returns
+    -------
+    matplotlib Figure
+        Each arc's ``gid`` is ``"half i a-b"`` or ``"interleaved i a-b"``:
+        pair ``i`` joins coordinates ``a`` and ``b``.
+    """
+    d = check_int("head_dim", head_dim, low=2, high=16)
+    inv_freq = rope_frequencies(d, rope_theta)  # (d/2,): checks both
+    half = d // 2
+    layouts = {
+        "half": ("half layout (Hugging Face, Qwen3): "
+                 f"x[i] with x[i + {half}]",
+                 [(i, i + half) for i in range(half)]),
+        "interleaved": ("interleaved (RoFormer, Meta's Llama): "
+                        "x[2i] with x[2i + 1]",
+                        [(2 * i, 2 * i + 1) for i in range(half)]),
+    }
+    colours = plt.get_cmap("tab10" if half <= 10 else "tab20").colors
+    size = _legible_pt(COLUMN_WIDTH)
+    # y in units of a box's height, 0.55 in; arcs of the half layout rise
+    # by 0.36 (0.2 in, a line of text) a pair, so their labels stay apart
+    step = 0.36
+    tops = {"half": 0.5 + step * (half + 1), "interleaved": 0.5 + step * 2}
+    rows = -(-half // 2)  # the legend's rows, two pairs a row
+    fig, axes = plt.subplots(
+        2, 1, figsize=(COLUMN_WIDTH, 0.55 * sum(t + 0.75 for t in
+                                                tops.values())
+                       + 1.3 + 0.27 * rows),
+        facecolor="white", layout="constrained",
+        gridspec_kw={"height_ratios": [t + 0.75 for t in tops.values()]})
+    for ax, (name, (title, pairs)) in zip(axes, layouts.items()):
+        for i, (a, b) in enumerate(pairs):
+            colour = colours[i % len(colours)]
+            for j in (a, b):  # the two coordinates of pair i
+                ax.add_patch(Rectangle((j - 0.42, -0.5), 0.84, 1.0,
+                                       facecolor=colour, alpha=0.35,
+                                       edgecolor=colour, lw=2))
+                ax.text(j, 0, f"x{j}", ha="center", va="center",
+                        fontsize=size)
+            # an arc from a to b; in the half layout each a little higher
+            height = 0.5 + step * (i + 1 if name == "half" else 1)
+            t = np.linspace(0, np.pi, 40)
+            ax.plot((a + b) / 2 - (b - a) / 2 * np.cos(t),
+                    0.5 + (height - 0.5) * np.sin(t), color=colour, lw=2.5,
+                    gid=f"{name} {i} {a}-{b}",
+                    label=f"pair {i}: {inv_freq[i]:.3g} rad/position")
+            ax.text((a + b) / 2, height, f"pair {i}", ha="center",
+                    va="center", fontsize=size, color=colour,
+                    bbox=dict(fc="white", ec="none", pad=0.5))
+        ax.set_xlim(-0.6, d - 0.4)
+        ax.set_ylim(-0.6, tops[name] + 0.15)
+        ax.set_title(title, loc="left")
+        ax.axis("off")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center",
+               ncols=2 if half > 1 else 1, frameon=False,
+               title=f"pair i turns by ω_i = {rope_theta:,.0f}^(-2i/{d}) "
+                     "radians per position")
+    speeds = ", ".join(f"pair {i} {w:.3g}" for i, w in enumerate(inv_freq))
+    return legible(_describe(fig, (
+        f"Two rows of the {d} coordinates x0 to x{d - 1} of one head. In "
+        f"the half layout (Hugging Face, Qwen3) arcs join coordinate i to "
+        f"i + {half}: " + ", ".join(f"x{a}-x{b}" for a, b in
+                                   layouts["half"][1])
+        + "; in the interleaved layout (RoFormer, Meta's Llama) they join "
+        "neighbours 2i and 2i + 1: " + ", ".join(
+            f"x{a}-x{b}" for a, b in layouts["interleaved"][1])
+        + f". Pair i has one colour in both rows and turns by the same "
+        f"angle per position in both, radians: {speeds}.")))
+
+
+# ------------------------------------------------ the multi-head chapter
+# Two pictures of one attention layer (issue 49, item 5): the data flow with
+# every shape, and which columns of a projection become which head.
+LAYER_SIZES = ("B", "T", "S", "d_model", "H", "H_kv", "d_head")
+
+
+def _shape(symbols: str, sizes) -> str:
+    """``"(B, H, T, d_head)"`` as mathtext, with its numbers when given."""
+    names = [s.strip() for s in symbols.split(",")]
+    math = ", ".join({"H_kv": "$H_{kv}$", "d_head": "$d_{head}$",
+                      "d_model": "$d_{model}$",
+                      "H*d_head": r"$H{\cdot}d_{head}$"}.get(n, n)
+                     for n in names)
+    text = f"({math})"
+    if sizes:
+        vals = [sizes["H"] * sizes["d_head"] if n == "H*d_head"
+                else sizes[n] for n in names]
+        text += "\n= (" + ", ".join(f"{v:,}" for v in vals) + ")"
+    return text
+
+
+def plot_attention_layer(sizes=None):
+    """Draw the data flow of one attention layer, every array with its shape.
+
+    X is projected to Q, K and V; Q and K give the scores, the softmax the
+    weights, the weights times V each head's output; the heads are
+    concatenated and ``o_proj`` mixes them back to ``d_model``. Each box
+    names an array and its shape in the book's symbols (and its numbers,
+    where ``sizes`` gives them); each arrow names the step.
+
+    Parameters
+    ----------
+    sizes : mapping of str to int, optional
+        A number for every symbol of ``LAYER_SIZES`` (``"B"``, ``"T"``,
+        ``"S"``, ``"d_model"``, ``"H"``, ``"H_kv"``, ``"d_head"``), written
+        under each shape.
+
+    Returns
+    -------
+    matplotlib Figure
+        With its alt text, ``fig.pyxis_alt``.
+
+    See Also
+    --------
+    pyxis_nb.MultiHeadAttention : the layer drawn.
+    transformers.models.qwen3.modeling_qwen3.Qwen3Attention
+    """
+    if sizes is not None:
+        sizes = dict(sizes)
+        check_needs(set(sizes) == set(LAYER_SIZES), "sizes",
+                    f"exactly the keys {list(LAYER_SIZES)}",
+                    f"got {sorted(sizes)}")
+        sizes = {k: check_positive_int(f"sizes[{k!r}]", v)
+                 for k, v in sizes.items()}
+    step = 1.25 if sizes else 1.0  # a box of three lines needs more room
+    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH, 7.2 * step + 0.6),
+                           facecolor="white")
+    ax.set_position((0, 0, 1, 0.96))
+    ax.set(xlim=(0, 10), ylim=(-0.55 * step, 6.55 * step))
+    ax.axis("off")
+    size = _legible_pt(COLUMN_WIDTH)
+    colour = {"in": "#dbe9f6", "k": "#fde0c5", "w": "#e5f5e0",
+              "h": "#efe1f5"}
+
+    def box(x, row, name, shape, kind):
+        return ax.text(x, (6 - row) * step, f"{name}\n{_shape(shape, sizes)}",
+                       ha="center", va="center", fontsize=size,
+                       linespacing=1.3, bbox=dict(
+                           boxstyle="round,pad=0.35", facecolor=colour[kind],
+                           edgecolor="#555555"))
+
+    def arrow(a, b, label="", side=0.0, at=(0.5, 0.0), to=(0.5, 1.0)):
+        ax.annotate("", xy=to, xycoords=b, xytext=at, textcoords=a,
+                    arrowprops=dict(arrowstyle="-|>", color="#333333",
+                                    lw=1.4, shrinkA=2, shrinkB=2))
+        if label:
+            fig.canvas.draw()  # where the boxes are, to place the label
+            inv = ax.transData.inverted()
+            pa = inv.transform(a.get_window_extent().get_points())
+            pb = inv.transform(b.get_window_extent().get_points())
+            x0 = pa[0, 0] + at[0] * (pa[1, 0] - pa[0, 0])
+            x1 = pb[0, 0] + to[0] * (pb[1, 0] - pb[0, 0])
+            y0, y1 = pa[0, 1], pb[1, 1]
+            ax.text((x0 + x1) / 2 + side, (y0 + y1) / 2, label,
+                    ha="left" if side >= 0 else "right", va="center",
+                    fontsize=size, color="#333333", style="italic")
+
+    x = box(5, 0, "X: the tokens", "B, T, d_model", "in")
+    q = box(1.7, 1.3, "Q", "B, H, T, d_head", "in")
+    k = box(5, 1.3, "K", "B, H_kv, S, d_head", "k")
+    v = box(8.3, 1.3, "V", "B, H_kv, S, d_head", "k")
+    scores = box(3.35, 2.6, r"scores $QK^{\top}/\sqrt{d_{head}}$ + mask",
+                 "B, H, T, S", "w")
+    weights = box(3.35, 3.7, "weights", "B, H, T, S", "w")
+    heads = box(5, 4.8, "heads: weights @ V", "B, H, T, d_head", "h")
+    concat = box(5, 5.9, "concat: heads side by side", "B, T, H*d_head", "h")
+    out = box(5, 7.0, "out", "B, T, d_model", "in")
+    arrow(x, q, "q_proj", side=-0.35)
+    arrow(x, k, "k_proj", side=0.15)
+    arrow(x, v, "v_proj", side=0.35)
+    arrow(q, scores)
+    arrow(k, scores, "each K/V head\nread by n_rep\nquery heads", side=0.55)
+    arrow(scores, weights, "softmax over S", side=0.15)
+    arrow(weights, heads, at=(0.5, 0.0), to=(0.25, 1.0))
+    arrow(v, heads, at=(0.5, 0.0), to=(0.85, 1.0))
+    arrow(heads, concat, "merge_heads", side=0.15)
+    arrow(concat, out, "o_proj mixes the heads", side=0.15)
+    fig.suptitle("One attention layer, with the shape of every array",
+                 fontsize=size + 1)
+    shape = {"X": "(B, T, d_model)", "Q": "(B, H, T, d_head)",
+             "KV": "(B, H_kv, S, d_head)", "W": "(B, H, T, S)",
+             "C": "(B, T, H*d_head)"}
+    numbers = "" if not sizes else " The numbers: " + ", ".join(
+        f"{k} = {v:,}" for k, v in sizes.items()) + "."
+    return legible(_describe(fig, (
+        f"Flow diagram of one attention layer: X {shape['X']} is projected "
+        f"by q_proj, k_proj and v_proj to Q {shape['Q']} and K and V "
+        f"{shape['KV']}; Q and K give the scores {shape['W']}, the softmax "
+        f"over the S keys the weights {shape['W']}, the weights times V each "
+        f"head's output {shape['Q']}; the heads are concatenated to "
+        f"{shape['C']} and o_proj mixes them back to {shape['X']}."
+        + numbers)))
+
+
+def plot_head_split(T: int = 3, num_heads: int = 2, head_dim: int = 4):
+    """Draw which columns of a projection become which head.
+
+    The top grid is one sequence's projection, (T, H*d_head), holding the
+    numbers 0, 1, 2, ... row by row; the grids below are the same numbers
+    after ``split_heads``, (H, T, d_head): head ``h`` is the block of
+    columns ``h*d_head .. (h+1)*d_head - 1``. Each head has its colour.
+
+    Parameters
+    ----------
+    T : int, default 3
+        Tokens (rows).
+    num_heads : int, default 2
+        ``H``.
+    head_dim : int, default 4
+        ``d_head``.
+
+    Returns
+    -------
+    matplotlib Figure
+        With its alt text, ``fig.pyxis_alt``.
+
+    See Also
+    --------
+    pyxis_nb.split_heads : the reshape drawn; merge_heads undoes it.
+    """
+    T, H, d = (check_positive_int(n, v) for n, v in
+               (("T", T), ("num_heads", num_heads), ("head_dim", head_dim)))
+    check_needs(T * H * d <= 256, "T * num_heads * head_dim",
+                "at most 256 cells, to stay legible", f"got {T * H * d}")
+    values = np.arange(T * H * d).reshape(T, H * d)
+    gap = 1.0  # between the heads below
+    width = H * d + (H - 1) * gap + 2.8  # + the row labels, a margin
+    height = 2 * T + 4.4
+    unit = min(0.55, COLUMN_WIDTH / width)
+    fig, ax = plt.subplots(figsize=(unit * width, unit * height),
+                           facecolor="white")
+    ax.set_position((0, 0, 1, 1))
+    ax.set(xlim=(-2.6, width - 2.6), ylim=(height - 1.2, -1.2))
+    ax.set_aspect("equal")
+    ax.axis("off")
+    size = _legible_pt(unit * width)
+    colours = plt.cm.Pastel1(np.arange(H) % 9)
+    low = T + 2.6  # where the heads' grids start
+
+    def cell(x, y, value, h):
+        ax.add_patch(Rectangle((x, y), 1, 1, facecolor=colours[h],
+                               edgecolor="#555555", linewidth=1))
+        ax.text(x + 0.5, y + 0.5, str(value), ha="center", va="center",
+                fontsize=size)
+
+    for t, c in np.ndindex(T, H * d):  # the projection: (T, H*d_head)
+        cell(c, t, values[t, c], c // d)
+    for h, t, j in np.ndindex(H, T, d):  # head h: (T, d_head)
+        cell(h * (d + gap) + j, low + t, values[t, h * d + j], h)
+    for t in range(T):
+        for y in (t, low + t):
+            ax.text(-0.2, y + 0.5, f"token {t}", ha="right", va="center",
+                    fontsize=size)
+    ax.text(-2.6, -0.35, r"one sequence $(T, H{\cdot}d_{head})$ = "
+            f"({T}, {H * d})", ha="left", va="bottom", fontsize=size)
+    for h in range(H):
+        x0 = h * (d + gap)
+        ax.annotate("", xy=(x0 + d / 2, low - 0.55),
+                    xytext=(h * d + d / 2, T + 0.1),
+                    arrowprops=dict(arrowstyle="-|>", color=colours[h] * 0.6,
+                                    lw=2))
+        ax.text(x0 + d / 2, low - 0.1, f"head {h}", ha="center",
+                va="bottom", fontsize=size)
+    ax.text(H * d / 2, (T + low) / 2 - 0.3, "split_heads", ha="center",
+            va="center", fontsize=size, style="italic")
+    ax.text(-2.6, low + T + 0.25, r"heads $(H, T, d_{head})$ = "
+            f"({H}, {T}, {d})", ha="left", va="top", fontsize=size)
+    return legible(_describe(fig, (
+        f"Two grids of the numbers 0 to {T * H * d - 1}: on top one "
+        f"sequence's projection, {T} tokens by {H * d} columns; below it "
+        f"{H} heads of {T} tokens by {d} columns, head h holding columns "
+        f"h*{d} to h*{d}+{d - 1} of every token, in the same colour.")))
+
+
+# the multi-head chapter's pictures are public in this module (px.plotting.*)

@@ -441,6 +441,9 @@ FIGURES = {
         np.tril(np.full((8, 8), 0.2)), np.full((4, 5), 0.2), WORDS, 4),
     "plot_tile_step": lambda: plotting.plot_tile_step(_tile_stats(), 5, WORDS),
     "plot_rope_rotation": lambda: plotting.plot_rope_rotation(5, 3),
+    "plot_rope_pairs": lambda: plotting.plot_rope_pairs(8),
+    "plot_attention_layer": lambda: plotting.plot_attention_layer(),
+    "plot_head_split": lambda: plotting.plot_head_split(),
     "plot_decode_times": lambda: plotting.plot_decode_times(
         [64, 256, 1024], [1e-3, 1.1e-3, 1.3e-3], [2e-3, 8e-3, 3e-2]),
     "plot_kv_cache_memory": lambda: plotting.plot_kv_cache_memory(
