@@ -239,7 +239,7 @@ HIDDEN = {"hide-cell", "remove-cell"}
 # chapters whose exercises have no reader's check yet; each leaves the set
 # when its chapter gets them (strict: an xpass fails)
 CHECKS_PENDING = {"trained_heads", "real_model", "long_context", "smollm2",
-                  "modern_attention", "multihead", "kv_cache"}
+                  "modern_attention"}
 
 
 def _exercises(path):
