@@ -100,14 +100,19 @@ def kv_cache_bytes(num_hidden_layers: int, num_key_value_heads: int,
 
 
 def linear_attention_state_bytes(config, dtype_bytes: int = 2,
-                                 batch_size: int = 1) -> int:
+                                 batch_size: int = 1, *,
+                                 state_dtype_bytes: int | None = None
+                                 ) -> int:
     """Bytes one linear-attention layer holds, at any length.
 
-    Qwen3-Next's Gated DeltaNet layer keeps a state of ``d_k x d_v``
-    numbers per value head and the last ``linear_conv_kernel_dim`` inputs
-    of its convolution (queries, keys and values: ``2 H_k d_k + H d_v``
-    channels), as transformers' cache stores them
-    (:class:`~pyxis_nb.linear_attention.LinearAttentionCache`).
+    Qwen3-Next's Gated DeltaNet layer keeps a recurrent state of
+    ``d_k x d_v`` numbers per value head and the last
+    ``linear_conv_kernel_dim`` inputs of its convolution (queries, keys and
+    values: ``2 H_k d_k + H d_v`` channels), as transformers' cache stores
+    them (:class:`~pyxis_nb.linear_attention.LinearAttentionCache`).
+    transformers keeps the recurrent state in float32 even in a bf16 model
+    (its ``recurrent_states`` are float32, its ``conv_states`` the model's
+    dtype), so by default the state counts at least 4 bytes a number.
 
     Parameters
     ----------
@@ -117,9 +122,13 @@ def linear_attention_state_bytes(config, dtype_bytes: int = 2,
         ``linear_conv_kernel_dim`` (a Qwen3NextConfig, its ``to_dict()``
         or an entry of :func:`attention_configs`).
     dtype_bytes : int, default 2
-        Bytes per value (bf16).
+        Bytes per value of the model and its convolution state (bf16).
     batch_size : int, default 1
         Sequences held, ``B`` >= 0.
+    state_dtype_bytes : int, optional
+        Bytes per number of the recurrent state. None: ``max(dtype_bytes,
+        4)``, float32 for a bf16 or float16 model as transformers keeps it
+        (a float64 state, as the package's float64 layers hold, stays 8).
 
     Returns
     -------
@@ -127,11 +136,11 @@ def linear_attention_state_bytes(config, dtype_bytes: int = 2,
 
     Examples
     --------
-    >>> linear_attention_state_bytes(dict(  # Qwen3-Next's defaults
+    >>> linear_attention_state_bytes(dict(  # Qwen3-Next-80B-A3B, bf16
     ...     linear_num_key_heads=16, linear_num_value_heads=32,
     ...     linear_key_head_dim=128, linear_value_head_dim=128,
-    ...     linear_conv_kernel_dim=4))
-    1114112
+    ...     linear_conv_kernel_dim=4))  # 4 x 32 x 128 x 128 + 2 x 8192 x 4
+    2162688
     """
     c = _config_values(config, (
         "linear_num_key_heads", "linear_num_value_heads",
@@ -141,9 +150,12 @@ def linear_attention_state_bytes(config, dtype_bytes: int = 2,
     B = _check_count("batch_size", batch_size)
     H, d_k, d_v = (c["linear_num_value_heads"], c["linear_key_head_dim"],
                    c["linear_value_head_dim"])
+    state_nbytes = (max(nbytes, 4) if state_dtype_bytes is None else
+                    check_positive_int("state_dtype_bytes",
+                                       state_dtype_bytes))
     conv_dim = 2 * c["linear_num_key_heads"] * d_k + H * d_v
-    state = H * d_k * d_v + conv_dim * c["linear_conv_kernel_dim"]
-    return state * nbytes * B
+    return (H * d_k * d_v * state_nbytes
+            + conv_dim * c["linear_conv_kernel_dim"] * nbytes) * B
 
 
 def _config_values(config, names) -> dict:
@@ -401,12 +413,15 @@ _SHORT = {"full_attention": "full", "sliding_attention": "sliding",
 
 
 def attention_configs() -> dict[str, dict]:
-    """Seven models' attention configs, by name, from transformers' classes.
+    """Eight models' attention configs, by name, from transformers' classes.
 
-    Qwen3-1.7B, SmolLM2-135M, a Llama-3-8B-style GQA, Gemma 3 (the
-    ``Gemma3TextConfig`` defaults), gpt-oss (``GptOssConfig``), DeepSeek-V3
-    (``DeepseekV3Config``) and Qwen3-Next (``Qwen3NextConfig``): the keys
-    of each config's ``to_dict()`` that attention reads, as
+    From explicit values (a published checkpoint's shape): Qwen3-1.7B,
+    SmolLM2-135M, a Llama-3-8B-style GQA and Gemma 3 4B
+    (``Gemma3TextConfig``); from a class's defaults, each a published
+    checkpoint: gpt-oss-120b (``GptOssConfig``), DeepSeek-V3
+    (``DeepseekV3Config``), Qwen3-Next-80B-A3B (``Qwen3NextConfig``) and
+    SmolLM3-3B (``SmolLM3Config``, with its head_dim). The keys of each
+    config's ``to_dict()`` that attention reads, as
     tools/attention_configs.py wrote them from transformers 5.24.
 
     Returns
@@ -524,7 +539,7 @@ def cache_bytes(config, seq_len: int, *, dtype_bytes: int = 2,
 
 
 def _pattern(types: list) -> str:
-    """``"5 sliding : 1 full (22 sliding, 4 full)"``, or ``"28 full"``."""
+    """``"5 sliding : 1 full (29 sliding, 5 full)"``, or ``"28 full"``."""
     L = len(types)
     counts = {t: types.count(t) for t in dict.fromkeys(types)}
     if len(counts) == 1:
@@ -581,7 +596,7 @@ def attention_recipe(config, *, seq_len: int = 131_072,
     dict
         ``num_attention_heads``, ``num_key_value_heads``, ``head_dim``
         (MLA: the query/key head, ``qk_nope_head_dim + qk_rope_head_dim``),
-        ``layer_pattern`` (e.g. "5 sliding : 1 full (22 sliding, 4 full)"),
+        ``layer_pattern`` (e.g. "5 sliding : 1 full (29 sliding, 5 full)"),
         ``sliding_window`` (None without sliding layers), ``cache_form``;
         in bytes: ``bytes_per_token`` (what a token adds while it is
         inside every window), ``bytes_per_token_past_window`` (once past

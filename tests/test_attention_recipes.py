@@ -9,8 +9,9 @@ from conftest import fresh_python
 
 mem = px.memory
 CONFIGS = mem.attention_configs()
-MODELS = ["Qwen3-1.7B", "SmolLM2-135M", "Llama-3-8B-style GQA", "Gemma 3",
-          "gpt-oss", "DeepSeek-V3", "Qwen3-Next", "SmolLM3-3B"]
+MODELS = ["Qwen3-1.7B", "SmolLM2-135M", "Llama-3-8B-style GQA",
+          "Gemma 3 4B", "gpt-oss-120b", "DeepSeek-V3", "Qwen3-Next-80B-A3B",
+          "SmolLM3-3B"]
 
 
 def test_the_table_has_the_eight_models():
@@ -38,37 +39,47 @@ def test_layer_patterns():
                for n, c in CONFIGS.items()}
     assert pattern["Qwen3-1.7B"] == "28 full"
     assert pattern["SmolLM2-135M"] == "30 full"  # no layer_types: all full
-    assert pattern["Gemma 3"] == "5 sliding : 1 full (22 sliding, 4 full)"
-    assert pattern["gpt-oss"] == "1 sliding : 1 full (18 sliding, 18 full)"
-    assert pattern["Qwen3-Next"] == "3 linear : 1 full (36 linear, 12 full)"
+    assert pattern["Gemma 3 4B"] == (
+        "5 sliding : 1 full (29 sliding, 5 full)")
+    assert pattern["gpt-oss-120b"] == (
+        "1 sliding : 1 full (18 sliding, 18 full)")
+    assert pattern["Qwen3-Next-80B-A3B"] == (
+        "3 linear : 1 full (36 linear, 12 full)")
     assert pattern["DeepSeek-V3"] == "61 full"
     assert pattern["SmolLM3-3B"] == "36 full"  # 9 of them NoPE
-    odd = dict(CONFIGS["Gemma 3"], num_hidden_layers=3, layer_types=[
+    odd = dict(CONFIGS["Gemma 3 4B"], num_hidden_layers=3, layer_types=[
         "full_attention", "sliding_attention", "sliding_attention"])
     assert mem.attention_recipe(odd)["layer_pattern"] == "1 full, 2 sliding"
 
 
 def test_sliding_layers_keep_the_window():
-    gemma = CONFIGS["Gemma 3"]
+    """Gemma 3 4B's published shape: 34 layers, 29 sliding with a window
+    of 1,024 and 5 full, 4 key/value heads of 256."""
+    gemma = CONFIGS["Gemma 3 4B"]
     per_layer = 2 * 4 * 256 * 2  # K and V, 4 heads of 256, bf16
-    for T in (1, 4096, 4097, 131_072):
+    for T in (1, 1024, 1025, 131_072):
         assert mem.cache_bytes(gemma, T) == per_layer * (
-            4 * T + 22 * min(T, 4096))
+            5 * T + 29 * min(T, 1024))
     r = mem.attention_recipe(gemma)
     assert (r["bytes_per_token"], r["bytes_per_token_past_window"]) == (
-        26 * per_layer, 4 * per_layer)
-    assert r["sliding_window"] == 4096
-    oss = mem.attention_recipe(CONFIGS["gpt-oss"])
+        34 * per_layer, 5 * per_layer)
+    assert r["sliding_window"] == 1024
+    assert gemma["rope_parameters"]["full_attention"] == {
+        "rope_type": "linear", "factor": 8.0, "rope_theta": 1e6}
+    oss = mem.attention_recipe(CONFIGS["gpt-oss-120b"])
     assert oss["bytes_at_seq_len"] == 2 * 8 * 64 * 2 * 18 * (131_072 + 128)
 
 
 def test_linear_layers_hold_a_constant_state():
-    """Qwen3-Next: 36 states of 32 x 128 x 128 numbers and 8192 x 4 conv
-    inputs; 12 full layers of 2 KV heads of 256, from 1k to 32k tokens."""
-    nxt = CONFIGS["Qwen3-Next"]
+    """Qwen3-Next-80B-A3B: 36 states of 32 x 128 x 128 numbers (float32,
+    as transformers keeps them) and 8192 x 4 conv inputs (bf16); 12 full
+    layers of 2 KV heads of 256, from 1k to 32k tokens."""
+    nxt = CONFIGS["Qwen3-Next-80B-A3B"]
     state = mem.layer_cache_bytes(nxt, "linear_attention", 0)
     assert state == mem.layer_cache_bytes(nxt, "linear_attention", 32768)
-    assert state == 2 * (32 * 128 * 128 + 8192 * 4) == 1_114_112
+    assert state == 4 * 32 * 128 * 128 + 2 * 8192 * 4 == 2_162_688
+    assert mem.linear_attention_state_bytes(
+        nxt, state_dtype_bytes=2) == 2 * (32 * 128 * 128 + 8192 * 4)
     full = [mem.layer_cache_bytes(nxt, "full_attention", T)
             for T in (1024, 32768)]
     assert full == [2048 * 1024, 2048 * 32768]

@@ -2,9 +2,15 @@
 
 The table of attention recipes (``px.memory.attention_table``) runs in a bare
 kernel with numpy only, so the configs it reads are stored: for each model,
-the config class, the arguments given to it (none: the class's defaults,
-which reproduce the family's published shape) and the keys of its
-``to_dict()`` that attention and its cache depend on.
+the config class, the arguments given to it and the keys of its
+``to_dict()`` that attention and its cache depend on. Four rows give a
+published checkpoint's shape as explicit values (Qwen3-1.7B, SmolLM2-135M,
+Llama-3-8B, Gemma 3 4B); four are a class's defaults, each of which equals
+one published checkpoint (``GptOssConfig``: gpt-oss-120b;
+``DeepseekV3Config``: DeepSeek-V3; ``Qwen3NextConfig``: Qwen3-Next-80B-A3B;
+``SmolLM3Config``, with its head_dim: SmolLM3-3B). ``Gemma3TextConfig()``'s
+own defaults (26 layers, window 4,096) are Gemma 2 2B's shape and match no
+released Gemma 3, so that row does not use them.
 
     .venv/bin/python tools/attention_configs.py          # write the file
     .venv/bin/python tools/attention_configs.py --check  # compare, exit 1 if not
@@ -23,8 +29,11 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 TARGET = ROOT / "pyxis_nb" / "data" / "attention_configs.json"
 
 # The arguments for each model: FACTS.md section 1 (Qwen3-1.7B) and 5
-# (SmolLM2-135M); Llama-3-8B's published config.json; the class defaults
-# for the rest (FACTS.md section 6).
+# (SmolLM2-135M); Llama-3-8B's published config.json; Gemma 3 4B's
+# published shape (google/gemma_pytorch gemma/config.py: 34 layers, 29
+# sliding and 5 full, 8 query and 4 key/value heads of 256, window 1,024,
+# the full layers' RoPE scaled linearly by 8); the class defaults for the
+# rest, each a published checkpoint's shape (FACTS.md section 6).
 MODELS = {
     "Qwen3-1.7B": ("Qwen3Config", dict(
         hidden_size=2048, num_attention_heads=16, num_key_value_heads=8,
@@ -43,10 +52,19 @@ MODELS = {
         head_dim=128, num_hidden_layers=32, intermediate_size=14336,
         vocab_size=128256, max_position_embeddings=8192, rms_norm_eps=1e-5,
         rope_parameters={"rope_type": "default", "rope_theta": 500000.0})),
-    "Gemma 3": ("Gemma3TextConfig", {}),
-    "gpt-oss": ("GptOssConfig", {}),
+    "Gemma 3 4B": ("Gemma3TextConfig", dict(
+        hidden_size=2560, num_attention_heads=8, num_key_value_heads=4,
+        head_dim=256, num_hidden_layers=34, intermediate_size=10240,
+        vocab_size=262208, max_position_embeddings=131072,
+        sliding_window=1024, query_pre_attn_scalar=256, rms_norm_eps=1e-6,
+        rope_parameters={
+            "sliding_attention": {"rope_type": "default",
+                                  "rope_theta": 10000.0},
+            "full_attention": {"rope_type": "linear", "factor": 8.0,
+                               "rope_theta": 1000000.0}})),
+    "gpt-oss-120b": ("GptOssConfig", {}),
     "DeepSeek-V3": ("DeepseekV3Config", {}),
-    "Qwen3-Next": ("Qwen3NextConfig", {}),
+    "Qwen3-Next-80B-A3B": ("Qwen3NextConfig", {}),
     # the class has no head_dim field: its modules take hidden_size //
     # num_attention_heads = 128, written here for the table to read
     "SmolLM3-3B": ("SmolLM3Config", dict(head_dim=128)),
