@@ -20,7 +20,7 @@ def test_every_chapter_module_has_numbered_checks():
 
 def test_no_answer_yet_is_not_yet(capsys):
     chapter = px.exercises.chapters()[0]
-    assert px.exercises.check(chapter, 1, None) is False
+    assert not px.exercises.check(chapter, 1, None)
     assert capsys.readouterr().out.startswith("Not yet: no answer yet")
 
 
@@ -39,7 +39,7 @@ def test_an_answer_that_breaks_the_check_is_not_yet(capsys):
 
         def __array__(self, *args, **kwargs):
             raise RuntimeError("my bug")
-    assert px.exercises.check(chapter, 1, Broken()) is False
+    assert not px.exercises.check(chapter, 1, Broken())
     assert "my bug" in capsys.readouterr().out
 
 

@@ -93,7 +93,7 @@ def test_decode_one_mistakes_get_a_hint(answer, words):
 
 
 def test_the_checks_print_through_px_exercises(capsys):
-    assert px.exercises.check("causal_mask", 1, None) is False
+    assert not px.exercises.check("causal_mask", 1, None)
     assert capsys.readouterr().out.startswith("Not yet: no answer yet")
-    assert px.exercises.check("causal_mask", 2, lambda m: ~m) is True
+    assert px.exercises.check("causal_mask", 2, lambda m: ~m)
     assert capsys.readouterr().out == "Right.\n"

@@ -9,7 +9,7 @@ from pyxis_nb.exercises import kv_cache as checks
 
 
 def check(n, answer, capsys):
-    right = px.exercises.check("kv_cache", n, answer)
+    right = bool(px.exercises.check("kv_cache", n, answer))
     return right, capsys.readouterr().out
 
 

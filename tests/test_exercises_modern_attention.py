@@ -10,7 +10,7 @@ import pyxis_nb as px
 
 
 def check(n, answer, capsys):
-    right = px.exercises.check("modern_attention", n, answer)
+    right = bool(px.exercises.check("modern_attention", n, answer))
     return right, capsys.readouterr().out
 
 

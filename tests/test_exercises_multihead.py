@@ -162,14 +162,14 @@ WRONG = [
 
 @pytest.mark.parametrize("n", RIGHT)
 def test_the_solution_is_right(n, capsys):
-    assert px.exercises.check("multihead", n, RIGHT[n]) is True
+    assert px.exercises.check("multihead", n, RIGHT[n])
     assert capsys.readouterr().out == "Right.\n"
 
 
 @pytest.mark.parametrize("n, answer, hint", WRONG,
                          ids=[w[1].__name__ for w in WRONG])
 def test_a_mistake_gets_its_hint(n, answer, hint, capsys):
-    assert px.exercises.check("multihead", n, answer) is False
+    assert not px.exercises.check("multihead", n, answer)
     out = capsys.readouterr().out
     assert out.startswith("Not yet: ") and hint in out, out
 
@@ -186,7 +186,7 @@ def test_no_hint_gives_the_answer_away(n, answer, hint):
 
 def test_no_answer_yet(capsys):
     for n in RIGHT:
-        assert px.exercises.check("multihead", n, None) is False
+        assert not px.exercises.check("multihead", n, None)
     assert capsys.readouterr().out.count("Not yet: no answer yet") == 3
 
 

@@ -14,7 +14,7 @@ TRIL = np.tril(np.ones((6, 6), dtype=bool))  # the solution of exercise 2
 
 def _check(exercise, answer, capsys):
     """(right?, what the reader sees)."""
-    right = px.exercises.check("qkv", exercise, answer)
+    right = bool(px.exercises.check("qkv", exercise, answer))
     return right, capsys.readouterr().out
 
 

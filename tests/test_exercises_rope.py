@@ -15,7 +15,7 @@ from pyxis_nb.exercises import rope as checks
 
 def check(n, answer, capsys):
     """(right, printed line) of px.exercises.check("rope", n, answer)."""
-    right = px.exercises.check("rope", n, answer)
+    right = bool(px.exercises.check("rope", n, answer))
     return right, capsys.readouterr().out.strip()
 
 

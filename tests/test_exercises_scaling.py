@@ -15,13 +15,13 @@ mean_peak = px.experiments.max_attention_weight
 
 
 def _right(n, answer, capsys):
-    assert px.exercises.check("scaling", n, answer) is True
+    assert px.exercises.check("scaling", n, answer)
     assert capsys.readouterr().out == "Right.\n"
 
 
 def _hint(n, answer, capsys, *forbidden):
     """Not yet, with a hint that names none of the ``forbidden`` strings."""
-    assert px.exercises.check("scaling", n, answer) is False
+    assert not px.exercises.check("scaling", n, answer)
     out = capsys.readouterr().out
     assert out.startswith("Not yet: ") and len(out) > 30, out
     for text in forbidden:
@@ -132,5 +132,5 @@ def test_4_mistakes_get_a_hint(answer, says, capsys):
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_no_answer_yet_is_not_yet(n, capsys):
-    assert px.exercises.check("scaling", n, None) is False
+    assert not px.exercises.check("scaling", n, None)
     assert capsys.readouterr().out.startswith("Not yet: no answer yet")

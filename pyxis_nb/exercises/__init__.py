@@ -16,7 +16,27 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-__all__ = ["check", "chapters"]
+__all__ = ["check", "chapters", "Verdict"]
+
+
+class Verdict:
+    """What :func:`check` said: true when the answer is right.
+
+    ``check`` prints the verdict; in a notebook the cell shows that line
+    alone, not the returned value after it.
+    """
+
+    def __init__(self, hint: str | None):
+        self.hint = hint
+
+    def __bool__(self) -> bool:
+        return self.hint is None
+
+    def __repr__(self) -> str:
+        return "Right." if self.hint is None else f"Not yet: {self.hint}"
+
+    def _ipython_display_(self) -> None:
+        """Nothing more to show: ``check`` printed it."""
 
 
 def chapters() -> list[str]:
@@ -24,7 +44,7 @@ def chapters() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(__path__))
 
 
-def check(chapter: str, exercise: int, answer) -> bool:
+def check(chapter: str, exercise: int, answer) -> Verdict:
     """Say whether ``answer`` solves exercise ``exercise`` of ``chapter``.
 
     Parameters
@@ -38,9 +58,9 @@ def check(chapter: str, exercise: int, answer) -> bool:
 
     Returns
     -------
-    bool
-        True when the answer is right. Prints "Right." or "Not yet:" with a
-        hint.
+    Verdict
+        True (as a bool) when the answer is right. Prints "Right." or "Not
+        yet:" with a hint.
     """
     if chapter not in chapters():
         raise ValueError(f"chapter must be one of {chapters()}, "
@@ -56,5 +76,6 @@ def check(chapter: str, exercise: int, answer) -> bool:
             hint = checks[exercise](answer)
         except Exception as error:  # the reader's code, or a wrong type
             hint = (f"checking it raised {type(error).__name__}: {error}")
-    print("Right." if hint is None else f"Not yet: {hint}")
-    return hint is None
+    verdict = Verdict(hint)
+    print(repr(verdict))
+    return verdict
