@@ -216,6 +216,35 @@ def _printouts(app, pagename, templatename, context, doctree):
         context["body"] = PRINTOUT.sub(_printout, context["body"])
 
 
+# Code, a cell's or a listing's: Pygments writes each line whole (a token
+# over two lines is closed and opened again), "\n" between them
+CODE = re.compile(
+    r'(<div class="highlight-(?:ipython3|python) notranslate">'
+    r'<div class="highlight"><pre>)(.*?)(</pre>)', re.S)
+
+
+def _line(line: str) -> str:
+    text = html.unescape(re.sub(r"<[^>]+>", "", line))
+    indent = len(text) - len(text.lstrip(" "))
+    return (f'<span class="pyxis-line" style="--pyxis-indent: {indent}ch">'
+            f'{line}\n</span>')
+
+
+def _code(match) -> str:
+    """Each line of a code block in a span of its own, which a phone wraps
+    under the line's own indentation (``pyxis.css``)."""
+    *lines, last = match.group(2).split("\n")
+    return match.group(1) + "".join(map(_line, lines)) + last + match.group(3)
+
+
+def _code_lines(app, pagename, templatename, context, doctree):
+    """Code wraps on a phone instead of running off the screen (issue 55,
+    item 1): every line in a span, so that a wrapped line continues under
+    its own indentation, marked; the text is the same, and so is a copy."""
+    if "body" in context and "<pre>" in context["body"]:
+        context["body"] = CODE.sub(_code, context["body"])
+
+
 def _default_mode(app, config):
     config.html_context.setdefault("default_mode", "auto")
     # one search, in the sidebar: the theme's top bar holds nothing but a
@@ -309,5 +338,6 @@ def setup(app):
     app.connect("html-page-context", _widget_state_last, priority=910)
     app.connect("html-page-context", _tables, priority=915)
     app.connect("html-page-context", _printouts, priority=916)
+    app.connect("html-page-context", _code_lines, priority=917)
     app.connect("build-finished", _prune)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

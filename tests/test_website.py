@@ -749,6 +749,18 @@ def test_phone(desktop, path):
     assert split == [], f"{path}: names broken across lines at 390 px: {split[:8]}"
 
 
+@pytest.mark.parametrize("path", PAGES)
+def test_code_fits_a_phone(desktop, path):
+    """390 x 844: no line of code is cut. A touch screen gives a code box no
+    scrollbar, and two thirds of the book's code lines are longer than the
+    43 characters that fit: code wraps there, each wrapped line marked as
+    the same line (pyxis.css, _ext/pyxis_book.py; issue 55, item 1)."""
+    seen = desktop(path)["phone"]
+    assert seen["cut_code"] == [], (
+        f"{path}: {len(seen['cut_code'])} of {seen['code_blocks']} code blocks cut "
+        f"at 390 px [scroll px, box px, longest line]: {seen['cut_code'][:4]}")
+
+
 @pytest.mark.parametrize("path", MODEL_VIEW_PAGES)
 def test_model_view_height_is_reserved_on_a_phone(held, desktop, path):
     """On the phone too, the text below the model view stays put when the

@@ -141,12 +141,14 @@ def test_japanese_page_links_to_its_english_page(japanese, base_url, path):
 
 @pytest.mark.parametrize("path", JA_PAGES)
 def test_japanese_page_on_a_phone(japanese, path):
-    """390 x 844: no sideways scroll; figures and display equations fit."""
+    """390 x 844: no sideways scroll; figures, display equations and code
+    fit."""
     seen = japanese(path)["phone"]
     assert seen["over"] <= 0, f"{path} scrolls {seen['over']} px sideways: {seen['wide']}"
     wide = [(round(p["right"]), p["alt"]) for p in seen["pictures"] if p["right"] > PHONE["width"]]
     assert wide == [], f"{path}: pictures wider than the screen: {wide}"
     assert seen["equations"] == [], f"{path}: equations wider than the screen: {seen['equations']}"
+    assert seen["cut_code"] == [], f"{path}: code cut at 390 px: {seen['cut_code'][:4]}"
     assert seen["errors"] == [], f"console errors on {path} on the phone: {seen['errors']}"
 
 

@@ -27,6 +27,18 @@ from pyxis_book import COLUMNS_ON_A_PHONE  # noqa: E402  (the site's own limit)
 # the phone as Chromium emulates it (a touch screen, the page's meta viewport)
 PHONE_CONTEXT = dict(viewport=PHONE, device_scale_factor=1, is_mobile=True, has_touch=True)
 
+# code blocks (a cell's, a listing's) that still run past their box on the
+# phone, where a touch screen gives no scrollbar: [scroll px, box px,
+# the longest line], and how many code blocks are shown
+CUT_CODE = """() => {
+  const shown = Array.from(document.querySelectorAll(
+      'article div[class^="highlight-"]:not(.output) pre'))
+    .filter(p => p.getClientRects().length);
+  return [shown.length, shown.filter(p => p.scrollWidth > p.clientWidth + 1)
+    .map(p => [p.scrollWidth, p.clientWidth, p.textContent.split('\\n')
+      .reduce((a, b) => a.length >= b.length ? a : b).slice(0, 50)])];
+}"""
+
 # each inline code name in a table cell that the browser laid out on more
 # than one line; names with a space or a hyphen may wrap there
 SPLIT_NAMES = """() => [...document.querySelectorAll('article td code')]
@@ -160,6 +172,7 @@ def phone_measures(page, path: str) -> dict:
                 thumb_label_px=page.evaluate(MV_THUMB_LABEL_PX),
                 broken_tables=page.evaluate(BROKEN_TABLES, COLUMNS_ON_A_PHONE))
     seen["outputs"], seen["wide_outputs"] = page.evaluate(WIDE_OUTPUTS)
+    seen["code_blocks"], seen["cut_code"] = page.evaluate(CUT_CODE)
     if path in MODEL_VIEW_PAGES:  # as drawn, before the dialog opens
         seen["mv_below"] = page.evaluate(MV_BELOW)
     return seen
