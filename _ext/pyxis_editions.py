@@ -51,6 +51,25 @@ BUTTON_LABELS = {
     },
 }
 
+# English the build writes into every page whatever its language: a folded
+# listing's words, which each listing cell's own metadata sets in English
+# (tools/portable_cells.py) over the edition's config, myst-nb's toggle, and
+# the labels of Sphinx's and the theme's that their Japanese catalogs lack.
+# Replaced in the written pages, as (English, translation) pairs, each with
+# the quote or bracket around it so that only a label matches.
+PAGE_LABELS = {
+    "ja": [
+        (">Show source<", ">ソースコードを表示<"),
+        (">Hide source<", ">ソースコードを隠す<"),
+        ('"Toggle hidden content"', '"隠れた内容の表示を切り替える"'),
+        ('"Link to this heading"', '"この見出しへのリンク"'),
+        ('"Toggle primary sidebar"', '"左のサイドバーを開閉"'),
+        ('"Toggle secondary sidebar"', '"右のサイドバーを開閉"'),
+        ('"Search this book..."', '"この本を検索..."'),
+        ('"Color mode"', '"カラーモード"'),
+    ],
+}
+
 
 def _other(language: str) -> str:
     others = [code for code in EDITIONS if code != language]
@@ -108,6 +127,20 @@ def _button_labels(app, pagename, templatename, context, doctree):
         _label(context.get("header_buttons", []), labels)
 
 
+def _page_labels(app, exception):
+    """The English labels of every written page, in the edition's language
+    (``PAGE_LABELS``)."""
+    labels = PAGE_LABELS.get(app.config.language or "en")
+    if exception is not None or not labels or app.builder.format != "html":
+        return
+    for page in Path(app.outdir).rglob("*.html"):
+        text = old = page.read_text(encoding="utf-8")
+        for english, translated in labels:
+            text = text.replace(english, translated)
+        if text != old:
+            page.write_text(text, encoding="utf-8")
+
+
 class TranslateTocCaptions(SphinxTransform):
     """The captions of the table of contents' parts, translated from the
     page's catalog. sphinx-external-toc inserts its toctrees (transform
@@ -147,4 +180,5 @@ def setup(app):
     app.connect("html-page-context", _page_context)
     # after the theme has made its buttons (priority 501)
     app.connect("html-page-context", _button_labels, priority=600)
+    app.connect("build-finished", _page_labels)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

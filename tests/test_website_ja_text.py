@@ -67,3 +67,21 @@ def test_every_translation_reaches_its_page(catalog):
     assert not missing, (
         f"{catalog.name}: {len(missing)} translations are not on {page.name} "
         f"(English shown instead?): {missing[:6]}")
+
+
+# labels the build writes in English, which a Japanese page shows in
+# Japanese (_ext/pyxis_editions.py; issue 54, item 2)
+ENGLISH_BODY_LABELS = ("Show source", "Hide source", "Toggle hidden content",
+                       "Link to this heading", "Toggle primary sidebar",
+                       "Toggle secondary sidebar", "Search this book",
+                       "Color mode")
+
+
+@pytest.mark.parametrize("catalog", CATALOGS, ids=lambda p: p.stem)
+def test_no_english_label_on_a_japanese_page(catalog):
+    page = SITE / "ja" / catalog.relative_to(LOCALE).with_suffix(".html")
+    if not page.is_file():
+        pytest.skip(f"{page} is not built (make site)")
+    body = page.read_text(encoding="utf-8")
+    found = [label for label in ENGLISH_BODY_LABELS if label in body]
+    assert not found, f"{page.name} shows {found} in English"
