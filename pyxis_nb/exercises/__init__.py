@@ -24,6 +24,11 @@ class Verdict:
 
     ``check`` prints the verdict; in a notebook the cell shows that line
     alone, not the returned value after it.
+
+    Parameters
+    ----------
+    hint : str or None
+        None for a right answer; else what is off, and where to look.
     """
 
     def __init__(self, hint: str | None):
