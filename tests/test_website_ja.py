@@ -227,6 +227,38 @@ def test_switch_works_both_ways_from_file(browser):
         watch.close()
 
 
+def test_switch_keeps_the_section_and_the_query(browser, base_url):
+    """The language switch opens the other edition where the reader is
+    (issue 54, item 6): at the section scrolled to (both editions give it
+    the same id), and on the search page with the query."""
+    watch = PageWatch(browser, base_url)
+    try:
+        page = watch.page
+        watch.open(base_url + SHOWCASE)  # widgets drawn: the layout is final
+        # a section halfway down whose text runs 200 px before the next one
+        # starts: scrolled to 20 px from the top, with no fragment in the URL
+        deep = page.evaluate("""() => {
+          const s = [...document.querySelectorAll('article section section[id]')];
+          const top = e => e.getBoundingClientRect().top + window.scrollY;
+          const long = s.filter((e, i) => i + 1 < s.length && top(s[i + 1]) - top(e) > 200);
+          return long[Math.floor(long.length / 2)].id; }""")
+        page.evaluate(f"() => window.scrollTo(0, document.getElementById({deep!r})"
+                      ".getBoundingClientRect().top + window.scrollY - 20)")
+        # clicked where it is: Playwright's click would first scroll the
+        # header's link into its own idea of view, and move the page
+        page.evaluate("() => document.querySelector('a.pyxis-edition-switch').click()")
+        page.wait_for_url(base_url + JA + SHOWCASE + "#" + deep, timeout=10_000)
+        assert page.evaluate("() => document.documentElement.lang") == "ja"
+        top = page.evaluate(f"() => document.getElementById({deep!r}).getBoundingClientRect().top")
+        assert -5 <= top <= 200, f"section {deep} is at {top} px after the switch"
+        page.goto(base_url + "search.html?q=mask", wait_until="load")
+        page.click("a.pyxis-edition-switch")
+        page.wait_for_url(base_url + JA + "search.html?q=mask", timeout=10_000)
+        assert watch.errors == [], watch.errors
+    finally:
+        watch.close()
+
+
 def test_japanese_search_finds_japanese_words(browser, base_url):
     """The Japanese search index (Sphinx's Japanese word splitter): a
     Japanese term finds the chapter about it, among Japanese pages."""
