@@ -216,10 +216,11 @@ def _printouts(app, pagename, templatename, context, doctree):
         context["body"] = PRINTOUT.sub(_printout, context["body"])
 
 
-# Code, a cell's or a listing's: Pygments writes each line whole (a token
+# Code, a cell's, a listing's or a page's (not a printout, whose block's
+# class starts "output"): Pygments writes each line whole (a token
 # over two lines is closed and opened again), "\n" between them
-CODE = re.compile(
-    r'(<div class="highlight-(?:ipython3|python) notranslate">'
+CODE_BLOCK = re.compile(
+    r'(<div class="highlight-[\w-]+ notranslate">'
     r'<div class="highlight"><pre>)(.*?)(</pre>)', re.S)
 
 
@@ -242,7 +243,7 @@ def _code_lines(app, pagename, templatename, context, doctree):
     item 1): every line in a span, so that a wrapped line continues under
     its own indentation, marked; the text is the same, and so is a copy."""
     if "body" in context and "<pre>" in context["body"]:
-        context["body"] = CODE.sub(_code, context["body"])
+        context["body"] = CODE_BLOCK.sub(_code, context["body"])
 
 
 def _default_mode(app, config):
