@@ -24,9 +24,12 @@
 // the page's contents list, code cells and their outputs, and gives maths as
 // plain text (it quoted "# nbval-ignore-output" and raw TeX): a short inline
 // formula in plain letters ("\\sqrt{d_{head}}" as "√d_head"), anything longer
-// or displayed as "…".
+// or displayed as "…". The maths is KaTeX's, rendered at build time: its
+// text is the formula three times (MathML, TeX source, HTML: "t+1t + 1t+1"),
+// so the TeX source alone is read.
 function pyxisPlainMaths(el) {
-  var tex = el.textContent.replace(/\\[()[\]]|\$/g, "").trim();
+  var source = el.querySelector('annotation[encoding="application/x-tex"]');
+  var tex = (source || el).textContent.replace(/\\[()[\]]|\$/g, "").trim();
   if (el.tagName !== "SPAN" || /\\(frac|begin|left)/.test(tex)) return "…";
   var text = tex.replace(/\\sqrt/g, "\u221a")
     .replace(/\\(mathrm|text|mathbf|operatorname)/g, "")
@@ -47,5 +50,32 @@ document.addEventListener("DOMContentLoaded", function () {
       el.textContent = pyxisPlainMaths(el);
     });
     return toText(doc.documentElement.outerHTML, anchor);
+  };
+});
+
+// The Japanese edition looks a query up as pairs of characters
+// (_ext/pyxis_search_ja.py: 線形アテンション as 線形, 形ア, アテ, ...): the
+// snippet is taken where a word as typed is, and the words as typed are
+// highlighted, not the pairs (which lit up every アテンション).
+document.addEventListener("DOMContentLoaded", function () {
+  if (typeof Search === "undefined" || !Search._parseQuery) return;
+  if (document.documentElement.lang !== "ja") return;
+  var typed = function (query) {  // searchtools.js's own words
+    return query.toLowerCase().split(/[^\p{Letter}\p{Number}_\p{Emoji_Presentation}]+/u)
+      .filter(function (w) { return w; });
+  };
+  var parse = Search._parseQuery;
+  Search._parseQuery = function (query) {
+    var parsed = parse(query);
+    parsed[3] = new Set(typed(query));
+    if (typeof SPHINX_HIGHLIGHT_ENABLED !== "undefined" && SPHINX_HIGHLIGHT_ENABLED)
+      localStorage.setItem("sphinx_highlight_terms", Array.from(parsed[3]).join(" "));
+    return parsed;
+  };
+  var summary = Search.makeSearchSummary;
+  Search.makeSearchSummary = function (html, keywords, anchor) {
+    // the last keyword found decides where the snippet starts
+    var query = new URLSearchParams(window.location.search).get("q") || "";
+    return summary(html, Array.from(keywords).concat(typed(query)), anchor);
   };
 });
