@@ -70,6 +70,16 @@ PAGE_LABELS = {
     ],
 }
 
+# the search page's messages that Sphinx's own catalog leaves empty, so the
+# Japanese results page said nothing above its results: (message, translation)
+SEARCH_MESSAGES = {
+    "ja": [
+        ("Search finished, found ${resultCount} page(s) matching the search "
+         "query.",
+         "検索が終わりました。検索語に一致するページが${resultCount}件見つかりました。"),
+    ],
+}
+
 
 def _other(language: str) -> str:
     others = [code for code in EDITIONS if code != language]
@@ -129,7 +139,8 @@ def _button_labels(app, pagename, templatename, context, doctree):
 
 def _page_labels(app, exception):
     """The English labels of every written page, in the edition's language
-    (``PAGE_LABELS``)."""
+    (``PAGE_LABELS``), and the search page's messages that Sphinx's catalog
+    leaves empty (``SEARCH_MESSAGES``, in ``_static/translations.js``)."""
     labels = PAGE_LABELS.get(app.config.language or "en")
     if exception is not None or not labels or app.builder.format != "html":
         return
@@ -139,6 +150,15 @@ def _page_labels(app, exception):
             text = text.replace(english, translated)
         if text != old:
             page.write_text(text, encoding="utf-8")
+    translations = Path(app.outdir) / "_static" / "translations.js"
+    if translations.is_file():
+        text = old = translations.read_text(encoding="utf-8")
+        for english, translated in SEARCH_MESSAGES.get(app.config.language,
+                                                       []):
+            text = text.replace(f'"{english}": ""',
+                                f'"{english}": "{translated}"')
+        if text != old:
+            translations.write_text(text, encoding="utf-8")
 
 
 class TranslateTocCaptions(SphinxTransform):

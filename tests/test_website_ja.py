@@ -272,6 +272,11 @@ def test_japanese_search_finds_japanese_words(browser, base_url):
             "#search-results li a", "links => links.map(a => a.href)")
         assert base_url + JA + SHOWCASE in hits, hits[:5]
         assert all(h.startswith(base_url + JA) for h in hits), hits[:5]
+        # the summary line says how many, in Japanese (Sphinx's catalog has
+        # it empty: _ext/pyxis_editions.py)
+        watch.page.wait_for_function(
+            "() => /\\d+件/.test(document.querySelector('.search-summary')"
+            "?.textContent || '')", timeout=10_000)
         assert watch.errors == [], watch.errors
     finally:
         watch.close()
