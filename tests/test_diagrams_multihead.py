@@ -13,22 +13,12 @@ import pytest  # noqa: E402
 
 import pyxis_nb as px  # noqa: E402
 from pyxis_nb import plotting  # noqa: E402
+from test_plotting import _phone_text_px  # the measure of every figure
 
 pytestmark = pytest.mark.usefixtures("close_figures")
 QWEN = dict(B=1, T=5, S=5, d_model=2048, H=16, H_kv=8, d_head=128)
 
 
-def _phone_text_px(fig, dpi=100):
-    """The smallest text of ``fig`` in CSS px on a 390-px phone: the
-    picture (its tight box) scaled to the 356-px column."""
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    pad = 2 * matplotlib.rcParams["savefig.pad_inches"]
-    width = (fig.get_tightbbox(renderer).width + pad) * dpi
-    points = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text)
-              if t.get_visible() and t.get_text().strip()
-              and t.get_window_extent(renderer).width > 0]
-    return min(points) * dpi / 72 * min(1.0, plotting.PHONE_COLUMN_PX / width)
 
 
 def _texts(fig):

@@ -18,6 +18,7 @@ import pytest  # noqa: E402
 
 import pyxis_nb as px  # noqa: E402
 from pyxis_nb import plotting  # noqa: E402
+from test_plotting import _phone_text_px  # the measure of every figure
 
 pytestmark = pytest.mark.usefixtures("close_figures")
 
@@ -80,18 +81,6 @@ def test_alt_text_names_every_pair_and_its_speed():
     assert "pair 0 1, pair 1 0.0316, pair 2 0.001, pair 3 3.16e-05" in alt
 
 
-def _phone_text_px(fig, dpi=100):
-    """The smallest text of ``fig`` in CSS px on a 390-px phone, where the
-    picture (its tight box) is scaled to the 356-px column (as
-    tests/test_plotting.py measures every figure of the package)."""
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    pad = 2 * matplotlib.rcParams["savefig.pad_inches"]
-    width = (fig.get_tightbbox(renderer).width + pad) * dpi
-    points = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text)
-              if t.get_visible() and t.get_text().strip()
-              and t.get_window_extent(renderer).width > 0]
-    return min(points) * dpi / 72 * min(1.0, plotting.PHONE_COLUMN_PX / width)
 
 
 @pytest.mark.parametrize("d", [8, 16])
