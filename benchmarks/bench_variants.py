@@ -49,6 +49,13 @@ TARGET_ABSORBED = 2.0
 TARGET_CHUNKED = 2.0
 
 
+def decode(layer, x, cache, position_ids=None, absorb=False):
+    """New tokens through ``cache`` (a DynamicCache of the MLA config),
+    the latent expanded or (``absorb``) the weights absorbed."""
+    layer.absorb = absorb
+    return layer(x, cache=cache, position_ids=position_ids)
+
+
 def mla_ratio() -> float:
     """Expanded / absorbed time of one decode step at S = CONTEXT."""
     rng = np.random.default_rng(0)
@@ -58,14 +65,14 @@ def mla_ratio() -> float:
     layer = px.variants.DeepseekV3Attention.from_state_dict(state, MLA)
     x = rng.standard_normal((1, CONTEXT + 1, MLA["hidden_size"]))
     x = x.astype(np.float32)
-    cache = layer.new_cache()
-    layer.decode(x[:, :CONTEXT], cache, absorb=True)  # prefill the latent
-    full = cache.seq_len
+    cache = px.kv_cache.DynamicCache(layer.config)
+    decode(layer, x[:, :CONTEXT], cache, absorb=True)  # prefill the latent
+    full = cache.layers[0].seen
     outs, times = {}, {}
     for absorb in (False, True):
         def step():
-            cache.seq_len = full  # forget the previous repeat's token
-            outs[absorb] = layer.decode(x[:, CONTEXT:], cache, absorb=absorb)
+            cache.layers[0].seen = full  # forget the previous repeat's
+            outs[absorb] = decode(layer, x[:, CONTEXT:], cache, absorb=absorb)
         step()
         times[absorb] = best_of(step, 5)
     gap = np.abs(outs[True] - outs[False]).max() / np.abs(outs[False]).max()

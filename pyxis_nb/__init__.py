@@ -17,10 +17,10 @@ tests/test_conventions.py, drawn in CONTRIBUTING.md)::
                  exercises
       |
     chapter kit  positions  head  engine  batching  source
-                 linear_attention  variants
+                 linear_attention  variants  gemma3
       |
     model stack  stable_softmax  masks  tiled  attention  norms  rope
-                 multihead  qwen3  kv_cache  gguf_file  model  loading
+                 kv_cache  multihead  qwen3  gguf_file  loading  model
 
 Only numpy is imported with the package: ``plotting`` and ``widgets`` (and
 so matplotlib and ipywidgets) load on first use of one of their names,
@@ -30,22 +30,24 @@ e.g. ``px.plot_attention(...)`` or ``px.widgets`` (PEP 562).
 import importlib as _importlib
 
 from . import (stable_softmax, masks, tiled, attention, norms,  # noqa
-               rope, multihead, qwen3, kv_cache, gguf_file, model,
-               loading)
+               rope, kv_cache, multihead, qwen3, gguf_file, loading,
+               model)
 from . import (positions, head, engine, batching, source,  # noqa
-               linear_attention, variants)
+               linear_attention, variants, gemma3)
 from . import (circuits, evaluation, attention_only, experiments,  # noqa
                memory, exercises)
 from .attention import scaled_dot_product_attention
 from .head import Head
 from .kv_cache import KVCache
 from .gguf_file import SMOLLM2_GGUF
-from .loading import fetch_smollm2, load_tokenizer
+from .gemma3 import Gemma3ForCausalLM
+from .loading import (fetch_gemma3, fetch_smollm2, load_tokenizer,
+                      safetensors_header)
 from .masks import causal_mask, padding_mask, sliding_window_mask
 from .model import (SHAKESPEARE_CHECKPOINT, CausalLMOutputWithPast,
                     GenerateDecoderOnlyOutput, LlamaForCausalLM,
                     Qwen3DecoderLayer, Qwen3ForCausalLM, Qwen3MLP,
-                    Qwen3RMSNorm, TinyDecoder, safetensors_header)
+                    Qwen3RMSNorm, TinyDecoder)
 from .multihead import MultiHeadAttention, merge_heads, repeat_kv, split_heads
 from .norms import rms_norm
 from .qwen3 import QWEN3_1_7B, ModelConfig, random_attention
@@ -59,10 +61,10 @@ from .tiled import tiled_attention
 #: before it in this order (tests/test_conventions.py).
 LAYERS = {
     "model stack": ["stable_softmax", "masks", "tiled", "attention", "norms",
-                    "rope", "multihead", "qwen3", "kv_cache", "gguf_file",
-                    "model", "loading"],
+                    "rope", "kv_cache", "multihead", "qwen3", "gguf_file",
+                    "loading", "model"],
     "chapter kit": ["positions", "head", "engine", "batching", "source",
-                    "linear_attention", "variants"],
+                    "linear_attention", "variants", "gemma3"],
     "analysis": ["circuits", "evaluation", "attention_only", "experiments",
                  "memory", "exercises"],
     "views": ["plotting", "widgets"],
@@ -92,7 +94,7 @@ __all__ = sorted([
     "Qwen3MLP", "Qwen3RMSNorm", "CausalLMOutputWithPast",
     "GenerateDecoderOnlyOutput", "TinyDecoder", "SHAKESPEARE_CHECKPOINT",
     "LlamaForCausalLM", "SMOLLM2_GGUF", "fetch_smollm2", "load_tokenizer",
-    "safetensors_header",
+    "safetensors_header", "Gemma3ForCausalLM", "fetch_gemma3",
     # views and listings
     *_LAZY_NAMES, "show_source",
 ])

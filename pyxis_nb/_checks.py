@@ -521,15 +521,18 @@ def check_model_config(config) -> None:
 
 
 # --- FlexAttention's mask_mod (check_attention, for tiled attention)
-def as_config_dict(config) -> dict:
+def as_config_dict(config, required: tuple = ()) -> dict:
     """A transformers config (anything with ``to_dict()``) or a dict, as a
-    dict: the one way the chapter kit and ``memory`` read a config."""
+    dict, with every key of ``required``: the one way the package reads a
+    config."""
     if hasattr(config, "to_dict"):
         config = config.to_dict()
     if not isinstance(config, dict):
         raise ValueError(
             "config must be a dict or a transformers config (its to_dict()), "
             f"got {type(config).__name__}")
+    check_keys("config", [k for k in required if k in config], required,
+               required)
     return config
 
 

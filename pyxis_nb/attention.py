@@ -10,12 +10,9 @@ Shape legend:
     n_rep    query heads per key/value head, ``H // H_kv``
     B        batch (axis -4 of 4-D inputs)
 
-The kernels a layer picks by name (``attn_implementation``, as in
-transformers' ``ALL_ATTENTION_FUNCTIONS``) are in ``ATTENTION_FUNCTIONS``:
-``"eager"`` computes and returns the (B, H, T, S) weights;
-``"flex_attention"`` runs the tiled kernel of ``px.tiled`` and never holds
-them. Both take FlexAttention's ``score_mod`` and ``mask_mod`` and gpt-oss's
-learned ``sinks``: a variant of attention is one of those, not a kernel.
+``ATTENTION_FUNCTIONS``: the kernels a layer picks by ``attn_implementation``
+(transformers' ``ALL_ATTENTION_FUNCTIONS``). Both take ``score_mod``,
+``mask_mod`` and ``sinks``: a variant of attention is a hook, not a kernel.
 """
 
 from __future__ import annotations
@@ -41,31 +38,16 @@ def scaled_dot_product_attention(query, key, value, *, attn_mask=None,
 
     Parameters
     ----------
-    query : ndarray, shape (..., T, d_head)
-    key : ndarray, shape (..., S, d_head)
-    value : ndarray, shape (..., S, d_head)
-        Floats of one dtype; the leading dims broadcast.
-    attn_mask : ndarray, shape broadcastable to (..., T, S), optional
-        Boolean, True = may attend; or floating, added to the scores.
-    is_causal : bool, default False
-        Torch's top-left causal mask (query ``i`` sees keys ``0..i``).
-    scale : float, optional
-        Defaults to ``1 / sqrt(d_head)``.
-    enable_gqa : bool, default False
-        Query heads ``H`` on axis -3 share ``H_kv`` key/value heads.
-    output_attentions : bool, default False
-        Also return the weights.
-
-    Returns
-    -------
-    output : ndarray, shape (..., T, d_head)
-    weights : ndarray, shape (..., T, S), only with ``output_attentions``
-        A row with no allowed key is all zeros (as torch >= 2.5), never NaN.
+    query, key, value : (..., T, d_head), (..., S, d_head), (..., S, d_head)
+    attn_mask : (..., T, S), bool (True = may attend) or float (added)
+    is_causal : bool, torch's top-left mask: query ``i`` sees keys ``0..i``
+    scale : float, default ``1 / sqrt(d_head)``
+    enable_gqa : bool, the ``H`` query heads (axis -3) share ``H_kv`` heads
+    output_attentions : bool, also the (..., T, S) weights; a masked row is 0
 
     See Also
     --------
-    torch.nn.functional.scaled_dot_product_attention
-    """
+    torch.nn.functional.scaled_dot_product_attention"""
     q, k, v, attn_mask, _ = check_attention(query, key, value, attn_mask,
                                             is_causal, enable_gqa)
     out, weights = sdpa_core(q, k, v, attn_mask=attn_mask,
@@ -79,38 +61,13 @@ def sdpa_core(query, key, value, attn_mask=None, is_causal=False,
               sinks=None):
     """Unchecked core of :func:`scaled_dot_product_attention`: out, weights.
 
-    For callers that checked their inputs already (a layer, a model).
-
     Parameters
     ----------
-    query : ndarray, shape (..., T, d_head)
-    key, value : ndarray, shape (..., S, d_head)
-        Of the dtype of ``query``; with ``enable_gqa``, (..., H_kv, S,
-        d_head).
-    attn_mask : ndarray, broadcastable to (..., T, S), optional
-        Boolean (True = may attend) or floating (added to the scores).
-    is_causal : bool, default False
-        Torch's top-left triangle, used instead of ``attn_mask``.
-    scale : float, optional
-        Defaults to ``1 / sqrt(d_head)``.
-    enable_gqa : bool, default False
-        Query head ``h`` (axis -3) reads key/value head ``h // n_rep``.
-    head_mask : ndarray, shape (H,), optional
-        Multiplies each head's weights before they mix the values (0
-        switches a head off), as the ``head_mask`` of older transformers
-        models did; the weights returned are the multiplied ones.
-    score_mod : callable, optional
-        ``score_mod(score, b, h, q_idx, kv_idx)`` on the scaled scores,
-        before the mask (FlexAttention's), with b and h over axes -4, -3.
-    sinks : ndarray, shape (H,), optional
-        One logit per head in every row's softmax, then dropped: the row's
-        weights sum to less than 1 (gpt-oss).
-
-    Returns
-    -------
-    output : ndarray, shape (..., T, d_head)
-    weights : ndarray, shape (..., T, S)
-    """
+    query, key, value, attn_mask, is_causal, scale : as in the checked one
+    enable_gqa : bool, query head ``h`` (axis -3) reads kv head ``h // n_rep``
+    head_mask : (H,), multiplies each head's weights, returned so (0: off)
+    score_mod : FlexAttention's, on the scaled scores, before the mask
+    sinks : (H,), a logit per head in each row's softmax, then dropped"""
     T, S, d_head = query.shape[-2], key.shape[-2], query.shape[-1]
     if enable_gqa:  # query head h reads key/value head h // n_rep
         n_rep = query.shape[-3] // key.shape[-3]
@@ -149,35 +106,21 @@ def _indices(shape: tuple) -> tuple:
 
 def eager_attention_forward(query, key, value, attn_mask=None, *,
                             scaling=None, score_mod=None, mask_mod=None,
-                            sinks=None, head_mask=None):
+                            sinks=None, head_mask=None, is_causal=False):
     """The eager kernel, by name ``"eager"``: weights computed and returned.
 
-    Unchecked: a layer calls it with what it built (transformers:
-    ``eager_attention_forward`` in each model file).
+    Unchecked (transformers: ``eager_attention_forward`` in each model file).
 
     Parameters
     ----------
-    query : ndarray, shape (B, H, T, d_head)
-    key, value : ndarray, shape (B, H_kv, S, d_head)
-        Query head ``h`` reads key/value head ``h // (H // H_kv)``.
-    attn_mask : ndarray of bool, broadcastable to (B, H, T, S), optional
-        True = may attend.
-    scaling : float, optional
-        Multiplies the scores; ``1 / sqrt(d_head)`` by default.
-    score_mod, mask_mod : callable, optional
-        FlexAttention's hooks, ``score_mod(score, b, h, q_idx, kv_idx)``
-        and ``mask_mod(b, h, q_idx, kv_idx)`` (True = may attend), here on
-        the whole (B, H, T, S) grid.
-    sinks : ndarray, shape (H,), optional
-        gpt-oss's learned sinks: one logit per head in each row's softmax.
-    head_mask : ndarray, shape (H,), optional
-        Multiplies each head's weights (0 switches the head off).
-
-    Returns
-    -------
-    output : ndarray, shape (B, H, T, d_head)
-    weights : ndarray, shape (B, H, T, S)
-    """
+    query, key, value : (B, H, T, d_head) and (B, H_kv, S, d_head) twice
+    attn_mask : bool, broadcastable to (B, H, T, S), True = may attend
+    scaling : float, on the scores; default ``1 / sqrt(d_head)``
+    score_mod, mask_mod : FlexAttention's hooks, on the whole (B, H, T, S) grid
+    sinks, head_mask : (H,), as in :func:`sdpa_core`
+    is_causal : bool, bottom-right: the T queries are the last T of S keys"""
+    if is_causal:  # the new queries are the last T of the S positions
+        mask_mod = _causal_after(mask_mod, key.shape[-2] - query.shape[-2])
     if mask_mod is not None:  # evaluated on every (b, h, q, kv) at once
         keep = mask_mod(*_indices(query.shape[:-1] + (key.shape[-2],)))
         attn_mask = keep if attn_mask is None else attn_mask & keep
@@ -188,41 +131,25 @@ def eager_attention_forward(query, key, value, attn_mask=None, *,
 
 def flex_attention_forward(query, key, value, attn_mask=None, *,
                            scaling=None, score_mod=None, mask_mod=None,
-                           sinks=None, head_mask=None):
+                           sinks=None, head_mask=None, is_causal=False):
     """The tiled kernel, by name ``"flex_attention"``: no weights.
 
-    FlashAttention's loop (:func:`pyxis_nb.tiled.tiled_attention_loop`,
-    shown in the long-context chapter) with FlexAttention's hooks: hidden
-    tiles are skipped, and the (B, H, T, S) weights never exist. Equal to
-    :func:`eager_attention_forward`'s output to rounding.
+    :func:`pyxis_nb.tiled.tiled_attention_loop`: eager's output, to rounding.
 
     Parameters
     ----------
-    query : ndarray, shape (B, H, T, d_head)
-    key, value : ndarray, shape (B, H_kv, S, d_head)
-    attn_mask : ndarray of bool, broadcastable to (B, H, T, S), optional
-        True = may attend.
-    scaling : float, optional
-        Multiplies the scores; ``1 / sqrt(d_head)`` by default.
-    score_mod, mask_mod : callable, optional
-        FlexAttention's hooks, called per tile. ``mask_mod`` and
-        ``attn_mask`` together: a key must pass both.
-    sinks : ndarray, shape (H,), optional
-        gpt-oss's learned sinks, as in :func:`eager_attention_forward`.
-    head_mask : ndarray, shape (H,), optional
-        Multiplies each head's output: the same as its weights.
-
-    Returns
-    -------
-    output : ndarray, shape (B, H, T, d_head)
-    weights : None
-    """
+    query, key, value, attn_mask, scaling, sinks : as in the eager kernel
+    score_mod, mask_mod : called per tile; hidden tiles are skipped
+    head_mask : (H,), multiplies each head's output
+    is_causal : bool, as in the eager kernel, and no tile past the diagonal"""
     if mask_mod is not None and attn_mask is not None:  # both must allow
         mask_mod = _and_mask(mask_mod, attn_mask)
         attn_mask = None
     out = tiled_attention_core(query, key, value, attn_mask=attn_mask,
                                mask_mod=mask_mod, score_mod=score_mod,
-                               scale=scaling, sinks=sinks)
+                               scale=scaling, sinks=sinks,
+                               is_causal=is_causal, causal_offset=(
+                                   key.shape[-2] - query.shape[-2]))
     if head_mask is not None:  # a head's weights scaled: its output too
         out = out * head_mask[:, None, None]
     return out, None
@@ -239,6 +166,16 @@ def _and_mask(mask_mod, attn_mask):
     return both
 
 
+def _causal_after(mask_mod, past: int):
+    """The causal triangle for queries that follow ``past`` keys (query
+    ``i`` is key ``past + i``), and ``mask_mod`` if given."""
+    def causal(b, h, q_idx, kv_idx):
+        keep = causal_mask_mod(b, h, q_idx + past, kv_idx)
+        return keep if mask_mod is None else keep & mask_mod(b, h, q_idx,
+                                                             kv_idx)
+    return causal
+
+
 #: the kernels a layer can run, by ``attn_implementation``
 ATTENTION_FUNCTIONS = {"eager": eager_attention_forward,
                        "flex_attention": flex_attention_forward}
@@ -249,14 +186,7 @@ def attention_function(attn_implementation: str):
 
     Parameters
     ----------
-    attn_implementation : {"eager", "flex_attention"}
-
-    Returns
-    -------
-    callable
-        ``(query, key, value, attn_mask, *, scaling, score_mod, mask_mod,
-        sinks, head_mask) -> (output, weights or None)``.
-    """
+    attn_implementation : {"eager", "flex_attention"}"""
     check_choice("attn_implementation", attn_implementation,
                  tuple(ATTENTION_FUNCTIONS))
     return ATTENTION_FUNCTIONS[attn_implementation]

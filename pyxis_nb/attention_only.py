@@ -84,28 +84,18 @@ SCORE_BATCH = dict(batch_size=256, seed=1)
 def softmax_backward(weights, grad_weights) -> np.ndarray:
     """Gradient of the scores from the gradient of the softmax weights.
 
-    Row by row this is ``J @ g`` with ``J = diag(p) - p p^T``, the Jacobian of
-    ``experiments.softmax_jacobian`` (symmetric, so ``J^T = J``), without
-    building ``J``: ``p * (g - sum(g * p))``. A masked key has ``p = 0``
-    and so gets gradient 0.
-
     Parameters
     ----------
-    weights : ndarray, shape (..., S)
-        ``p``, softmax of the scores along the last axis.
-    grad_weights : ndarray, shape (..., S)
-        ``g = dloss / dp``.
-
-    Returns
-    -------
-    ndarray, shape (..., S)
-        ``dloss / dscores``.
+    weights, grad_weights : ndarray, shape (..., S): ``p`` and ``dloss / dp``
     """
     p, g = np.asarray(weights), np.asarray(grad_weights)
+    # row by row J @ g, J = diag(p) - p p^T the softmax's (symmetric)
+    # Jacobian, without building J; a masked key (p = 0) gets gradient 0
     return p * (g - np.sum(g * p, axis=-1, keepdims=True))
 
 
 def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    """The log of the softmax over the last axis: the loss's, over logits."""
     shifted = logits - logits.max(axis=-1, keepdims=True)
     return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
 
@@ -116,16 +106,15 @@ def cross_entropy(logits, labels) -> tuple[np.ndarray, np.ndarray]:
     Parameters
     ----------
     logits : ndarray, shape (B, T, V)
-    labels : ndarray of int, shape (B, T)
-        Target token per position; -100 means "no target here".
+    labels : ndarray of int, shape (B, T); -100: no target here
 
     Returns
     -------
     token_loss : ndarray, shape (B, T)
         ``-log p(label)``; 0 where the label is -100.
     grad_logits : ndarray, shape (B, T, V)
-        ``d token_loss.sum() / d logits``: ``softmax - one_hot``, 0 where
-        ignored. Divide by the number of targets for the mean.
+        ``d token_loss.sum() / d logits`` (``softmax - one_hot``, 0 where
+        ignored); divide by the number of targets for the mean.
 
     See Also
     --------
@@ -150,15 +139,8 @@ def attention_probs(q, k, scale, is_causal=True):
     Parameters
     ----------
     q, k : ndarray, shape (B, H, T, d_head)
-    scale : float
-        Multiplies ``q . k``.
+    scale : float, multiplies ``q . k``
     is_causal : bool, default True
-        Key ``s`` hidden from query ``t`` when ``s > t``.
-
-    Returns
-    -------
-    ndarray, shape (B, H, T, T)
-        Rows sum to 1.
     """
     # (B, H, T, d_head) @ (B, H, d_head, T) -> (B, H, T, T)
     scores = scale * (q @ k.swapaxes(-1, -2))
@@ -172,27 +154,21 @@ def attention_probs(q, k, scale, is_causal=True):
 def attention_layer_forward(x, w, num_attention_heads, scale, is_causal):
     """One layer's attention output (B, T, d_model) and its cache.
 
-    Unchecked: ``AttentionOnlyTransformer`` checks its input once.
+    The trained-heads chapter's teaching form of a layer (unchecked), with
+    what its backward pass needs; the models run the package's kernels.
 
     Parameters
     ----------
-    x : ndarray, shape (B, T, d_model)
-        The residual stream.
-    w : dict of str to ndarray
-        ``q_proj``, ``k_proj``, ``v_proj``, ``o_proj``, each (d_model,
-        d_model), torch's ``Linear`` layout.
-    num_attention_heads : int
-        ``H``, dividing ``d_model``.
-    scale : float
-        Multiplies ``q . k``.
+    x : ndarray, shape (B, T, d_model), the residual stream
+    w : dict of str to ndarray: ``q_proj`` .. ``o_proj``, (d_model, d_model)
+    num_attention_heads : int, ``H``, dividing ``d_model``
+    scale : float, multiplies ``q . k``
     is_causal : bool
 
     Returns
     -------
-    out : ndarray, shape (B, T, d_model)
-    cache : tuple
-        ``(x, q, k, v, p, z)``: what :func:`attention_layer_backward`
-        needs; ``p`` (B, H, T, T) are the weights.
+    out, cache : ndarray (B, T, d_model), and ``(x, q, k, v, p, z)`` for
+        :func:`attention_layer_backward` (``p``: the weights, (B, H, T, T))
     """
     d_head = x.shape[-1] // num_attention_heads  # d_model = H * d_head
     q, k, v = (split_heads_core(x @ w[n].T, d_head) for n in PROJECTIONS[:3])
@@ -213,21 +189,16 @@ def attention_layer_backward(dout, cache, w, scale):
 
     Parameters
     ----------
-    dout : ndarray, shape (B, T, d_model)
-        dloss/d(layer output).
-    cache : tuple
-        What :func:`attention_layer_forward` returned with the output.
-    w : dict of str to ndarray
-        The layer's four projections, as in the forward.
-    scale : float
-        The forward's scale.
+    dout : ndarray, shape (B, T, d_model), dloss/d(layer output)
+    cache : tuple, what :func:`attention_layer_forward` returned
+    w : dict of str to ndarray, the layer's four projections
+    scale : float, the forward's
 
     Returns
     -------
     dx : ndarray, shape (B, T, d_model)
-        dloss/dx, through the layer only (the residual adds ``dout``).
-    grads : dict of str to ndarray
-        dloss/dW of each projection, (d_model, d_model).
+        dloss/dx through the layer only (the residual adds ``dout``).
+    grads : dict of str to ndarray, dloss/dW of each projection
     """
     x, q, k, v, p, z = cache
     grads = {"o_proj": _linear_grad(dout, z)}
@@ -340,14 +311,7 @@ class AttentionOnlyTransformer:
     def state_dict(self) -> dict[str, np.ndarray]:
         """The weights by name; the arrays are the model's own (not copies).
 
-        Returns
-        -------
-        dict of str to ndarray
-            ``embed_tokens.weight`` (V, d_model), ``embed_positions.weight``
-            (max_position_embeddings, d_model),
-            ``layers.{i}.self_attn.{q,k,v,o}_proj.weight`` (d_model, d_model),
-            ``lm_head.weight`` (V, d_model).
-        """
+        ``layers.{i}.self_attn.{q,k,v,o}_proj.weight``, embeddings, lm_head."""
         return dict(self._params)
 
     def load_state_dict(self, state_dict) -> None:
@@ -355,9 +319,7 @@ class AttentionOnlyTransformer:
 
         Parameters
         ----------
-        state_dict : mapping of str to ndarray
-            Every key of :meth:`state_dict`, no other, each of its shape; cast
-            to the model's dtype.
+        state_dict : mapping of str to ndarray, as :meth:`state_dict`'s
 
         See Also
         --------
@@ -402,19 +364,11 @@ class AttentionOnlyTransformer:
 
         Parameters
         ----------
-        input_ids : array_like of int, shape (B, T)
-            In ``0 .. V-1``, T <= ``max_position_embeddings``.
+        input_ids : array_like of int, (B, T), T <= max_position_embeddings
         is_causal : bool, default True
-            False lets every position attend to every other (the model was
-            trained with it True).
+            False: every position attends to every other (trained with True).
         output_attentions : bool, default False
-            Also return each layer's attention weights.
-
-        Returns
-        -------
-        logits : ndarray, shape (B, T, V)
-        attentions : list of ndarray, shape (B, H, T, T)
-            One per layer, only with ``output_attentions``.
+            Also return each layer's weights, a list of (B, H, T, T).
         """
         ids = self._check_input(input_ids)
         is_causal = check_bool("is_causal", is_causal)
@@ -433,15 +387,11 @@ class AttentionOnlyTransformer:
         Parameters
         ----------
         input_ids : array_like of int, shape (B, T)
-        labels : array_like of int, shape (B, T)
-            Target ids in ``0 .. V-1``, or -100 for no target; at least one
-            target.
+        labels : array_like of int, (B, T); -100: no target (one at least)
 
         Returns
         -------
-        loss : float
-        grads : dict of str to ndarray
-            The keys and shapes of :meth:`state_dict`.
+        loss, grads : float, and a dict of :meth:`state_dict`'s keys and shapes
         """
         ids = self._check_input(input_ids)
         labels = _check_ids("labels", labels, self.vocab_size, ids.shape,
@@ -479,14 +429,11 @@ class Adam:
 
     Parameters
     ----------
-    params : dict of str to ndarray
-        ``model.state_dict()``, the model's own arrays.
+    params : dict of str to ndarray, ``model.state_dict()``
     lr : float, default 1e-2
-        The learning rate.
     betas : (float, float), default (0.9, 0.999)
         Decay rates of the first and second moment estimates.
-    eps : float, default 1e-8
-        Added to the root of the second moment.
+    eps : float, default 1e-8, added to the root of the second moment
 
     See Also
     --------
@@ -504,8 +451,7 @@ class Adam:
 
         Parameters
         ----------
-        grads : dict of str to ndarray
-            The gradient of each parameter, of its shape.
+        grads : dict of str to ndarray, each parameter's gradient
         """
         self.t += 1
         b1, b2 = self.betas
@@ -522,23 +468,19 @@ def repeated_tokens(batch_size, half, vocab_size, rng):
 
     Parameters
     ----------
-    batch_size : int
-        ``B``, >= 1.
+    batch_size : int, ``B``
     half : int or (int, int)
         The block length, or ``(low, high)`` to draw each row's from
-        ``low .. high``, so the distance to the earlier copy varies and
-        position alone cannot find it; shorter rows are filled up to
-        ``T = 2 * high`` with random tokens labelled -100.
-    vocab_size : int
-        ``V``: tokens are drawn from ``0 .. V-1``.
+        ``low .. high`` (position alone then cannot find the earlier copy);
+        shorter rows are filled up to ``T = 2 * high``, labelled -100.
+    vocab_size : int, ``V``
     rng : numpy.random.Generator
 
     Returns
     -------
-    input_ids, labels : ndarray of int, shape (B, T)
-        ``labels[:, t] = input_ids[:, t + 1]`` inside the two copies; -100
-        after them (no next token to predict).
-    halves : ndarray of int, shape (B,)
+    input_ids, labels, halves : ndarray of int, (B, T), (B, T) and (B,)
+        ``labels[:, t] = input_ids[:, t + 1]`` inside the two copies, -100
+        after them; ``halves``: each row's block length.
     """
     B = check_positive_int("batch_size", batch_size)
     low, high = (half, half) if np.isscalar(half) else half
@@ -558,20 +500,10 @@ def repeated_tokens(batch_size, half, vocab_size, rng):
 def half_masks(halves, T: int) -> tuple[np.ndarray, np.ndarray]:
     """Masks of the unpredictable and the copyable positions, each (B, T).
 
-    The first holds the positions whose next token is in the first copy or
-    is the second copy's first token (``t < half``); the second those whose
-    next token can be copied (``half <= t < 2 * half - 1``).
-
     Parameters
     ----------
-    halves : array_like of int, shape (B,)
-        Each row's block length, from :func:`repeated_tokens`.
+    halves : array_like of int, shape (B,), from :func:`repeated_tokens`
     T : int
-        Positions.
-
-    Returns
-    -------
-    first, second : ndarray of bool, shape (B, T)
     """
     t = np.arange(T)
     h = np.asarray(halves)[:, None]  # (B, 1)
@@ -586,21 +518,15 @@ def gradient_check(model, input_ids, labels, *, per_key=2, eps=1e-6,
 
     Parameters
     ----------
-    model : AttentionOnlyTransformer
-        Its weights are changed and restored.
+    model : AttentionOnlyTransformer; its weights are changed and restored
     input_ids, labels : array_like of int, shape (B, T)
-        As in :meth:`AttentionOnlyTransformer.loss_and_grads`.
     per_key : int, default 2
-        Entries tried per weight.
-    eps : float, default 1e-6
-        The step of the differences.
-    seed : int, default 0
-        Chooses the entries.
+    eps : float, default 1e-6, the step
+    seed : int, default 0, chooses the entries
 
     Returns
     -------
-    dict of str to float
-        Per weight name, the worst relative error.
+    dict of str to float: per weight name, the worst relative error
     """
     _, grads = model.loss_and_grads(input_ids, labels)
     rng = np.random.default_rng(seed)
@@ -627,14 +553,8 @@ def half_losses(token_loss, halves) -> tuple[float, float]:
 
     Parameters
     ----------
-    token_loss : ndarray, shape (B, T)
-        Per-position losses (:func:`cross_entropy`).
-    halves : array_like of int, shape (B,)
-        Each row's block length.
-
-    Returns
-    -------
-    first, second : float
+    token_loss : ndarray, shape (B, T), per position (:func:`cross_entropy`)
+    halves : array_like of int, shape (B,), each row's block length
     """
     first, second = half_masks(halves, token_loss.shape[1])
     return (float(token_loss[first].mean()),
@@ -647,23 +567,17 @@ def train(model, *, steps, batch_size=32, half=(6, 10), lr=1e-2, seed=0,
 
     Parameters
     ----------
-    model : AttentionOnlyTransformer
-        Trained in place.
-    steps : int
-        Updates, >= 1.
+    model : AttentionOnlyTransformer, trained in place
+    steps : int, >= 1
     batch_size : int, default 32
-    half : int or (int, int), default (6, 10)
-        Block lengths, as in :func:`repeated_tokens`.
+    half : int or (int, int), default (6, 10), as :func:`repeated_tokens`'s
     lr : float, default 1e-2
-        Adam's learning rate.
-    seed : int, default 0
-        Seeds the batches.
-    frozen : iterable of str, default ()
-        Weights that keep their values (gradient set to 0).
+    seed : int, default 0, seeds the batches
+    frozen : iterable of str, default (); weights kept (gradient set to 0)
     score_every : int, optional
         Every so many steps (and after the last), also record
-        ``head_scores`` on the fixed batch ``SCORE_BATCH`` (drawn from its
-        own seed, so recording does not change the training batches).
+        ``head_scores`` on ``SCORE_BATCH`` (its own seed: the training
+        batches do not change).
 
     Returns
     -------
@@ -706,16 +620,13 @@ def head_scores(model, input_ids, halves) -> dict[str, np.ndarray]:
     Parameters
     ----------
     model : AttentionOnlyTransformer
-    input_ids : array_like of int, shape (B, T)
-        Repeated blocks, as :func:`repeated_tokens` draws them.
-    halves : array_like of int, shape (B,)
-        Each row's block length.
+    input_ids : array_like of int, shape (B, T), from :func:`repeated_tokens`
+    halves : array_like of int, shape (B,), each row's block length
 
     Returns
     -------
     dict of str to ndarray, shape (L, H)
-        "previous", "duplicate" and "induction" scores
-        (:mod:`pyxis_nb.circuits`).
+        "previous", "duplicate" and "induction" (:mod:`pyxis_nb.circuits`).
     """
     _, weights = model.forward(input_ids, output_attentions=True)
     funcs = {"previous": lambda w: previous_token_score(w),
@@ -731,18 +642,13 @@ def copying_score(model, layer: int) -> np.ndarray:
     Elhage et al.'s copying, measured by argmax: token t's embedding goes
     through the head's values and output alone,
     ``lm_head @ W_O[:, h] @ W_V[h] @ embed_tokens[t]``, straight to the
-    logits; a token counts if its own logit comes out highest.
+    logits; a token counts if its own logit comes out highest (a random
+    head: about ``1 / V``).
 
     Parameters
     ----------
     model : AttentionOnlyTransformer
-    layer : int
-        ``0 .. L-1``.
-
-    Returns
-    -------
-    ndarray, shape (H,)
-        A random head scores about ``1 / V``.
+    layer : int, ``0 .. L-1``
     """
     layer = check_int("layer", layer, low=0,
                       high=model.num_hidden_layers - 1)
@@ -805,16 +711,8 @@ def path_patch(model, input_ids, *, layer, head, into):
     ----------
     model : AttentionOnlyTransformer
     input_ids : array_like of int, shape (B, T)
-    layer : int
-        ``0 .. L-1``.
-    head : int
-        ``0 .. H-1``.
-    into : str or iterable of str
-        A subset of ("query", "key", "value").
-
-    Returns
-    -------
-    ndarray, shape (B, T, V)
+    layer, head : int, ``0 .. L-1`` and ``0 .. H-1``
+    into : str or iterable of str, of ("query", "key", "value")
     """
     ids = model._check_input(input_ids)
     layer = check_int("layer", layer, low=0,
@@ -837,13 +735,8 @@ def value_from_embedding(model, input_ids, *, head, part):
     ----------
     model : AttentionOnlyTransformer
     input_ids : array_like of int, shape (B, T)
-    head : int
-        A head of layer 0, ``0 .. H-1``.
+    head : int, a head of layer 0
     part : {"tokens", "positions"}
-
-    Returns
-    -------
-    ndarray, shape (B, T, V)
     """
     ids = model._check_input(input_ids)
     head = check_int("head", head, low=0,
@@ -857,12 +750,9 @@ def plot_half_losses(histories: dict, vocab_size: int, ax=None):
 
     Parameters
     ----------
-    histories : dict of str to dict
-        Run label -> what :func:`train` returned.
-    vocab_size : int
-        ``V``: ``ln V`` is the loss of a uniform guess.
-    ax : matplotlib Axes, optional
-        Drawn on; default a new figure.
+    histories : dict of str to dict, run label -> what :func:`train` returned
+    vocab_size : int, ``V``
+    ax : matplotlib Axes, optional; default a new figure
 
     Returns
     -------
@@ -890,15 +780,11 @@ def plot_score_history(history: dict, score: str, heads=None, ax=None):
 
     Parameters
     ----------
-    history : dict
-        What :func:`train` returned with ``score_every``.
+    history : dict, what :func:`train` returned with ``score_every``
     score : {"previous", "duplicate", "induction"}
-        A name of ``SCORES``.
     heads : iterable of (int, int), optional
-        (layer, head) pairs to draw; default every head (layer 0 dashed,
-        later layers solid).
-    ax : matplotlib Axes, optional
-        Drawn on; default a new figure.
+        (layer, head) pairs; default every head (layer 0 dashed).
+    ax : matplotlib Axes, optional; default a new figure
 
     Returns
     -------
@@ -926,17 +812,13 @@ def train_run(name: str, *, steps=None):
 
     Parameters
     ----------
-    name : str
-        A key of ``TRAINED_HEADS_RUNS``.
+    name : str, a key of ``TRAINED_HEADS_RUNS``
     steps : int, optional
-        Shortens the run (a test retrains the first steps and compares them
-        with the stored history); default the run's own.
+        Shortens the run (a test retrains the first steps); default its own.
 
     Returns
     -------
-    model : AttentionOnlyTransformer
-    history : dict
-        What :func:`train` returned.
+    model, history : AttentionOnlyTransformer, and what :func:`train` returned
     """
     model_kw, train_kw = TRAINED_HEADS_RUNS[name]
     model = AttentionOnlyTransformer(**model_kw)
@@ -963,21 +845,9 @@ def load_trained_heads(name: str = "main", path=DATA):
     Parameters
     ----------
     name : str, default "main"
-        A key of ``TRAINED_HEADS_RUNS`` whose weights the file keeps.
-    path : path-like, default the package's ``data/trained_heads.npz``
-
-    Returns
-    -------
-    model : AttentionOnlyTransformer
-        With the stored weights.
-    history : dict of str to ndarray
-        The losses (and head scores) recorded while training.
-
-    Raises
-    ------
-    ValueError
-        ``name`` is not a run, or the file keeps no weights of it (the wide
+        A run of ``TRAINED_HEADS_RUNS`` whose weights the file keeps (the wide
         runs keep their histories only: :func:`load_training_history`).
+    path : path-like, default the package's ``data/trained_heads.npz``
     """
     stored = _stored_run(name, path)
     weights = {k: v for k, v in stored.items() if ".weight" in k}
@@ -995,15 +865,7 @@ def load_training_history(name: str, path=DATA) -> dict:
 
     Parameters
     ----------
-    name : str
-        A key of ``TRAINED_HEADS_RUNS``.
-    path : path-like, default the package's ``data/trained_heads.npz``
-
-    Returns
-    -------
-    dict of str to ndarray
-        ``first_half`` and ``second_half`` (one loss per step), and the
-        head scores where they were recorded.
-    """
+    name : str, a key of ``TRAINED_HEADS_RUNS``
+    path : path-like, default the package's ``data/trained_heads.npz``"""
     return {k: v for k, v in _stored_run(name, path).items()
             if ".weight" not in k}

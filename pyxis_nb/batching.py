@@ -8,15 +8,9 @@ Shape legend:
     d_model   size of one token's vector
     d_head    size of one head's query, key and value vectors
 
-Token ids are integers; PAD is an id like any other, hidden by a mask.
-
-* :func:`pad_sequences` turns token lists of different lengths into one
-  (B, T) array plus the lengths, which :func:`pyxis_nb.padding_mask` takes.
-* :class:`TinyLM` is the smallest language model with attention in it:
-  embedding, sinusoidal positions, one causal head, output projection.
-
-The padding chapter writes greedy generation out with it, one token at a
-time; the package's one generation loop is ``Qwen3ForCausalLM.generate``.
+PAD is a token id like any other, hidden by a mask. The padding chapter
+writes greedy generation out with :class:`TinyLM`; the package's one
+generation loop is ``Qwen3ForCausalLM.generate``.
 """
 
 from __future__ import annotations
@@ -49,19 +43,14 @@ def pad_sequences(sequences: Sequence[Sequence[int]], *, pad_id: int = 0,
                   side: str = "right", length: int | None = None):
     """Pad token-id lists to one length, so they stack into a (B, T) array.
 
+    The ``lengths`` are for ``px.padding_mask(lengths, T, side=side)``.
+
     Parameters
     ----------
-    sequences : sequence of B non-empty sequences of int
-    pad_id : int, default 0
-    side : {"right", "left"}
-        Where the padding goes (left for batched generation).
-    length : int, default the longest sequence
-
-    Returns
-    -------
-    ids : ndarray of int64, shape (B, T)
-    lengths : ndarray of int64, shape (B,)
-        For ``px.padding_mask(lengths, T, side=side)``.
+    sequences : B non-empty sequences of int
+    pad_id : int, the id of the padding
+    side : "right" or "left" (batched generation): where the padding goes
+    length : int, the padded length ``T``; default the longest sequence
 
     See Also
     --------
@@ -86,19 +75,11 @@ class TinyLM:
 
     Parameters
     ----------
-    vocab_size : int
-        ``V``.
-    hidden_size : int, default 16
-        ``d_model``; even, for the sinusoidal positions.
-    head_dim : int, default 8
-    seed : int, default 0
-    dtype : numpy dtype, default float64
-
-    Attributes
-    ----------
-    embedding : ndarray, shape (V, d_model)
-    head : Head
-    W_out : ndarray, shape (d_head, V)
+    vocab_size : int, ``V``
+    hidden_size : int, ``d_model``, even (sinusoidal positions)
+    head_dim : int, ``d_head``
+    seed : int, the seed of the weights
+    dtype : numpy dtype of the weights
 
     See Also
     --------
@@ -121,18 +102,13 @@ class TinyLM:
     def forward(self, input_ids, *, attn_mask=None, is_causal: bool = True):
         """Logits for the next token at every position.
 
+        Returns (..., T, V): row ``t`` scores each candidate for ``t + 1``.
+
         Parameters
         ----------
         input_ids : array_like of int, shape (..., T), in ``0 .. V - 1``
-        attn_mask : ndarray of bool, broadcastable to (..., 1, T, T)
-            True = may attend, e.g. ``px.padding_mask(lengths, T)``;
-            combined with the causal mask by ``&``.
-        is_causal : bool, default True
-
-        Returns
-        -------
-        ndarray, shape (..., T, V)
-            Row ``t`` scores each candidate for the token at ``t + 1``.
+        attn_mask : bool, broadcastable to (..., 1, T, T), e.g. a padding mask
+        is_causal : bool, also apply the causal mask
         """
         ids = check_token_ids("input_ids", input_ids, self.vocab_size,
                               want="(..., T)")

@@ -1,17 +1,12 @@
 """What the heads of a trained model do, measured: maps, scores, ablations.
 
 Shape legend:
-    L        decoder layers
-    B        batch
+    L, B     decoder layers, batch
     H, H_kv  query heads, key/value heads (n_rep = H // H_kv)
-    T        positions (queries and keys are the same tokens: no cache)
-    V        vocabulary size
-    d_model  width of the residual stream; d_head, size of one head
+    T, V     positions (queries and keys alike: no cache), vocabulary size
+    d_model, d_head  widths of the residual stream and of one head
 
-The maps come from the model itself: ``model(input_ids,
-output_attentions=True).attentions`` is every layer's weights (L, B, H, T,
-T), and ``head_mask`` switches heads off, as in transformers. These
-functions score what those maps and the weights show.
+The maps: ``model(ids, output_attentions=True).attentions``, (L, B, H, T, T).
 """
 
 from __future__ import annotations
@@ -36,21 +31,13 @@ __all__ = [
 def next_token_loss(logits, input_ids, reduction: str = "mean"):
     """Cross-entropy, in nats, of token ``t + 1`` given logits at ``t``.
 
+    HF's loss with ``labels=input_ids`` (torch's ``cross_entropy``).
+
     Parameters
     ----------
     logits : ndarray, shape (B, T, V)
     input_ids : ndarray of int, shape (B, T)
-    reduction : {"mean", "none"}, default "mean"
-        As torch's ``cross_entropy``: the mean over every predicted token,
-        or each token's loss.
-
-    Returns
-    -------
-    float, or ndarray of float64, shape (B, T - 1)
-        torch: ``cross_entropy(logits[:, :-1].flatten(0, 1),
-        input_ids[:, 1:].flatten())``, what HF's ``labels=input_ids`` gives;
-        with ``reduction="none"``, entry ``[b, t]`` is the loss of token
-        ``t + 1`` of row ``b``.
+    reduction : {"mean", "none"}, as torch's; "none": the (B, T - 1) losses
     """
     z = as_float_array("logits", logits, ndim=3)
     ids = check_token_ids("input_ids", input_ids, z.shape[-1], batch=True)
@@ -66,11 +53,7 @@ def next_token_loss(logits, input_ids, reduction: str = "mean"):
 def _logsumexp(z: np.ndarray, rows: int = 16) -> np.ndarray:
     """Unchecked: ``log sum_v exp(z[..., v])``, (B, T, V) -> (B, T) float64.
 
-    Stable (each row's max taken out first, ``top + log sum exp(z -
-    top)``), the sum in float64. A few rows at a time, through one small
-    buffer: a temporary as large as the logits (SmolLM2: 50 MB for 256
-    positions), allocated afresh on every call, made the loss 4-7x slower
-    after a forward pass than its arithmetic needs.
+    A few rows at a time: a temporary as large as the logits cost 4-7x.
     """
     B, T, V = z.shape
     lse = np.empty((B, T))
@@ -88,19 +71,9 @@ def _logsumexp(z: np.ndarray, rows: int = 16) -> np.ndarray:
 def sink_score(weights) -> np.ndarray:
     """Mean weight each head puts on the first key, from queries 1 .. T-1.
 
-    Query 0 is left out: the causal mask gives it nothing else to attend
-    to. ``1/(t+1)`` is what a uniform row at query t would give (Xiao et
-    al. 2023, "attention sinks").
-
     Parameters
     ----------
-    weights : ndarray of float, shape (B, H, T, T)
-        One layer's attention weights.
-
-    Returns
-    -------
-    ndarray, shape (H,)
-    """
+    weights : ndarray, shape (B, H, T, T), one layer's attention weights"""
     w = as_float_array("weights", weights, ndim=4)
     return w[:, :, 1:, 0].mean(axis=(0, 2))
 
@@ -108,19 +81,14 @@ def sink_score(weights) -> np.ndarray:
 def ov_copying_score(model) -> np.ndarray:
     """Olsson et al.'s copying score of every head's OV circuit, (L, H).
 
-    The OV circuit ``W_U W_O^h W_V^h W_E`` (V, V), norm gains included,
-    maps a token attended to onto the logits it raises. Its eigenvalues
-    ``lam`` give ``sum(lam) / sum(|lam|)``: near 1, the head raises the
-    logit of the token it reads (copying); near -1, it suppresses it.
-    Computed on the (d_head, d_head) matrix with the same eigenvalues.
+    ``sum(lam) / sum(|lam|)`` over the eigenvalues of ``W_U W_O^h W_V^h W_E``
+    (norm gains included): near 1 the head raises the logit of the token it
+    reads (copying), near -1 it suppresses it. Found from the (d_head, d_head)
+    matrix with the same eigenvalues.
 
     Parameters
     ----------
     model : Qwen3ForCausalLM
-
-    Returns
-    -------
-    ndarray of float64, shape (L, H)
     """
     c = model.config
     H, H_kv, d_head = c.num_attention_heads, c.num_key_value_heads, c.head_dim
@@ -147,18 +115,11 @@ def ov_copying_score(model) -> np.ndarray:
 def head_pair_distance(weights) -> np.ndarray:
     """Mean total-variation distance between the rows of every two heads.
 
+    (H, H), over the batch and queries 1 .. T-1: 0 the same rows, 1 no overlap.
+
     Parameters
     ----------
-    weights : ndarray of float, shape (B, H, T, T)
-        One layer's attention weights.
-
-    Returns
-    -------
-    ndarray, shape (H, H)
-        Entry (i, j) is ``0.5 * sum |w_i - w_j|`` over the keys, averaged
-        over the batch and the queries 1 .. T-1 (0: the same distribution;
-        1: no overlap).
-    """
+    weights : ndarray, shape (B, H, T, T), one layer's attention weights"""
     w = as_float_array("weights", weights, ndim=4)[:, :, 1:]  # (B, H, T-1, T)
     i, j = np.triu_indices(w.shape[1], k=1)  # every pair once, i < j
     gap = np.abs(w[:, i] - w[:, j]).sum(axis=-1)  # (B, pairs, T-1)
@@ -170,20 +131,10 @@ def head_pair_distance(weights) -> np.ndarray:
 def offset_score(weights: np.ndarray, offset: int) -> np.ndarray:
     """Mean weight each head puts on the key ``offset`` places back.
 
-    The key ``offset`` places before the query, averaged over every query
-    ``t >= offset``, whatever the tokens are.
-
     Parameters
     ----------
-    weights : ndarray, shape (B, H, T, T)
-        One layer's attention weights.
-    offset : int
-        How far back the key is, ``0 .. T-1``.
-
-    Returns
-    -------
-    ndarray, shape (H,)
-    """
+    weights : ndarray, shape (B, H, T, T), one layer's attention weights
+    offset : int, ``0 .. T-1``; every query ``t >= offset`` is averaged"""
     t = np.arange(offset, weights.shape[-1])
     return weights[:, :, t, t - offset].mean(axis=(0, 2))
 
@@ -193,14 +144,7 @@ def previous_token_score(weights: np.ndarray) -> np.ndarray:
 
     Parameters
     ----------
-    weights : ndarray, shape (B, H, T, T)
-        One layer's attention weights.
-
-    Returns
-    -------
-    ndarray, shape (H,)
-        ``offset_score(weights, 1)``.
-    """
+    weights : ndarray, shape (B, H, T, T), one layer's attention weights"""
     return offset_score(weights, 1)
 
 
@@ -216,39 +160,18 @@ def _second_copy_score(weights, half, key_shift: int) -> np.ndarray:
 def duplicate_token_score(weights: np.ndarray, half) -> np.ndarray:
     """Weight on the first copy of the current token, from the second copy.
 
-    The mean weight each head puts, from a second-copy query ``half + j``,
-    on the key ``j``.
-
     Parameters
     ----------
-    weights : ndarray, shape (B, H, T, T)
-        One layer's weights on repeated blocks (``repeated_tokens``).
-    half : int or array_like of int, shape (B,)
-        The block length, or one per row.
-
-    Returns
-    -------
-    ndarray, shape (H,)
-    """
+    weights : ndarray, shape (B, H, T, T), one layer's, on ``repeated_tokens``
+    half : int or (B,) ints, block length: query ``half + j`` reads ``j``"""
     return _second_copy_score(weights, half, 0)
 
 
 def induction_score(weights: np.ndarray, half) -> np.ndarray:
     """Weight on the token after the current token's first copy: induction.
 
-    The mean weight each head puts, from a second-copy query ``half + j``,
-    on the key ``j + 1``. The last query of a copy has no such key and is
-    not scored.
-
     Parameters
     ----------
-    weights : ndarray, shape (B, H, T, T)
-        One layer's weights on repeated blocks (``repeated_tokens``).
-    half : int or array_like of int, shape (B,)
-        The block length, or one per row.
-
-    Returns
-    -------
-    ndarray, shape (H,)
-    """
+    weights : ndarray, shape (B, H, T, T), one layer's, on ``repeated_tokens``
+    half : int or (B,) ints, block length: query ``half + j`` reads ``j+1``"""
     return _second_copy_score(weights, half, 1)

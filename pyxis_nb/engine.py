@@ -1,10 +1,10 @@
 """Causal attention as an inference engine computes it: one query at a time.
 
-A library builds the whole (T, S) score matrix and hides the future with a
-mask. An engine decoding one token at a time never builds that matrix: the
-query at position ``pos`` scores only keys ``0 .. pos`` and takes the
-softmax of those ``pos + 1`` scores; the weights of the future stay 0.
-Both give the same numbers (the causal chapter measures it).
+A teaching form, the causal-mask chapter's: the query at position ``pos``
+scores only keys ``0 .. pos``, so the weights of the future stay 0 with no
+(T, S) matrix and no mask; the chapter measures that both give the same
+numbers. The models run the package's two kernels, ``attention.sdpa_core``
+and ``tiled.tiled_attention_loop``.
 
 Shape legend:
     ...      leading batch/head dimensions, broadcast between the inputs
@@ -41,22 +41,16 @@ def engine_causal_attention(query, key, value, *, scale: float | None = None,
                             output_attentions: bool = False):
     """Causal attention computed one query row at a time.
 
+    The causal-mask chapter's teaching form; the models run
+    ``attention.sdpa_core`` or ``tiled.tiled_attention_loop``.
+
     Parameters
     ----------
-    query : ndarray of float, shape (..., T, d_head), T <= S
-        The queries of the last T positions.
-    key, value : ndarray, shape (..., S, d_head)
-        Of the dtype of ``query``.
-    scale : float, optional
-        Multiplies the scores; default ``1 / sqrt(d_head)``.
+    query : ndarray of float, shape (..., T, d_head): the last T <= S positions
+    key, value : ndarray, shape (..., S, d_head), of ``query``'s dtype
+    scale : float, optional; default ``1 / sqrt(d_head)``
     output_attentions : bool, default False
-        Also return the weights.
-
-    Returns
-    -------
-    output : ndarray, shape (..., T, d_head)
-    weights : ndarray, shape (..., T, S), only with ``output_attentions``
-        Zero on every future key.
+        Also return the weights (..., T, S), zero on every future key.
 
     See Also
     --------

@@ -1,15 +1,7 @@
 """How good a language model is, in units that compare across tokenizers.
 
 Shape legend:
-    B, T    batch, positions of the tokens scored
-    V       vocabulary size
-
-A loss in nats per token depends on the tokenizer: a vocabulary with longer
-tokens has fewer, harder predictions. Bits per byte divide the total loss by
-the bytes of text those tokens stand for, so a model, a bigram table and a
-compressor such as zlib can be compared on the same text. The bytes must be
-those of the very tokens scored: a mean over other text (a whole file when a
-part was scored) gives another number.
+    B, T, V  batch, positions of the tokens scored, vocabulary size
 """
 
 from __future__ import annotations
@@ -34,31 +26,11 @@ def _byte_alphabet() -> frozenset:
 def token_byte_lengths(tokenizer) -> np.ndarray:
     """The bytes of UTF-8 text each token id stands for, in a byte-level BPE.
 
+    (V,) int64; a special token counts 0 bytes, as ``decode`` drops it.
+
     Parameters
     ----------
-    tokenizer : tokenizers.Tokenizer
-        A byte-level BPE, as ``px.load_tokenizer`` returns (the kind Qwen3
-        and GPT-2 use): every character of a token's string is one byte.
-
-    Returns
-    -------
-    ndarray of int64, shape (V,)
-        ``V = tokenizer.get_vocab_size()``. Special tokens (such as
-        ``<|endoftext|>``) count 0 bytes: ``decode`` drops them from the
-        text. For ids without special tokens,
-        ``token_byte_lengths(tok)[ids].sum()`` equals
-        ``len(tok.decode(ids).encode())``.
-
-    Raises
-    ------
-    ValueError
-        If a token that is not special has a character outside the byte
-        alphabet (the tokenizer is not byte-level).
-
-    See Also
-    --------
-    bits_per_byte : the loss per byte of those tokens.
-    """
+    tokenizer : tokenizers.Tokenizer, byte-level BPE (``px.load_tokenizer``)"""
     alphabet = _byte_alphabet()
     special = {i for i, t in tokenizer.get_added_tokens_decoder().items()
                if t.special}
@@ -80,34 +52,9 @@ def bits_per_byte(loss, labels, token_bytes) -> float:
 
     Parameters
     ----------
-    loss : float
-        Mean cross-entropy in nats per token over ``labels``, as
-        ``px.next_token_loss`` returns it (or torch's ``cross_entropy``).
-    labels : ndarray of int, shape (B, T), or any shape
-        The tokens whose predictions the loss averaged: the targets, not the
-        inputs. For ``px.next_token_loss(logits, input_ids)`` these are
-        ``input_ids[:, 1:]``.
-    token_bytes : ndarray of int, shape (V,)
-        Bytes of text each token id stands for (:func:`token_byte_lengths`).
-
-    Returns
-    -------
-    float
-        ``loss * labels.size / ln 2 / token_bytes[labels].sum()``: the
-        total loss in bits, divided by the bytes of those tokens.
-
-    Raises
-    ------
-    ValueError
-        If ``loss`` is negative or not a number, ``token_bytes`` is not a
-        non-negative 1-D integer array, ``labels`` are not token ids below
-        ``V``, or the labels stand for no bytes at all.
-
-    Examples
-    --------
-    >>> bits_per_byte(np.log(2), np.array([0, 1]), np.array([1, 3]))
-    0.5
-    """
+    loss : float, mean nats per token over ``labels`` (``px.next_token_loss``)
+    labels : ndarray of int, the targets scored, e.g. ``input_ids[:, 1:]``
+    token_bytes : ndarray of int, shape (V,), :func:`token_byte_lengths`"""
     loss = check_number("loss", loss, at_least=0)
     token_bytes = check_int_array("token_bytes", token_bytes, ndim=1,
                                   want="(V,)")

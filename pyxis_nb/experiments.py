@@ -2,12 +2,7 @@
 
 Shape legend:
     T        tokens (also the length of one softmax row)
-    d_head   size of each token, query and key vector (the experiments use
-             one square head, ``d_model = d_head``)
-
-Every function is deterministic: the randomness comes from
-``np.random.default_rng(seed)``, so the book prints the same (rounded)
-numbers on every machine.
+    d_head   size of each token, query and key vector (d_model = d_head)
 """
 
 from __future__ import annotations
@@ -37,9 +32,7 @@ __all__ = [
 def _draws(d_head: int, T: int, seed: int):
     """``Head(d_head, d_head, seed)``'s Wq, Wk and T seeded tokens, read-only.
 
-    Kept for the next call with the same arguments: the scaling chapter
-    redraws the same heads at many weight scales (a pure function of its
-    arguments, so the cache never changes a result)."""
+    Cached: the scaling chapter redraws the same heads at many scales."""
     head = Head(d_head, d_head, seed=seed)
     x = np.random.default_rng([seed, 1]).standard_normal((T, d_head))
     for a in (head.Wq, head.Wk, x):
@@ -54,23 +47,11 @@ def random_attention_weights(head_dim: int, *, T: int = 6, seed: int = 0,
 
     Parameters
     ----------
-    head_dim : int
-        ``d_head``, the token and head size.
-    T : int, default 6
-        Tokens; a uniform row has weights ``1 / T``.
-    seed : int, default 0
-        Seeds the head and the tokens.
-    scaled : bool, default True
-        Divide the scores by ``sqrt(d_head)``.
-    weight_std : float, optional
-        Projection std instead of ``1 / sqrt(d_head)`` (not fan-in scaled),
-        > 0; the same draws, rescaled.
-
-    Returns
-    -------
-    ndarray of float64, shape (T, T)
-        Each row sums to 1.
-    """
+    head_dim : int, ``d_head``, the token and head size
+    T : int, tokens; a uniform row has weights ``1 / T``
+    seed : int, seeds the head and the tokens
+    scaled : bool, divide the scores by ``sqrt(d_head)``
+    weight_std : float, optional, projection std, not ``d_head**-0.5``"""
     d_head, T = check_positive_ints(head_dim=head_dim, T=T)
     Wq, Wk, x = _draws(d_head, T, seed)  # the head's and the tokens' draws
     if weight_std is not None:  # rescale the same draws to std weight_std
@@ -86,26 +67,10 @@ def max_attention_weight(head_dim: int, *, scaled: bool = True, T: int = 6,
                          weight_std: float | None = None) -> float:
     """The largest weight of a row, averaged over rows and seeds.
 
-    ``1 / T`` for uniform rows, 1 for rows collapsed onto one token.
-
     Parameters
     ----------
-    head_dim : int
-        ``d_head``, as in :func:`random_attention_weights`.
-    scaled : bool, default True
-        Divide the scores by ``sqrt(d_head)``.
-    T : int, default 6
-        Tokens.
-    seeds : iterable of int, default range(20)
-        One random head and sentence per seed; not empty.
-    weight_std : float, optional
-        As in :func:`random_attention_weights`.
-
-    Returns
-    -------
-    float
-        In ``[1 / T, 1]``.
-    """
+    head_dim, scaled, T, weight_std : as in :func:`random_attention_weights`
+    seeds : iterable of int, one random head and sentence each; not empty"""
     seeds = list(seeds)
     check_positive_int("len(seeds)", len(seeds))
     w = np.stack([random_attention_weights(head_dim, T=T, seed=s,
@@ -119,23 +84,12 @@ def dot_product_std(head_dim: int, *, n: int = 20_000, seed: int = 0,
                     scaled: bool = False) -> float:
     """Sample std of ``q . k`` over ``n`` pairs of standard normal vectors.
 
-    ``q . k`` sums ``d_head`` terms of variance 1, so its std is
-    ``sqrt(d_head)``; divided by ``sqrt(d_head)`` it is 1.
-
     Parameters
     ----------
-    head_dim : int
-        ``d_head``.
-    n : int, default 20000
-        Pairs, >= 2.
-    seed : int, default 0
-    scaled : bool, default False
-        Divide each dot product by ``sqrt(d_head)``.
-
-    Returns
-    -------
-    float
-    """
+    head_dim : int, ``d_head``
+    n : int, pairs, >= 2
+    seed : int
+    scaled : bool, divide each dot product by ``sqrt(d_head)``"""
     d_head = check_positive_int("head_dim", head_dim)
     n = check_int("n", n, low=2)
     rng = np.random.default_rng(seed)
@@ -148,21 +102,11 @@ def dot_product_std(head_dim: int, *, n: int = 20_000, seed: int = 0,
 def softmax_jacobian(x) -> np.ndarray:
     """Jacobian ``J = diag(p) - p p^T`` of ``p = softmax(x)`` for one row.
 
+    What ``torch.autograd.functional.jacobian`` gives for the softmax.
+
     Parameters
     ----------
-    x : ndarray of float, shape (T,)
-        Finite scores, T >= 1.
-
-    Returns
-    -------
-    ndarray, shape (T, T), dtype of ``x``
-        Symmetric; rows and columns sum to 0; all near 0 once ``p``
-        saturates.
-
-    See Also
-    --------
-    torch.autograd.functional.jacobian : the same matrix, by autograd.
-    """
+    x : ndarray of float, shape (T,), finite scores"""
     x = as_float_array("x", x, ndim=1, finite=True)
     check_nonempty("x", x, {0: "key"})
     p = softmax_core(x)  # (T,)
@@ -172,24 +116,10 @@ def softmax_jacobian(x) -> np.ndarray:
 def best_time(fn: Callable[[], object], repeats: int = 3) -> float:
     """The fastest of ``repeats`` wall-clock runs of ``fn()``, in seconds.
 
-    The minimum is the least disturbed by other work on the machine.
-
     Parameters
     ----------
-    fn : callable
-        Called with no arguments; its result is discarded.
-    repeats : int, default 3
-        Runs, >= 1.
-
-    Returns
-    -------
-    float
-        Seconds.
-
-    See Also
-    --------
-    timeit.Timer.repeat : the standard library's version.
-    """
+    fn : callable, called with no arguments
+    repeats : int, >= 1"""
     times = []
     for _ in range(check_positive_int("repeats", repeats)):
         start = time.perf_counter()

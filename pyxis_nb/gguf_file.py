@@ -8,21 +8,12 @@ Shape legend:
     H, H_kv  query and key/value heads
     d_head   head_dim
 
-A GGUF file holds metadata (key-value pairs: the architecture, its sizes,
-the tokenizer's vocabulary and merges, a chat template) and tensors, each
-stored in a ggml type: F32, F16, or blocks of 32 quantized weights (Q8_0:
-an f16 scale and 32 int8 codes; Q4_1: an f16 scale ``d``, an f16 minimum
-``m`` and 32 4-bit codes ``q``, weight ``d * q + m``). Everything here is
-read with llama.cpp's own Python package, ``gguf`` (``GGUFReader``,
-``gguf.quants.dequantize``, ``get_tensor_name_map``), imported only when a
-file is read.
-
-llama.cpp rotates Llama-family models with the interleaved RoPE layout, so
-its converter permutes each head's ``q_proj`` / ``k_proj`` rows for them
-(not for Qwen2/Qwen3, which it rotates in the half layout).
-:func:`read_gguf` undoes that with :func:`permute_qk_proj`, as
-transformers' GGUF loader does, unless ``unpermute_qk=False``.
-
+A GGUF holds metadata (sizes, the tokenizer, a chat template) and tensors
+in ggml types: F32, F16, or blocks of 32 quantized weights (Q4_1: an f16
+scale ``d``, an f16 minimum ``m``, 32 4-bit codes ``q``; weight ``d * q +
+m``). Read with llama.cpp's ``gguf`` package, imported only when used.
+llama.cpp permutes Llama's q/k rows for its interleaved RoPE (not Qwen's);
+:func:`read_gguf` undoes that, as transformers' GGUF loader does.
 """
 
 from __future__ import annotations
@@ -81,15 +72,11 @@ class GGUFCheckpoint(NamedTuple):
 
     Parameters
     ----------
-    architecture : str
-        "llama" or "qwen3".
+    architecture : str, "llama" or "qwen3"
     config : ModelConfig
-    tie_word_embeddings : bool
-        True when the file has no ``output.weight`` (lm_head = embedding).
-    generation_config : dict
-        The bos / eos / pad token ids.
-    state_dict : dict of str to ndarray
-        Hugging Face's names to float arrays, torch's (out, in) layout.
+    tie_word_embeddings : bool, no ``output.weight``: lm_head = embedding
+    generation_config : dict, the bos / eos / pad token ids
+    state_dict : dict of str to ndarray, HF's names, torch's (out, in) layout
     """
 
     architecture: str  # "llama" or "qwen3"
@@ -102,10 +89,8 @@ class GGUFCheckpoint(NamedTuple):
 def _reader(path):
     """(``gguf.GGUFReader``, metadata, file) of ``path``, or a named error.
 
-    The reader parses every metadata field when it opens a file (seconds
-    for a vocabulary of 49,152 tokens), so the last few files opened are
-    kept, keyed by path, size and modification time.
-    """
+    Opening parses every metadata field (seconds for 49,152 tokens), so the
+    last few files are cached, by path, size and modification time."""
     file = pathlib.Path(path)
     check_found(file.is_file(), f"path {str(path)!r} is not a file: "
                 "expected a GGUF file" + (
@@ -119,19 +104,13 @@ def _reader(path):
 def _reader_class():
     """``gguf.GGUFReader``, reading through a plain view of its memmap.
 
-    The reader slices its ``np.memmap`` once per value, and each slice of
-    a memmap runs a Python-level ``__array_finalize__``: for SmolLM2's
-    98,000 vocabulary and merge strings that is most of the time to open
-    the file. The same slices of a plain ndarray view of the same map are
-    C-level: the same fields and tensors, 3x faster (tests/test_gguf.py).
-
-    ``_get`` is a private method of gguf 0.19.0's reader, overridden with
-    its signature and its body but for the view. So pyproject.toml pins
-    ``gguf==0.19.0``: before moving the pin, check that the new release's
-    ``_get`` still reads every value this way (tests/test_gguf.py's
-    test_the_fast_reader_reads_what_the_library_reads compares every
-    field and tensor with gguf's own reader).
-    """
+    Each slice of a memmap runs a Python-level ``__array_finalize__``: most of
+    the time to open SmolLM2's 98,000 strings. A plain view slices in C: 3x
+    faster. ``_get`` overrides a private method of gguf 0.19.0, its body but
+    for the view, so pyproject.toml pins ``gguf==0.19.0``; before moving the
+    pin, run tests/test_gguf.py's
+    test_the_fast_reader_reads_what_the_library_reads (every field and tensor
+    against gguf's own reader)."""
     from gguf import GGUFReader
 
     class ArrayReader(GGUFReader):
@@ -163,28 +142,18 @@ def _open(file: str, size: int, mtime_ns: int):
 def gguf_metadata(path) -> dict:
     """Every metadata key of a GGUF file, as Python values (lists, str).
 
-    ``general.architecture``, ``{arch}.block_count``, ...,
-    ``tokenizer.ggml.tokens`` (a list), ``tokenizer.chat_template``.
-
     Parameters
     ----------
-    path : str or os.PathLike
-        A GGUF file.
-    """
+    path : str or os.PathLike, a GGUF file"""
     return dict(_reader(path)[1])
 
 
 def gguf_tensor_types(path) -> dict:
     """``{name: (ggml type, shape)}`` of every tensor, shape (out, in).
 
-    ggml lists a tensor's sizes innermost first; this gives them as numpy
-    and torch do (``token_embd.weight``: (V, d_model)).
-
     Parameters
     ----------
-    path : str or os.PathLike
-        A GGUF file.
-    """
+    path : str or os.PathLike, a GGUF file"""
     return {t.name: (t.tensor_type.name, tuple(int(n) for n in t.shape[::-1]))
             for t in _reader(path)[0].tensors}
 
@@ -192,26 +161,14 @@ def gguf_tensor_types(path) -> dict:
 def gguf_tensor_data(path, name: str) -> np.ndarray:
     """One tensor as the file stores it: its blocks' raw bytes, not weights.
 
+    A read-only view of the file: uint8 (out, bytes a row) for a quantized
+    type, float32 weights for F32; ``gguf.quants.dequantize(data, type)``
+    turns blocks into weights.
+
     Parameters
     ----------
-    path : str or os.PathLike
-        A GGUF file.
-    name : str
-        llama.cpp's tensor name, such as ``"blk.0.attn_q.weight"``.
-
-    Returns
-    -------
-    ndarray
-        ``gguf.GGUFReader``'s data of the tensor, a read-only view of the
-        file: for a quantized type, uint8 of shape (out, bytes a row)
-        (Q4_1: 20 bytes per 32 weights); for F32, the float32 weights.
-        ``gguf.quants.dequantize(data, type)`` turns blocks into weights.
-
-    Raises
-    ------
-    ValueError
-        If the file has no tensor ``name``.
-    """
+    path : str or os.PathLike, a GGUF file
+    name : str, llama.cpp's tensor name, such as ``"blk.0.attn_q.weight"``"""
     tensors = {t.name: t for t in _reader(path)[0].tensors}
     if name not in tensors:
         raise ValueError(f"name {name!r} is not a tensor of "
@@ -294,34 +251,21 @@ def read_gguf(path, *, dtype=np.float32, unpermute_qk: bool = True,
               architecture: str | None = None) -> GGUFCheckpoint:
     """A Llama or Qwen3 GGUF file: its config and its weights, HF's names.
 
-    Everything is checked before a weight is read: the file (truncated,
-    not GGUF), the architecture (``architecture``, or llama / qwen3), the
-    metadata (no RoPE scaling, sliding window, experts, partial rotary),
-    each tensor's ggml type (what ``gguf.quants.dequantize`` reads: F32,
-    F16, BF16, Q8_0, Q4_0, Q4_1, the k-quants, ...), and every tensor name
-    and shape against the metadata. Weights are dequantized to ``dtype``,
-    a matrix column-major (:func:`~pyxis_nb.qwen3.weight_order`).
-    ``unpermute_qk=False`` keeps llama.cpp's q/k row order (Llama only):
-    the rows as stored, for the interleaved RoPE layout.
+    Everything is checked before a weight is read (the file, the
+    architecture, unsupported metadata, each ggml type, every tensor's name
+    and shape); weights are dequantized to ``dtype``, column-major
+    (:func:`~pyxis_nb.qwen3.weight_order`).
 
     Parameters
     ----------
-    path : str or os.PathLike
-        A GGUF file.
-    dtype : numpy float dtype, default float32
-    unpermute_qk : bool, default True
-        Put Llama's q/k rows back in Hugging Face's (half-layout) order.
-    architecture : str, optional
-        The one wanted ("llama" or "qwen3"); default either.
-
-    Returns
-    -------
-    GGUFCheckpoint
+    path : str or os.PathLike, a GGUF file
+    dtype : numpy float dtype
+    unpermute_qk : bool, put Llama's q/k rows in HF's half-layout order
+    architecture : str, optional, "llama" or "qwen3"; default either
 
     See Also
     --------
-    transformers.modeling_gguf_pytorch_utils.load_gguf_checkpoint
-    """
+    transformers.modeling_gguf_pytorch_utils.load_gguf_checkpoint"""
     from gguf import MODEL_ARCH_NAMES, get_tensor_name_map
     from gguf.quants import dequantize
     dtype = check_float_dtype("dtype", dtype)

@@ -6,9 +6,8 @@ Shape legend:
     d_model   size of one token's vector
     d_head    size of one head's query, key and value vectors
 
-Tokens are rows, so a projection is ``x @ W`` with ``W`` of shape
-(d_model, d_head). (torch's ``Linear`` stores the transpose, (out, in); the
-multi-head layer uses that layout, as the real checkpoints do.)
+Tokens are rows: a projection is ``x @ W``, ``W`` (d_model, d_head), the
+transpose of torch's ``Linear.weight`` (the multi-head layer's layout).
 """
 
 from __future__ import annotations
@@ -33,22 +32,14 @@ def check_tokens(name: str, x, d_model: int) -> np.ndarray:
 class Head:
     """A single attention head with projections ``Wq``, ``Wk``, ``Wv``.
 
+    Normal, std ``1 / sqrt(d_model)``: unit-variance inputs project to
+    about unit variance.
+
     Parameters
     ----------
-    hidden_size, head_dim : int
-        ``d_model`` and ``d_head``: token size and head size.
-    seed : int, default 0
-        The weights are normal with std ``1 / sqrt(d_model)``, so projected
-        entries have about unit variance when the inputs do.
-    dtype : numpy dtype, default float64
-
-    Attributes
-    ----------
-    Wq, Wk, Wv : ndarray, shape (d_model, d_head)
-
-    See Also
-    --------
-    torch.nn.Linear : one projection, stored transposed (d_head, d_model).
+    hidden_size, head_dim : int, ``d_model`` and ``d_head``
+    seed : int, the seed of the weights
+    dtype : numpy dtype of the weights
     """
 
     def __init__(self, hidden_size: int, head_dim: int, seed: int = 0,
@@ -67,13 +58,8 @@ class Head:
 
         Parameters
         ----------
-        hidden_size : int
-            ``d_model``, which is also ``d_head`` here.
-        dtype : numpy dtype, default float64
-
-        Returns
-        -------
-        Head
+        hidden_size : int, ``d_model``, which is also ``d_head`` here
+        dtype : numpy dtype of the weights
         """
         head = cls(hidden_size, hidden_size, dtype=dtype)
         head.Wq, head.Wk, head.Wv = (np.eye(hidden_size, dtype=dtype)
@@ -93,12 +79,7 @@ class Head:
 
         Parameters
         ----------
-        x : ndarray of float, shape (..., T, d_model)
-            T >= 1; the weights are cast to its dtype.
-
-        Returns
-        -------
-        q, k, v : ndarray, shape (..., T, d_head)
+        x : ndarray of float, shape (..., T, d_model), T >= 1
         """
         x = check_tokens("x", x, self.hidden_size)
         check_same_dtype(Wq=self.Wq, x=x)  # as torch: no silent cast
@@ -111,13 +92,7 @@ class Head:
         Parameters
         ----------
         x : ndarray of float, shape (..., T, d_model)
-        scaled : bool, default True
-            Divide by ``sqrt(d_head)``; False shows the raw dot products.
-
-        Returns
-        -------
-        ndarray, shape (..., T, T), dtype of ``x``
-            Before any mask or softmax.
+        scaled : bool, False shows the raw dot products
         """
         q, k, _ = self.qkv(x)
         s = q @ np.swapaxes(k, -1, -2)  # (..., T, d_head) @ (..., d_head, T)
@@ -130,16 +105,7 @@ class Head:
 
         Parameters
         ----------
-        x : ndarray of float, shape (..., T, d_model)
-        is_causal : bool, default False
-            Token ``i`` sees only tokens ``0..i``.
-        scaled : bool, default True
-            If False, skip ``1 / sqrt(d_head)`` (for the scaling chapter).
-
-        Returns
-        -------
-        ndarray, shape (..., T, T)
-            ``forward(x, ..., output_attentions=True)[1]``.
+        x, is_causal, scaled : as :meth:`forward` takes them
         """
         return self.forward(x, is_causal=is_causal, scaled=scaled,
                             output_attentions=True)[1]
@@ -151,17 +117,9 @@ class Head:
         Parameters
         ----------
         x : ndarray of float, shape (..., T, d_model)
-        is_causal : bool, default False
-            Token ``i`` sees only tokens ``0..i``.
-        scaled : bool, default True
-            If False, skip ``1 / sqrt(d_head)`` (for the scaling chapter).
-        output_attentions : bool, default False
-            Also return the (..., T, T) weights.
-
-        Returns
-        -------
-        out : ndarray, shape (..., T, d_head)
-        weights : ndarray, shape (..., T, T), only with ``output_attentions``
+        is_causal : bool, token ``i`` sees only tokens ``0..i``
+        scaled : bool, False skips ``1 / sqrt(d_head)`` (the scaling chapter)
+        output_attentions : bool, also return the weights
         """
         q, k, v = self.qkv(x)
         out, weights = sdpa_core(q, k, v, is_causal=is_causal,

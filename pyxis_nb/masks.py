@@ -5,11 +5,9 @@ Shape legend:
     T   query positions
     S   key positions
 
-A mask of shape (T, S) broadcasts against scores of shape (..., T, S).
-When ``T < S`` (a KV cache) the ``T`` queries are the last ``T`` of the
-``S`` positions, so by default the causal triangle sits bottom-right, as
-in FlashAttention and ``torch.nn.attention.bias.causal_lower_right``.
-Torch's ``is_causal=True`` aligns it top-left: ``align="top_left"``.
+With ``T < S`` (a KV cache) the queries are the last ``T`` of ``S``
+positions: the causal triangle sits bottom-right by default, as in
+FlashAttention; torch's ``is_causal=True`` is ``align="top_left"``.
 """
 
 from __future__ import annotations
@@ -36,19 +34,8 @@ def causal_mask(T: int, S: int | None = None, *,
 
     Parameters
     ----------
-    T : int
-        Query positions, >= 1.
-    S : int, optional
-        Key positions, >= 1; defaults to ``T``.
-    align : {"bottom_right", "top_left"}, default "bottom_right"
-        Query ``i`` sits at position ``S - T + i`` (bottom-right, the
-        last ``T`` of ``S`` positions, as with a KV cache) or at ``i``
-        (top-left, torch's ``is_causal=True``).
-
-    Returns
-    -------
-    ndarray of bool, shape (T, S)
-        True = may attend.
+    T, S : int, query and key positions, >= 1 (``S`` defaults to ``T``)
+    align : "bottom_right": query ``i`` at ``S - T + i``; "top_left": at ``i``
 
     See Also
     --------
@@ -64,20 +51,9 @@ def causal_mask(T: int, S: int | None = None, *,
 def causal_mask_mod(b, h, q_idx, kv_idx):
     """FlexAttention's causal ``mask_mod``: a query sees keys up to itself.
 
-    The one causal triangle of the package: :func:`causal_mask`, SDPA's
-    ``is_causal`` and the tiles of ``tiled_attention`` all call it.
-
     Parameters
     ----------
-    b, h : int or ndarray of int
-        Batch and head indices (unused: the same triangle everywhere).
-    q_idx, kv_idx : int or ndarray of int
-        Query and key positions, broadcast against each other.
-
-    Returns
-    -------
-    bool or ndarray of bool
-        True = may attend: ``kv_idx <= q_idx``.
+    b, h, q_idx, kv_idx : batch and head (unused), query and key positions
     """
     return kv_idx <= q_idx
 
@@ -85,19 +61,11 @@ def causal_mask_mod(b, h, q_idx, kv_idx):
 def sliding_window_mask_mod(window: int):
     """A causal sliding window as FlexAttention's ``mask_mod``.
 
-    Each query sees itself and the ``window - 1`` keys before it (Mistral,
-    and the sliding layers of Gemma 2/3 and gpt-oss, as transformers'
-    ``sliding_window_causal_mask_function``).
+    As transformers' ``sliding_window_causal_mask_function`` (Mistral).
 
     Parameters
     ----------
-    window : int
-        Keys a query sees, itself included, >= 1.
-
-    Returns
-    -------
-    callable
-        ``mask_mod(b, h, q_idx, kv_idx) -> bool``, True = may attend.
+    window : int, keys a query sees, itself included, >= 1
     """
     window = check_positive_int("window", window)
 
@@ -111,24 +79,13 @@ def sliding_window_mask(T: int, S: int | None = None, *, window: int,
                         align: str = "bottom_right") -> np.ndarray:
     """Band mask: query and key are less than ``window`` positions apart.
 
-    Two-sided, as Longformer's; ``& causal_mask(T, S)`` gives Mistral's
-    one-sided window (each query sees itself and ``window - 1`` keys back).
+    Two-sided (Longformer's); ``& causal_mask(T, S)``: Mistral's window.
 
     Parameters
     ----------
-    T : int
-        Query positions, >= 1.
-    S : int, optional
-        Key positions, >= 1; defaults to ``T``.
-    window : int
-        Width of the window, >= 1.
-    align : {"bottom_right", "top_left"}, default "bottom_right"
-        Where the queries sit among the keys, as in :func:`causal_mask`.
-
-    Returns
-    -------
-    ndarray of bool, shape (T, S)
-        True = may attend.
+    T, S : int, query and key positions, >= 1 (``S`` defaults to ``T``)
+    window : int, width of the window, >= 1
+    align : where the queries sit among the keys, as in :func:`causal_mask`
     """
     T, S = _check_sizes(T, S)
     window = check_positive_int("window", window)
@@ -144,16 +101,9 @@ def padding_mask(lengths, S: int, *, side: str = "right") -> np.ndarray:
 
     Parameters
     ----------
-    lengths : array_like of int, shape (B,)
-        Real tokens per sequence, each in ``1 .. S`` (the padded length).
-    S : int
-    side : {"right", "left"}
-        Where the padding sits (left for batched generation).
-
-    Returns
-    -------
-    ndarray of bool, shape (B, 1, 1, S)
-        Broadcasts against scores (B, H, T, S); hides PAD keys only.
+    lengths : array_like of int (B,), real tokens per sequence, in 1 .. S
+    S : int, the padded length
+    side : "right" or "left" (batched generation): where the padding sits
 
     See Also
     --------
@@ -175,10 +125,7 @@ def real_tokens(lengths: np.ndarray, S: int, side: str) -> np.ndarray:
 
 
 def mask_to_bias(attn_mask: np.ndarray, dtype) -> np.ndarray:
-    """Unchecked core: a boolean mask as an additive bias (0 or -inf).
-
-    A floating mask is already a bias and is only cast to ``dtype``.
-    """
+    """Unchecked core: a boolean mask as an additive bias (0 or -inf)."""
     if attn_mask.dtype == bool:
         return np.where(attn_mask, 0, -np.inf).astype(dtype)
     return attn_mask.astype(dtype, copy=False)

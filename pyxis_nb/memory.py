@@ -9,21 +9,9 @@ Shape legend (the sizes these formulas multiply; HF's names in brackets):
     T        sequence length (tokens)
     B        batch (sequences held)
 
-``bytes`` is the size of one stored value: 2 for bf16/fp16, 4 for fp32, 1
-for fp8.
-
-The KV cache stores one key and one value vector of ``d_head`` numbers per
-key/value head, per layer, per token: it grows with ``H_kv``, not ``H``,
-which is the memory GQA and MQA save. Model configurations live in
-:mod:`pyxis_nb.qwen3`.
-
-The models of 2024-26 cache less: sliding-window layers keep only the
-window, multi-head latent attention (DeepSeek-V3) a latent of
-``kv_lora_rank + qk_rope_head_dim`` numbers a token, linear-attention
-layers (Qwen3-Next) a state that does not grow. :func:`attention_recipe`
-reads which from a config, and :func:`attention_configs` holds the configs
-of seven models, taken from transformers' config classes (so the table
-runs with numpy alone).
+``dtype_bytes`` is the size of one stored value: 2 for bf16/fp16, 4 for
+fp32, 1 for fp8. :func:`attention_configs` holds configs taken from
+transformers' config classes, so the tables run with numpy alone.
 """
 
 from __future__ import annotations
@@ -62,32 +50,14 @@ def kv_cache_bytes(num_hidden_layers: int, num_key_value_heads: int,
                    batch_size: int = 1) -> int:
     """Bytes of a KV cache: ``2 x L x H_kv x d_head x bytes x T x B``.
 
-    The 2 counts keys and values; ``seq_len=1`` gives the cost of a token.
+    The 2 counts keys and values. ``H_kv`` is not the group size ``n_rep``
+    (a known error of published estimators).
 
     Parameters
     ----------
-    num_hidden_layers : int
-        ``L``, >= 1.
-    num_key_value_heads : int
-        ``H_kv``, >= 1 (*not* the group size ``n_rep``: a known error of
-        published estimators).
-    head_dim : int
-        ``d_head``, >= 1.
-    seq_len : int
-        Tokens ``T`` held, >= 0.
-    dtype_bytes : int, default 2
-        Bytes per value (bf16). Allocated by numpy: ``KVCache.nbytes``.
-    batch_size : int, default 1
-        Sequences held, ``B`` >= 0.
-
-    Returns
-    -------
-    int
-
-    Examples
-    --------
-    >>> kv_cache_bytes(28, 8, 128, seq_len=1)  # Qwen3-1.7B, bf16, per token
-    114688
+    num_hidden_layers, num_key_value_heads, head_dim : int, L, H_kv, d_head
+    seq_len, batch_size : int >= 0, tokens ``T`` and sequences ``B`` held
+    dtype_bytes : int, bytes per value (2: bf16)
     """
     layers = check_positive_int("num_hidden_layers", num_hidden_layers)
     H_kv = check_positive_int("num_key_value_heads",
@@ -105,42 +75,16 @@ def linear_attention_state_bytes(config, dtype_bytes: int = 2,
                                  ) -> int:
     """Bytes one linear-attention layer holds, at any length.
 
-    Qwen3-Next's Gated DeltaNet layer keeps a recurrent state of
-    ``d_k x d_v`` numbers per value head and the last
-    ``linear_conv_kernel_dim`` inputs of its convolution (queries, keys and
-    values: ``2 H_k d_k + H d_v`` channels), as transformers' cache stores
-    them (:class:`~pyxis_nb.linear_attention.LinearAttentionCache`).
-    transformers keeps the recurrent state in float32 even in a bf16 model
-    (its ``recurrent_states`` are float32, its ``conv_states`` the model's
-    dtype), so by default the state counts at least 4 bytes a number.
+    Qwen3-Next's Gated DeltaNet layer keeps a ``d_k x d_v`` state per value
+    head and the last ``linear_conv_kernel_dim`` inputs of its convolution
+    (``2 H_k d_k + H d_v`` channels), as transformers' cache stores them.
 
     Parameters
     ----------
-    config : dict or transformers config
-        ``linear_num_key_heads``, ``linear_num_value_heads``,
-        ``linear_key_head_dim``, ``linear_value_head_dim``,
-        ``linear_conv_kernel_dim`` (a Qwen3NextConfig, its ``to_dict()``
-        or an entry of :func:`attention_configs`).
-    dtype_bytes : int, default 2
-        Bytes per value of the model and its convolution state (bf16).
-    batch_size : int, default 1
-        Sequences held, ``B`` >= 0.
-    state_dtype_bytes : int, optional
-        Bytes per number of the recurrent state. None: ``max(dtype_bytes,
-        4)``, float32 for a bf16 or float16 model as transformers keeps it
-        (a float64 state, as the package's float64 layers hold, stays 8).
-
-    Returns
-    -------
-    int
-
-    Examples
-    --------
-    >>> linear_attention_state_bytes(dict(  # Qwen3-Next-80B-A3B, bf16
-    ...     linear_num_key_heads=16, linear_num_value_heads=32,
-    ...     linear_key_head_dim=128, linear_value_head_dim=128,
-    ...     linear_conv_kernel_dim=4))  # 4 x 32 x 128 x 128 + 2 x 8192 x 4
-    2162688
+    config : a Qwen3NextConfig, its ``to_dict()`` or an attention_configs entry
+    dtype_bytes : int, bytes per value of the model and its conv state
+    batch_size : int, sequences held, ``B`` >= 0
+    state_dtype_bytes : int; None: ``max(dtype_bytes, 4)``, as HF's float32
     """
     c = _config_values(config, (
         "linear_num_key_heads", "linear_num_value_heads",
@@ -177,27 +121,9 @@ def attention_parameter_count(hidden_size: int, num_attention_heads: int,
 
     Parameters
     ----------
-    hidden_size : int
-        ``d_model``.
-    num_attention_heads : int
-        ``H``.
-    num_key_value_heads : int
-        ``H_kv``.
-    head_dim : int
-        ``d_head`` (the shapes: ``px.multihead.weight_shapes``).
-    qk_norm : bool, default False
-        Add Qwen3's ``q_norm`` and ``k_norm`` (``d_head`` each).
-    bias : bool, default False
-        Add Qwen2's q/k/v biases.
-
-    Returns
-    -------
-    int
-
-    Examples
-    --------
-    >>> attention_parameter_count(2048, 16, 8, 128)  # one Qwen3-1.7B layer
-    12582912
+    hidden_size, num_attention_heads, num_key_value_heads, head_dim : int
+    qk_norm : bool, add Qwen3's ``q_norm`` and ``k_norm`` (``d_head`` each)
+    bias : bool, add Qwen2's q/k/v biases
     """
     d_model = check_positive_int("hidden_size", hidden_size)
     H = check_positive_int("num_attention_heads", num_attention_heads)
@@ -219,28 +145,7 @@ def score_matrix_bytes(seq_len: int, dtype_bytes: int = 2,
 
     Parameters
     ----------
-    seq_len : int
-        ``T``, >= 0.
-    dtype_bytes : int, default 2
-        Bytes per value (bf16).
-    num_attention_heads : int, default 1
-        ``H``.
-    batch_size : int, default 1
-        ``B``.
-
-    Returns
-    -------
-    int
-
-    Raises
-    ------
-    ValueError
-        If a size is not an integer >= 1 (``seq_len`` may be 0).
-
-    Examples
-    --------
-    >>> score_matrix_bytes(1000)  # one head, 2 bytes a value: about 2 MB
-    2000000
+    seq_len, dtype_bytes, num_attention_heads, batch_size : T, bytes, H, B
     """
     t = _check_count("seq_len", seq_len)
     nbytes = check_positive_int("dtype_bytes", dtype_bytes)
@@ -253,13 +158,7 @@ def format_bytes(n: int | float) -> str:
 
     Parameters
     ----------
-    n : int or float
-        A number of bytes.
-
-    Returns
-    -------
-    str
-        ``"512 B"``, ``"1.5 KiB"``, ..., up to TiB.
+    n : int or float, a number of bytes (up to TiB)
     """
     value = float(n)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
@@ -275,32 +174,11 @@ def decode_step_flops(config, context_len: int, *,
                       use_cache: bool = True) -> int:
     """FLOPs of one decode step, the matrix products only (2 a multiply-add).
 
-    The new token is the last of ``T = context_len`` positions. With the
-    cache: 1 token's projections and 1 query against T keys; without: T
-    tokens' projections and the full (T, T) scores. Both: ``lm_head`` of
-    the last position. Linear in T with the cache, quadratic without;
-    norms, RoPE, softmax are left out.
-
     Parameters
     ----------
-    config : ModelConfig
-        ``QWEN3_1_7B``, ``TinyDecoder().config``, ...;
-        ``intermediate_size`` 0: no MLP.
-    context_len : int
-        ``T``, >= 1: the positions including the new token.
-    use_cache : bool, default True
-        Whether the keys and values of the past are cached.
-
-    Returns
-    -------
-    int
-
-    Examples
-    --------
-    >>> import pyxis_nb as px
-    >>> cached = decode_step_flops(px.QWEN3_1_7B, 2048)
-    >>> round(decode_step_flops(px.QWEN3_1_7B, 2048, use_cache=False) / cached)
-    1722
+    config : ModelConfig (``intermediate_size`` 0: no MLP)
+    context_len : int, ``T`` >= 1, the new token included
+    use_cache : bool, whether the past keys and values are cached
     """
     T = check_positive_int("context_len", context_len)
     d_model, H, H_kv, d_head = (config.hidden_size, config.num_attention_heads,
@@ -320,46 +198,16 @@ def mla_decode_cost(config, context_len: int, *, absorb: bool,
                     dtype_bytes: int = 2) -> dict[str, int]:
     """One MLA layer's decode step: bytes read and multiply-adds.
 
-    One new token, batch 1, a :class:`~pyxis_nb.variants.LatentCache` of
-    ``S = context_len`` tokens (the new one included), as
-    :meth:`DeepseekV3Attention.decode
-    <pyxis_nb.variants.DeepseekV3Attention.decode>` runs it. Both forms
-    read every weight once (``kv_b_proj`` whole, or its two halves
-    ``W_uk`` and ``W_uv``) and the cache once. The expanded form then
-    makes every head's key and value of every cached token and reads them
-    (``S H (d_qk + d_v)`` numbers); the absorbed form scores the latent
-    rows themselves. Multiply-adds of the matrix products only (norms,
-    RoPE and the softmax left out).
+    One new token, batch 1, as ``DeepseekV3Attention.decode`` runs it. Both
+    forms read every weight and the latent cache once; the expanded one
+    also makes and reads every head's key and value of every cached token.
 
     Parameters
     ----------
-    config : dict or transformers config
-        A DeepseekV3Config, its ``to_dict()``, or a dict with
-        ``hidden_size``, ``num_attention_heads``, ``q_lora_rank`` (None:
-        one ``q_proj``), ``kv_lora_rank``, ``qk_nope_head_dim``,
-        ``qk_rope_head_dim``, ``v_head_dim``; ``attention_bias`` (False).
-    context_len : int
-        ``S``, >= 1: the tokens the step attends to.
-    absorb : bool
-        The absorbed form (True) or the expanded one (False).
-    dtype_bytes : int, default 2
-        Bytes per value (bf16).
-
-    Returns
-    -------
-    dict of str to int
-        ``weight_bytes``, ``cache_bytes``, ``expanded_bytes`` (the heads'
-        keys and values made from the cache; 0 absorbed), ``bytes`` (their
-        sum), ``macs``.
-
-    Examples
-    --------
-    >>> import pyxis_nb as px
-    >>> c = dict(hidden_size=7168, num_attention_heads=128,
-    ...          q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128,
-    ...          qk_rope_head_dim=64, v_head_dim=128)
-    >>> px.memory.mla_decode_cost(c, 4096, absorb=True)["cache_bytes"]
-    4718592
+    config : a DeepseekV3Config, its ``to_dict()`` or a dict of the keys read
+    context_len : int, ``S`` >= 1, the cached tokens, the new one included
+    absorb : bool, the absorbed form (True) or the expanded one
+    dtype_bytes : int, bytes per value (2: bf16)
     """
     config = as_config_dict(config)
     c = _config_values(config, (
@@ -415,20 +263,8 @@ _SHORT = {"full_attention": "full", "sliding_attention": "sliding",
 def attention_configs() -> dict[str, dict]:
     """Eight models' attention configs, by name, from transformers' classes.
 
-    From explicit values (a published checkpoint's shape): Qwen3-1.7B,
-    SmolLM2-135M, a Llama-3-8B-style GQA and Gemma 3 4B
-    (``Gemma3TextConfig``); from a class's defaults, each a published
-    checkpoint: gpt-oss-120b (``GptOssConfig``), DeepSeek-V3
-    (``DeepseekV3Config``), Qwen3-Next-80B-A3B (``Qwen3NextConfig``) and
-    SmolLM3-3B (``SmolLM3Config``, with its head_dim). The keys of each
-    config's ``to_dict()`` that attention reads, as
-    tools/attention_configs.py wrote them from transformers 5.24.
-
-    Returns
-    -------
-    dict of str to dict
-        Model name -> its config (``num_hidden_layers``, ``layer_types``,
-        ``kv_lora_rank``, ``linear_num_value_heads``, ...).
+    Each holds the keys of the config's ``to_dict()`` that attention reads,
+    as tools/attention_configs.py wrote them from transformers 5.24.
     """
     table = json.loads(ATTENTION_CONFIGS.read_text())
     return {name: entry["config"] for name, entry in table.items()
@@ -469,28 +305,15 @@ def layer_cache_bytes(config, layer_type: str, seq_len: int, *,
                       dtype_bytes: int = 2, batch_size: int = 1) -> int:
     """Bytes one layer of this type holds after ``seq_len`` tokens.
 
-    A full layer holds every token (keys and values, or MLA's latent and
-    rotated key); a sliding layer at most ``sliding_window`` of them
-    (transformers keeps ``sliding_window - 1`` between calls and adds the
-    new token); a linear-attention layer its state, whatever the length.
+    A sliding layer holds at most ``sliding_window`` tokens (transformers
+    keeps ``sliding_window - 1`` between calls, then adds the new one).
 
     Parameters
     ----------
-    config : dict or transformers config
-        An entry of :func:`attention_configs`, a config's ``to_dict()`` or
-        the config.
-    layer_type : {"full_attention", "sliding_attention", "linear_attention"}
-        An entry of ``config.layer_types``.
-    seq_len : int
-        Tokens ``T`` seen, >= 0.
-    dtype_bytes : int, default 2
-        Bytes per value (bf16).
-    batch_size : int, default 1
-        Sequences held, ``B`` >= 0.
-
-    Returns
-    -------
-    int
+    config : an attention_configs entry, a config or its ``to_dict()``
+    layer_type : an entry of :data:`LAYER_TYPES` (``config.layer_types``)
+    seq_len, batch_size : int >= 0, tokens ``T`` seen and sequences ``B``
+    dtype_bytes : int, bytes per value (2: bf16)
     """
     c = _recipe_config(config)
     check_choice("layer_type", layer_type, LAYER_TYPES)
@@ -510,27 +333,8 @@ def cache_bytes(config, seq_len: int, *, dtype_bytes: int = 2,
 
     Parameters
     ----------
-    config : dict or transformers config
-        An entry of :func:`attention_configs`, a config's ``to_dict()`` or
-        the config (no ``layer_types``: every layer full).
-    seq_len : int
-        Tokens ``T`` seen, >= 0.
-    dtype_bytes : int, default 2
-        Bytes per value (bf16).
-    batch_size : int, default 1
-        Sequences held, ``B`` >= 0.
-
-    Returns
-    -------
-    int
-
-    Examples
-    --------
-    >>> configs = attention_configs()
-    >>> cache_bytes(configs["Qwen3-1.7B"], 1)  # bf16, a token
-    114688
-    >>> cache_bytes(configs["DeepSeek-V3"], 1)  # 61 x (512 + 64) x 2
-    70272
+    config : as :func:`layer_cache_bytes` takes it; no ``layer_types``: full
+    seq_len, dtype_bytes, batch_size : as :func:`layer_cache_bytes` takes them
     """
     c = _recipe_config(config)
     return sum(layer_cache_bytes(c, t, seq_len, dtype_bytes=dtype_bytes,
@@ -581,36 +385,17 @@ def attention_recipe(config, *, seq_len: int = 131_072,
                      dtype_bytes: int = 2) -> dict:
     """A model's attention recipe and what its cache costs.
 
+    In bytes: ``bytes_per_token`` (a token inside every window),
+    ``bytes_per_token_past_window`` (past them), ``constant_bytes`` (linear
+    layers' states), ``bytes_at_seq_len`` (all of it after ``seq_len``
+    tokens), ``mha_bytes_per_token`` (plain multi-head attention of the same
+    heads: no sharing, window, latent or state).
+
     Parameters
     ----------
-    config : dict or transformers config
-        An entry of :func:`attention_configs`, a config's ``to_dict()`` or
-        the config.
-    seq_len : int, default 131_072
-        The length of the ``bytes_at_seq_len`` column (128k tokens).
-    dtype_bytes : int, default 2
-        Bytes per value (bf16).
-
-    Returns
-    -------
-    dict
-        ``num_attention_heads``, ``num_key_value_heads``, ``head_dim``
-        (MLA: the query/key head, ``qk_nope_head_dim + qk_rope_head_dim``),
-        ``layer_pattern`` (e.g. "5 sliding : 1 full (29 sliding, 5 full)"),
-        ``sliding_window`` (None without sliding layers), ``cache_form``;
-        in bytes: ``bytes_per_token`` (what a token adds while it is
-        inside every window), ``bytes_per_token_past_window`` (once past
-        them), ``constant_bytes`` (linear layers' states),
-        ``bytes_at_seq_len`` (all of it after ``seq_len`` tokens),
-        ``mha_bytes_per_token`` (plain multi-head attention of the same
-        heads in every layer: no sharing, no window, no latent, no state);
-        and ``seq_len``.
-
-    Examples
-    --------
-    >>> r = attention_recipe(attention_configs()["DeepSeek-V3"])
-    >>> r["bytes_per_token"], r["mha_bytes_per_token"]
-    (70272, 4997120)
+    config : an attention_configs entry, a config or its ``to_dict()``
+    seq_len : int, the length of ``bytes_at_seq_len`` (128k tokens)
+    dtype_bytes : int, bytes per value (2: bf16)
     """
     c = _recipe_config(config)
     T = _check_count("seq_len", seq_len)
@@ -650,17 +435,8 @@ def attention_table(configs: dict | None = None, *,
 
     Parameters
     ----------
-    configs : dict of str to config, optional
-        Model name -> config; None: :func:`attention_configs`.
-    seq_len : int, default 131_072
-        The length of the ``bytes_at_seq_len`` column.
-    dtype_bytes : int, default 2
-        Bytes per value (bf16).
-
-    Returns
-    -------
-    list of dict
-        Each recipe, with the model's name under ``"model"`` first.
+    configs : dict, model name -> config; None: :func:`attention_configs`
+    seq_len, dtype_bytes : as :func:`attention_recipe` takes them
     """
     configs = attention_configs() if configs is None else configs
     if not isinstance(configs, dict):

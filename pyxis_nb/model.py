@@ -13,45 +13,34 @@ Shape legend:
 ``generate`` takes a prompt of ``P`` positions (left padding included) and
 adds ``N = max_new_tokens``.
 
-The model is Qwen3's: embed the ids; in each of ``L`` pre-norm layers add
-``self_attn(input_layernorm(h))`` to the residual stream ``h``, then
-``mlp(post_attention_layernorm(h))``; a final ``norm``; ``lm_head`` (with
-tied embeddings, the embedding matrix itself). The attention is the book's
-``MultiHeadAttention``, the norms ``rms_norm``, the positions RoPE, the
-cache ``KVCache``. With ``intermediate_size = 0`` the layers have no MLP:
-that is the small random decoder of the KV-cache and padding chapters.
-
-Checkpoints are read as transformers writes them: ``config.json`` and
-``model.safetensors``, or shards listed in ``model.safetensors.index.json``.
-bfloat16 is the top half of a float32, so it widens exactly with a shift.
-``safetensors`` and ``tokenizers`` are imported only when a file is read.
+Each of the ``L`` pre-norm layers adds ``self_attn(input_layernorm(h))``,
+then ``mlp(post_attention_layernorm(h))``, to the residual stream ``h``.
+With ``intermediate_size = 0`` the layers have no MLP: the small random
+decoder of the KV-cache and padding chapters. :mod:`pyxis_nb.loading`
+reads the checkpoints.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import pathlib
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ._checks import (as_float_array, check_01_mask, check_bool,
-                      check_callable, check_choice,
-                      check_config_value, check_float_dtype, check_found,
-                      check_heads, check_int, check_keys, check_model_config,
-                      check_needs, check_number, check_positive_int,
-                      check_same_dtype, check_shape, check_state_shapes,
-                      check_theta, check_token_ids)
-from .kv_cache import KVCache
+                      check_callable, check_float_dtype, check_int, check_keys,
+                      check_model_config, check_needs, check_number,
+                      check_positive_int, check_same_dtype, check_shape,
+                      check_state_shapes, check_token_ids)
+from .kv_cache import Cache, DynamicCache, KVCache
 from .multihead import (MultiHeadAttention, attention_inputs,
-                        check_attn_implementation, check_output_attentions,
-                        weight_shapes)
+                        check_attn_implementation, check_output_attentions)
 from .norms import rms_norm_core
 from .gguf_file import read_gguf
-from .qwen3 import ModelConfig, random_attention, state_shapes, weight_order
-from .rope import (ROPE_KEYS, compute_rope_parameters, rope_frequencies,
-                   rotary_cos_sin)
+from .loading import read_checkpoint, rope_init
+from .qwen3 import ModelConfig, random_attention, state_shapes
+from .rope import (rotary_cos_sin)
 from .stable_softmax import softmax_core
 
 __all__ = [
@@ -64,7 +53,6 @@ __all__ = [
     "Qwen3ForCausalLM",
     "TinyDecoder",
     "LlamaForCausalLM",
-    "safetensors_header",
 ]
 
 #: the interventions ``Qwen3ForCausalLM.forward(hooks=...)`` takes
@@ -75,52 +63,15 @@ HOOK_POINTS = ("heads", "residual")
 SHAKESPEARE_CHECKPOINT = (pathlib.Path(__file__).parent / "data"
                           / "qwen3_shakespeare")
 
-#: ``transformers.Qwen3Config``'s defaults, for keys a config.json omits.
-QWEN3_DEFAULTS = dict(
-    vocab_size=151_936, hidden_size=4096, intermediate_size=22_016,
-    num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=None,
-    head_dim=128, hidden_act="silu", max_position_embeddings=32_768,
-    rms_norm_eps=1e-6, tie_word_embeddings=False, rope_theta=10_000.0,
-    attention_bias=False, use_sliding_window=False)
-
-#: ``transformers.LlamaConfig``'s defaults (``head_dim`` None: d_model / H).
-LLAMA_DEFAULTS = dict(
-    vocab_size=32_000, hidden_size=4096, intermediate_size=11_008,
-    num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=None,
-    head_dim=None, hidden_act="silu", max_position_embeddings=2048,
-    rms_norm_eps=1e-6, tie_word_embeddings=False, rope_theta=10_000.0,
-    attention_bias=False, mlp_bias=False, use_sliding_window=False)
-
-#: The RoPE scalings the models run (``rope_parameters["rope_type"]``);
-#: "dynamic" is refused: its frequencies change with the sequence length.
-ROPE_SCALINGS = ("linear", "yarn", "llama3")
-
-#: config.json's model_type -> the defaults of its transformers config.
-CONFIG_DEFAULTS = {"qwen3": QWEN3_DEFAULTS, "llama": LLAMA_DEFAULTS}
-
-#: safetensors dtype -> how its bytes are read (BF16: as uint16, shifted)
-SAFETENSORS_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2",
-                      "BF16": "<u2"}
-
-
 @dataclass(frozen=True)
 class CausalLMOutputWithPast:
     """What ``forward`` returns, as Hugging Face's class of the name.
 
-    Parameters
-    ----------
-    logits : ndarray, shape (B, T, V)
-        Next-token scores before the softmax (``T``: the kept positions).
-    cache : KVCache or None
-        The cache the call appended to (``use_cache=True`` or a cache
-        given), else None. HF: ``past_key_values``.
-    attentions : ndarray, shape (L, B, H, T, S), or None
-        With ``output_attentions=True``: every layer's attention weights;
-        ``attentions[i]`` is layer ``i``'s (B, H, T, S), as HF's tuple.
-    hidden_states : ndarray, shape (L + 1, B, T, d_model), or None
-        With ``output_hidden_states=True``, as HF's tuple: the input of
-        each layer (``hidden_states[0]``, the embeddings), then the final
-        norm of the last layer's output.
+    ``logits`` (B, T, V): the kept positions' scores. ``cache``: the cache
+    the call appended to, or None (HF: ``past_key_values``). With
+    ``output_attentions``, ``attentions`` (L, B, H, T, S); with
+    ``output_hidden_states``, ``hidden_states`` (L + 1, B, T, d_model):
+    each layer's input, then the final norm's output (HF: tuples).
 
     See Also
     --------
@@ -137,16 +88,10 @@ class CausalLMOutputWithPast:
 class GenerateDecoderOnlyOutput:
     """``generate``'s result with ``return_dict_in_generate=True`` (HF's).
 
-    Parameters
-    ----------
-    sequences : ndarray of int, shape (B, P + N)
-        The prompt and the new tokens.
-    scores : tuple of ndarray (B, V), or None
-        With ``output_scores``: each step's scores after the sampling
-        settings (temperature, top-k, top-p); for greedy decoding, the
-        logits.
-    logits : tuple of ndarray (B, V), or None
-        With ``output_logits``: each step's raw logits.
+    ``sequences`` (B, P + N): the prompt and the new tokens. With
+    ``output_scores``, ``scores``: each step's (B, V) after temperature,
+    top-k and top-p (greedy: the logits); with ``output_logits``,
+    ``logits``: each step's raw (B, V).
 
     See Also
     --------
@@ -161,12 +106,8 @@ class GenerateDecoderOnlyOutput:
 class Qwen3RMSNorm:
     """RMSNorm with a learned gain, as a layer: ``weight`` (d_model,).
 
-    Parameters
-    ----------
-    weight : ndarray, shape (d_model,)
-        The gain, used as given (not checked, not copied).
-    eps : float, default 1e-6
-        Added to the mean square (HF: ``variance_epsilon``).
+    ``weight`` is used as given (not checked, not copied); ``eps`` is added
+    to the mean square (HF: ``variance_epsilon``).
 
     See Also
     --------
@@ -180,15 +121,7 @@ class Qwen3RMSNorm:
     def forward(self, hidden_states: np.ndarray) -> np.ndarray:
         """Unchecked: (..., d_model) -> (..., d_model), ``rms_norm_core``.
 
-        Parameters
-        ----------
-        hidden_states : ndarray, shape (..., d_model)
-            Of the dtype of ``weight``.
-
-        Returns
-        -------
-        ndarray, shape (..., d_model)
-        """
+        ``hidden_states``: of the dtype of ``weight``."""
         return rms_norm_core(hidden_states, self.weight,
                              self.variance_epsilon)
 
@@ -198,15 +131,10 @@ class Qwen3RMSNorm:
 class Qwen3MLP:
     """SwiGLU: ``down_proj(silu(gate_proj(x)) * up_proj(x))``.
 
-    The weights are torch's ``Linear`` layout (out, in), no biases, used as
-    given (not checked).
-
-    Parameters
-    ----------
-    gate_proj, up_proj : ndarray, shape (d_ff, d_model)
-        Kept side by side in one array, ``gate_up_proj`` (2 d_ff, d_model),
-        of which the attributes ``gate_proj`` and ``up_proj`` are views.
-    down_proj : ndarray, shape (d_model, d_ff)
+    Weights in torch's ``Linear`` layout (out, in), no biases, unchecked:
+    ``gate_proj``, ``up_proj`` (d_ff, d_model), copied into one array
+    ``gate_up_proj`` (2 d_ff, d_model) and kept as its views; ``down_proj``
+    (d_model, d_ff).
 
     See Also
     --------
@@ -214,11 +142,8 @@ class Qwen3MLP:
     """
 
     def __init__(self, gate_proj, up_proj, down_proj):
-        # both input projections in one matrix (Phi-3's gate_up_proj): one
-        # product for both, a single pass over their weights when decoding;
-        # gate_proj and up_proj stay as views of its two halves
-        # (laid out as gate_proj is: column-major from a checkpoint reader,
-        # see weight_order)
+        # one product for both (Phi-3's gate_up_proj): a single pass over
+        # the weights when decoding; laid out as gate_proj (weight_order)
         d_ff = gate_proj.shape[0]
         self.gate_up_proj = np.empty(
             (2 * d_ff, gate_proj.shape[1]), gate_proj.dtype,
@@ -231,15 +156,7 @@ class Qwen3MLP:
     def forward(self, x: np.ndarray) -> np.ndarray:
         """Unchecked: x (B, T, d_model) -> (B, T, d_model).
 
-        Parameters
-        ----------
-        x : ndarray, shape (B, T, d_model)
-            Of the weights' dtype.
-
-        Returns
-        -------
-        ndarray, shape (B, T, d_model)
-        """
+        ``x``: of the weights' dtype."""
         # (B, T, d_model) @ (d_model, 2 d_ff) -> gate, up: (B, T, d_ff) each
         gate, up = np.split(x @ self.gate_up_proj.T, 2, axis=-1)
         h = silu_mul(gate, up)  # silu(gate) * up, (B, T, d_ff)
@@ -251,18 +168,8 @@ class Qwen3MLP:
 def silu_mul(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
     """Unchecked: ``silu(gate) * up``, written into ``up``, which it returns.
 
-    ``silu(x) = x * sigmoid(x) = x / (1 + exp(-x))``, as torch computes it,
-    in one more array of ``gate``'s shape instead of five.
-
-    Parameters
-    ----------
-    gate, up : ndarray, one shape and dtype
-        ``up`` is overwritten.
-
-    Returns
-    -------
-    ndarray
-        ``up``.
+    ``gate`` and ``up``: one shape and dtype. As torch computes it,
+    ``silu(x) = x / (1 + exp(-x))``, in one temporary array, not five.
     """
     denom = np.negative(gate)
     with np.errstate(over="ignore"):  # exp(-x) = inf: silu(x) = -0.0
@@ -275,15 +182,10 @@ def silu_mul(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
 class Qwen3DecoderLayer:
     """One pre-norm block: attention, then (if there is one) the MLP.
 
-    Parameters
-    ----------
-    self_attn : MultiHeadAttention
-    input_layernorm : Qwen3RMSNorm
-    mlp : Qwen3MLP, optional
-        None: an attention-only layer (no ``post_attention_layernorm``).
-    post_attention_layernorm : Qwen3RMSNorm, optional
-    layer_idx : int, default 0
-        Where the layer keeps its keys and values in a ``KVCache``.
+    ``self_attn``: a ``MultiHeadAttention``; ``input_layernorm``,
+    ``post_attention_layernorm``: ``Qwen3RMSNorm``; ``mlp``: a ``Qwen3MLP``,
+    or None (attention only, no second norm); ``layer_idx``: the layer's
+    entry in a ``KVCache``.
 
     See Also
     --------
@@ -296,34 +198,35 @@ class Qwen3DecoderLayer:
         self.mlp, self.post_attention_layernorm = mlp, post_attention_layernorm
         self.layer_idx = layer_idx
 
+    @property
+    def layer_type(self) -> str:
+        """Its attention's kind, "full_attention" or "sliding_attention"."""
+        return getattr(self.self_attn, "layer_type", "full_attention")
+
     def forward(self, hidden_states, attention_mask, position_embeddings, *,
-                cache=None, head_mask=None, rope_layout="half",
-                heads_hook=None):
+                cache=None, is_causal=False, head_mask=None,
+                rope_layout="half", heads_hook=None):
         """Unchecked (the model checks once): (B, T, d_model) -> same.
+
+        Also returns the attention weights (B, H, T, S), None from the
+        ``"flex_attention"`` kernel.
 
         Parameters
         ----------
         hidden_states : ndarray, shape (B, T, d_model)
         attention_mask : ndarray of bool or None
-            The SDPA mask (True = may attend), as the model built it.
+            The kernel's mask (True = may attend), built by the model.
         position_embeddings : tuple of ndarray
-            ``(cos, sin)``, each (B, T, d_head), built once by the model.
-        cache : KVCache, optional
+            ``(cos, sin)``, each (B, T, d_head), built by the model.
+        cache : Cache, optional
             Appended to at ``layer_idx``.
+        is_causal : bool, default False
+            The kernel adds the causal triangle (no (T, S) mask).
         head_mask : ndarray, shape (H,), optional
-            Multiplies each head's attention weights.
         rope_layout : {"half", "interleaved"}
-            Which pairs RoPE rotates (see ``Qwen3ForCausalLM.forward``).
         heads_hook : callable, optional
-            ``heads_hook(heads) -> heads`` on the heads' outputs (B, H, T,
-            d_head) before ``o_proj`` (``Qwen3ForCausalLM.forward``'s
-            ``hooks``).
-
-        Returns
-        -------
-        hidden_states : ndarray, shape (B, T, d_model)
-        attn_weights : ndarray, shape (B, H, T, S), or None
-            None from the ``"flex_attention"`` kernel.
+            ``heads_hook(heads) -> heads`` on (B, H, T, d_head) before
+            ``o_proj``.
 
         See Also
         --------
@@ -334,7 +237,7 @@ class Qwen3DecoderLayer:
         # Self Attention
         hidden_states, attn_weights = self.self_attn.attend(
             hidden_states, attention_mask, position_embeddings, cache=cache,
-            layer_idx=self.layer_idx, head_mask=head_mask,
+            is_causal=is_causal, head_mask=head_mask,
             rope_layout=rope_layout, hook=heads_hook)
         hidden_states = residual + hidden_states
         if self.mlp is None:  # an attention-only decoder
@@ -356,15 +259,6 @@ def _with_kernel(config: ModelConfig, attn_implementation) -> ModelConfig:
         return config
     return replace(config, _attn_implementation=check_attn_implementation(
         attn_implementation))
-
-
-def _check_context(name_a: str, a: int, name_b: str, b: int,
-                   max_position_embeddings: int) -> None:
-    """Raise if ``a + b`` positions pass ``max_position_embeddings``."""
-    if a + b > max_position_embeddings:
-        raise ValueError(
-            f"{name_a} ({a}) + {name_b} ({b}) = {a + b} exceeds "
-            f"max_position_embeddings = {max_position_embeddings}")
 
 
 def _check_token_list(name: str, value, vocab_size: int) -> tuple[int, ...]:
@@ -390,43 +284,21 @@ def _check_sampling(do_sample, temperature, top_k, top_p, seed) -> dict:
                 seed=seed)
 
 
-
-
-
-
-
-
 class Qwen3ForCausalLM:
     """Qwen3: embedding, ``L`` decoder layers, final norm, ``lm_head``.
 
     Build one with :meth:`from_pretrained` (a checkpoint folder),
     :meth:`from_state_dict` (arrays under the checkpoint's names) or
     :meth:`from_config` (seeded random weights); the constructor takes the
-    parts as built, unchecked.
+    parts as built, unchecked: ``config`` (a ``ModelConfig``),
+    ``embed_tokens`` (V, d_model), ``layers`` (``L``, layer ``i`` with
+    ``layer_idx = i``), ``norm`` (the final one), ``lm_head`` (V, d_model;
+    None: tied to ``embed_tokens``), ``generation_config`` (the dict of
+    ``generation_config.json``: ``eos_token_id``, ...).
 
-    Parameters
-    ----------
-    config : ModelConfig
-        ``intermediate_size`` 0: layers without MLP.
-    embed_tokens : ndarray, shape (V, d_model)
-    layers : sequence of Qwen3DecoderLayer
-        ``L`` of them, layer ``i`` with ``layer_idx = i``.
-    norm : Qwen3RMSNorm
-        The final norm.
-    lm_head : ndarray, shape (V, d_model), optional
-        None: ``embed_tokens`` itself (``tie_word_embeddings``).
-    generation_config : dict, optional
-        ``generation_config.json`` (``eos_token_id``, ...); default {}.
-
-    Attributes
-    ----------
-    inv_freq : ndarray of float64, shape (d_head/2,)
-        RoPE's frequencies, computed once from ``config`` (its
-        ``rope_parameters``: YaRN, llama3, linear; else ``rope_theta``),
-        as HF's ``model.rotary_emb.inv_freq``.
-    attention_scaling : float
-        The factor on RoPE's cos and sin (YaRN's; else 1.0), as HF's
-        ``model.rotary_emb.attention_scaling``.
+    ``inv_freq`` (d_head/2,) and ``attention_scaling`` (1.0 but for YaRN)
+    are RoPE's, computed once from ``config``, as HF's
+    ``model.rotary_emb`` holds them.
 
     See Also
     --------
@@ -435,6 +307,8 @@ class Qwen3ForCausalLM:
 
     #: config.json's model_type (GGUF: general.architecture); q/k RMSNorm
     model_type, qk_norm = "qwen3", True
+    #: what the embedding is multiplied by (Gemma: sqrt(d_model)); None: 1
+    embed_scale = None
 
     def __init__(self, config: ModelConfig, embed_tokens, layers, norm,
                  lm_head=None, *, generation_config: dict | None = None):
@@ -442,7 +316,7 @@ class Qwen3ForCausalLM:
         self.layers = list(layers)
         self.lm_head = embed_tokens if lm_head is None else lm_head
         self.generation_config = dict(generation_config or {})
-        self.inv_freq, self.attention_scaling = _rope_init(config)
+        self.inv_freq, self.attention_scaling = rope_init(config)
 
     # ------------------------------------------------------------- building
     @classmethod
@@ -451,33 +325,19 @@ class Qwen3ForCausalLM:
                     attn_implementation: str | None = None):
         """Seeded random weights of ``config``'s shapes (norm gains 1).
 
-        Drawn in order from ``default_rng(seed)``: ``embed_tokens``
-        (standard normal), ``lm_head`` (std ``1/sqrt(d_model)``, unless
-        tied), then each layer's MLP (std ``1/sqrt(in_features)``); layer
-        ``i``'s attention is ``random_attention(..., seed=seed + 1 + i,
-        qk_norm=True)``.
-
         Parameters
         ----------
         config : ModelConfig
-            The sizes; ``intermediate_size`` 0: no MLP.
         seed : int, default 0
-            >= 0.
+            Layer ``i``'s attention draws with ``seed + 1 + i``.
         dtype : numpy float dtype, default float64
         tie_word_embeddings : bool, default False
-            Use ``embed_tokens`` as ``lm_head``.
         attn_implementation : {"flex_attention", "eager"}, optional
-            The kernel every layer runs; None: the config's
-            (``config._attn_implementation``).
-
-        Returns
-        -------
-        Qwen3ForCausalLM
+            The kernel every layer runs; None: the config's.
 
         See Also
         --------
-        transformers.Qwen3ForCausalLM : ``Qwen3ForCausalLM(config)`` draws
-            random weights too.
+        transformers.Qwen3ForCausalLM : ``Qwen3ForCausalLM(config)``.
         """
         check_model_config(config)
         c = _with_kernel(config, attn_implementation)
@@ -508,6 +368,7 @@ class Qwen3ForCausalLM:
         """Layer ``i``; its two norm gains given, or ones."""
         ones = np.ones(c.hidden_size, dtype)
         pre, post = (ones, ones) if norms is None else norms
+        attn.layer_idx = i  # its entry in the model's cache
         return Qwen3DecoderLayer(
             attn, Qwen3RMSNorm(pre, c.rms_norm_eps), mlp,
             None if mlp is None else Qwen3RMSNorm(post, c.rms_norm_eps),
@@ -520,28 +381,17 @@ class Qwen3ForCausalLM:
                         attn_implementation: str | None = None):
         """A model from arrays under Hugging Face's names, used as given.
 
-        torch's ``load_state_dict(strict=True)``: every key, no other, each of
-        its shape.
+        As torch's ``load_state_dict(strict=True)``: every key, no other.
 
         Parameters
         ----------
         state_dict : mapping of str to ndarray
-            ``model.embed_tokens.weight``,
-            ``model.layers.{i}.self_attn.q_proj.weight``, ... to arrays of one
-            float dtype.
+            ``model.embed_tokens.weight``, ...: arrays of one float dtype.
         config : ModelConfig
-            The sizes the arrays must have.
         tie_word_embeddings : bool, optional
-            None: tied if there is no ``lm_head.weight``. If tied and there is
-            one, it must equal ``model.embed_tokens.weight``.
+            None: tied if there is no ``lm_head.weight``.
         generation_config : dict, optional
-            Kept as :attr:`generation_config` (``eos_token_id``, ...).
         attn_implementation : {"flex_attention", "eager"}, optional
-            The kernel; None: the config's.
-
-        Returns
-        -------
-        Qwen3ForCausalLM
         """
         check_model_config(config)
         config = _with_kernel(config, attn_implementation)
@@ -582,43 +432,25 @@ class Qwen3ForCausalLM:
                         attn_implementation: str | None = None):
         """Load a checkpoint folder (as ``save_pretrained`` wrote it).
 
-        Reads ``config.json`` (and ``generation_config.json`` if there),
-        then ``model.safetensors`` or the shards that
-        ``model.safetensors.index.json`` lists. Every file, key, shape and
-        config feature is checked before any weight is read.
+        ``read_checkpoint`` checks every file, key, shape and config feature
+        before it reads a weight (FileNotFoundError for a missing file,
+        ValueError for anything else that does not fit).
 
         Parameters
         ----------
         path : str or os.PathLike
-            The checkpoint folder, e.g. :data:`SHAKESPEARE_CHECKPOINT`.
+            The folder, e.g. :data:`SHAKESPEARE_CHECKPOINT`.
         gguf_file : str, optional
-            The name of a GGUF file in the folder, read instead
-            (``read_gguf``: dequantized; Llama's q/k rows, which llama.cpp
-            permuted, put back in Hugging Face's order).
+            A GGUF file in the folder, read instead (``read_gguf``).
         dtype : numpy float dtype, default float32
-            bf16 / f16 / f32 / f64 (and quantized) weights become it.
+            What the weights become.
         attn_implementation : {"flex_attention", "eager"}, optional
-            The kernel, as transformers' argument of that name: None gives
-            the tiled ``"flex_attention"``; ``"eager"`` returns the weights
-            (``output_attentions``).
-
-        Returns
-        -------
-        Qwen3ForCausalLM (or the subclass it is called on)
-
-        Raises
-        ------
-        FileNotFoundError
-            No such folder, no config.json, no weights, a missing shard.
-        ValueError
-            Another architecture, a config feature not implemented here,
-            a corrupt file, missing or unexpected keys, a shape that does
-            not fit.
+            None: the tiled ``"flex_attention"``; ``"eager"`` returns the
+            weights (``output_attentions``).
 
         See Also
         --------
-        transformers.AutoModelForCausalLM.from_pretrained :
-            ``(folder, gguf_file=...)`` too.
+        transformers.AutoModelForCausalLM.from_pretrained
         """
         if attn_implementation is not None:
             check_attn_implementation(attn_implementation)
@@ -630,25 +462,11 @@ class Qwen3ForCausalLM:
                 tie_word_embeddings=ckpt.tie_word_embeddings,
                 generation_config=ckpt.generation_config,
                 attn_implementation=attn_implementation)
-        folder = _checkpoint_folder(path)
-        config, tied = read_hf_config(folder / "config.json", cls.model_type)
-        dtype = check_float_dtype("dtype", dtype)
-        files = _weight_files(folder)  # {file: its keys, or None}
-        header = {}
-        for file, keys in files.items():
-            header |= _checked_header(file, keys)
-        source = ", ".join(f.name for f in files)
-        check_state_shapes(source, {k: s for k, (_, s) in header.items()},
-                           state_shapes(config, tied, qk_norm=cls.qk_norm),
-                           ("lm_head.weight",) if tied else ())
-        arrays = {}
-        for file in files:
-            arrays |= _read_tensors(file, dtype)
-        gen = folder / "generation_config.json"
+        arrays, config, tied, generation = read_checkpoint(
+            path, cls.model_type, cls.qk_norm, dtype)
         return cls.from_state_dict(
             arrays, config, tie_word_embeddings=tied,
-            generation_config=json.loads(gen.read_text("utf-8"))
-            if gen.is_file() else None,
+            generation_config=generation,
             attn_implementation=attn_implementation)
 
     def state_dict(self) -> dict:
@@ -671,12 +489,8 @@ class Qwen3ForCausalLM:
     def set_attn_implementation(self, attn_implementation: str) -> None:
         """Run every layer on the kernel of that name from now on.
 
-        Parameters
-        ----------
-        attn_implementation : {"flex_attention", "eager"}
-            Recorded in ``config._attn_implementation``, as transformers'
-            method of this name does.
-        """
+        ``attn_implementation``: also kept in ``config``, as transformers'
+        method of this name does."""
         self.config = _with_kernel(self.config, attn_implementation)
         for layer in self.layers:
             layer.self_attn.attn_implementation = attn_implementation
@@ -702,27 +516,24 @@ class Qwen3ForCausalLM:
         """Numbers in the weights, a tied matrix once (HF's method)."""
         return sum(a.size for a in self.state_dict().values())
 
+    def rope_by_type(self) -> dict:
+        """``{layer type: (inv_freq, attention_scaling)}``, one RoPE for each
+        kind of layer (Gemma 3: two bases; HF: ``rotary_emb``)."""
+        return {"full_attention": (self.inv_freq, self.attention_scaling)}
+
     def new_cache(self, max_cache_len: int, batch_size: int = 1) -> KVCache:
         """An empty ``KVCache`` that fits this model and its dtype.
 
-        Parameters
-        ----------
-        max_cache_len : int
-            Positions it can hold (prompt and new tokens).
-        batch_size : int, default 1
-
-        Returns
-        -------
-        KVCache
-            ``L`` layers of (B, H_kv, max_cache_len, d_head).
-        """
+        ``max_cache_len`` positions (prompt and new tokens) of
+        ``batch_size`` rows: ``L`` layers of (B, H_kv, max_cache_len,
+        d_head)."""
         c = self.config
         return KVCache(c.num_hidden_layers, batch_size, c.num_key_value_heads,
                        c.head_dim, max_cache_len, dtype=self.dtype)
 
     # -------------------------------------------------------------- running
     def forward(self, input_ids, *, attention_mask=None, position_ids=None,
-                cache: KVCache | None = None, use_cache: bool = False,
+                cache: Cache | None = None, use_cache: bool = False,
                 logits_to_keep: int = 0, output_attentions: bool = False,
                 output_hidden_states: bool = False, head_mask=None,
                 interleaved_rope: bool = False, hooks=None):
@@ -736,66 +547,59 @@ class Qwen3ForCausalLM:
             positions; or 4-D (B or 1, 1, T, S), True = may attend, as HF.
         position_ids : array_like of int, shape (B, T) or (T,), optional
             Default: counted over the real tokens, as HF's ``generate``.
-        cache : KVCache, optional
+        cache : Cache, optional
             Holds the keys and values of earlier calls; this call appends.
         use_cache : bool, default False
-            Without ``cache``: start a new one of ``max_position_embeddings``
-            positions and return it.
+            Without ``cache``: start a new ``DynamicCache`` and return it.
         logits_to_keep : int, default 0
             The last this many positions only (0: all).
         output_attentions : bool, default False
-            Also return every layer's attention weights: needs the eager
-            kernel (``attn_implementation="eager"``); the tiled one never
-            holds (B, H, T, S) weights.
+            Needs the eager kernel: the tiled one holds no (B, H, T, S).
         output_hidden_states : bool, default False
-            Also return the residual stream at the input of every layer.
         head_mask : array_like, shape (L, H), optional
             Multiplies head ``h`` of layer ``i``'s weights by
-            ``head_mask[i, h]`` (0 switches it off), as older transformers
-            models took it.
+            ``head_mask[i, h]``, as older transformers models took it.
         interleaved_rope : bool, default False
-            Rotate neighbouring pairs (2i, 2i + 1) instead of the half
-            layout Qwen3 and Llama were trained with: the layout bug of the
-            RoPE chapter, for demonstrations. Never set it to run a model.
+            Rotate pairs (2i, 2i + 1), not Qwen3's and Llama's halves: the
+            RoPE chapter's layout bug, for demonstrations only.
         hooks : dict, optional
-            Interventions, as TransformerLens's hook points: ``"heads"``:
-            ``f(layer_idx, heads) -> heads`` on each layer's heads' outputs
-            (B, H, T, d_head) before ``o_proj``; ``"residual"``:
-            ``f(layer_idx, hidden_states) -> hidden_states`` on the residual
-            stream at the input of each layer, and with ``layer_idx = L``
-            before the final norm. Path patching and ablations go through
-            them, so no chapter writes the layer loop again.
-
-        Returns
-        -------
-        CausalLMOutputWithPast
-            ``logits`` (B, T, V), ``cache``, ``attentions`` (L, B, H, T, S),
-            ``hidden_states`` (L + 1, B, T, d_model).
+            As TransformerLens's hook points: ``"heads"``: ``f(layer_idx,
+            heads) -> heads`` on (B, H, T, d_head) before ``o_proj``;
+            ``"residual"``: ``f(layer_idx, hidden_states) -> hidden_states``
+            at each layer's input, and with ``layer_idx = L`` before the
+            final norm (path patching, ablations).
 
         See Also
         --------
         transformers.Qwen3ForCausalLM.forward
         """
-        ids, keep, cache, past, heads, rope_layout, hooks = self._forward_args(
+        ids, keep, cache, past, held, heads, rope_layout, hooks = \
+            self._forward_args(
             input_ids, logits_to_keep, use_cache, cache, output_attentions,
             output_hidden_states, head_mask, interleaved_rope,
-            hooks)  # ids (B, T), heads (L, H) or None
+            hooks)  # ids (B, T), heads (L, H) or None; held: {kind: n}
         B, T = ids.shape
-        mask, pos = attention_inputs(
-            attention_mask, position_ids, B, T, past,
-            max_position_embeddings=self.max_position_embeddings)  # once
-        rope = rotary_cos_sin(
-            pos, self.config.head_dim, dtype=self.dtype,
-            inv_freq=self.inv_freq,
-            attention_scaling=self.attention_scaling)  # (B, T, d_head)
+        inputs = {kind: attention_inputs(  # once for each kind of layer
+            _held_columns(attention_mask, past, n), position_ids, B, T, n,
+            dense=self.config._attn_implementation == "eager", seen=past)
+            for kind, n in held.items()}  # (mask, is_causal, positions)
+        _, causal, pos = inputs[max(held, key=held.get)]  # all tokens' mask
+        rope = {kind: rotary_cos_sin(
+            pos, self.config.head_dim, dtype=self.dtype, inv_freq=inv_freq,
+            attention_scaling=scaling)  # (B, T, d_head) each
+            for kind, (inv_freq, scaling) in self.rope_by_type().items()}
         residual_hook, heads_hook = hooks.get("residual"), hooks.get("heads")
         h = self.embed_tokens[ids]  # (B, T) -> (B, T, d_model)
+        if self.embed_scale is not None:  # Gemma: times sqrt(d_model)
+            h = h * self.embed_scale
         attentions, hidden_states = [], []
         for i, layer in enumerate(self.layers):
             if residual_hook is not None:
                 h = residual_hook(i, h)
             hidden_states.append(h)  # the layer's input
-            h, w = layer(h, mask, rope, cache=cache,
+            kind = layer.layer_type  # its mask and RoPE
+            h, w = layer(h, inputs[kind][0], rope[kind], cache=cache,
+                         is_causal=causal,
                          head_mask=None if heads is None else heads[i],
                          rope_layout=rope_layout, heads_hook=None
                          if heads_hook is None else functools.partial(
@@ -832,10 +636,13 @@ class Qwen3ForCausalLM:
         layout = ("interleaved" if check_bool("interleaved_rope",
                                               interleaved_rope) else "half")
         if check_bool("use_cache", use_cache) and cache is None:
-            cache = self.new_cache(self.max_position_embeddings, len(ids))
-        past = 0 if cache is None else cache.get_seq_length(0)
-        _check_context("cached", past, "input_ids", ids.shape[1],
-                       self.max_position_embeddings)
+            cache = DynamicCache(self.config)  # grows; sliding layers slide
+        first = {}  # the first layer of each kind
+        for i, layer in enumerate(self.layers):
+            first.setdefault(layer.layer_type, i)
+        past = 0 if cache is None else cache.get_seq_length(0)  # seen
+        held = {kind: 0 if cache is None else cache.get_held_length(i)
+                for kind, i in first.items()}  # fewer in a sliding layer
         heads = None
         if head_mask is not None:
             c = self.config
@@ -844,7 +651,7 @@ class Qwen3ForCausalLM:
             check_shape("head_mask", heads, heads.shape == shape,
                         f"(L, H) = {shape}")
             heads = heads.astype(self.dtype)
-        return ids, keep, cache, past, heads, layout, hooks
+        return ids, keep, cache, past, held, heads, layout, hooks
 
     def generate(self, input_ids, max_new_tokens, *, attention_mask=None,
                  use_cache=True, do_sample=False, temperature=1.0, top_k=None,
@@ -853,9 +660,7 @@ class Qwen3ForCausalLM:
                  output_logits=False, return_dict_in_generate=False):
         """Greedy decoding (argmax, append) or, with ``do_sample``, sampling.
 
-        Prefill the prompt (through the cache, ``prefill_chunk_size``
-        tokens a call), then one token at a time. A row that reaches
-        ``eos_token_id`` repeats it from then on.
+        A row that reaches ``eos_token_id`` repeats it from then on.
 
         Parameters
         ----------
@@ -878,12 +683,7 @@ class Qwen3ForCausalLM:
         output_scores, output_logits : bool, default False
             Keep each step's scores / raw logits (``return_dict_in_generate``).
         return_dict_in_generate : bool, default False
-            Return a ``GenerateDecoderOnlyOutput`` instead of the ids.
-
-        Returns
-        -------
-        ndarray of int, shape (B, P + N) (or (P + N,) for a 1-D prompt)
-            Or ``GenerateDecoderOnlyOutput`` with ``return_dict_in_generate``.
+            Return a ``GenerateDecoderOnlyOutput``, not the ids (B, P + N).
 
         See Also
         --------
@@ -933,16 +733,14 @@ class Qwen3ForCausalLM:
         one = np.ndim(input_ids) == 1
         ids = check_token_ids("input_ids", input_ids, self.vocab_size,
                               batch=True)
-        (B, P), n_new = ids.shape, check_positive_int("max_new_tokens",
-                                                      max_new_tokens)
+        (B, P) = ids.shape
+        check_positive_int("max_new_tokens", max_new_tokens)
         use_cache = check_bool("use_cache", use_cache)
         for name, flag in [("output_scores", output_scores),
                            ("output_logits", output_logits),
                            ("return_dict_in_generate",
                             return_dict_in_generate)]:
             check_bool(name, flag)
-        _check_context("prompt", P, "max_new_tokens", n_new,
-                       self.max_position_embeddings)
         mask = np.ones((B, P), bool) if attention_mask is None else \
             check_01_mask("attention_mask", attention_mask)
         check_shape("attention_mask", mask, mask.shape == (B, P)
@@ -979,34 +777,13 @@ class Qwen3ForCausalLM:
 class TinyDecoder(Qwen3ForCausalLM):
     """Qwen3's skeleton without the MLPs, with seeded random weights.
 
-    A ``Qwen3ForCausalLM`` (same ``forward``, ``generate``, ``new_cache``)
-    built by ``Qwen3ForCausalLM.from_config(config, seed=seed,
-    dtype=dtype)`` with ``intermediate_size=0`` and an untied ``lm_head``.
-
-    Parameters
-    ----------
-    vocab_size : int, default 64
-    hidden_size : int, default 32
-    num_hidden_layers : int, default 2
-    num_attention_heads : int, default 4
-    num_key_value_heads : int, default 2
-    head_dim : int, default 8
-        Even (RoPE).
-    rope_theta : float, default 10_000.0
-    max_position_embeddings : int, default 4096
-        The longest sequence the model accepts.
-    seed : int, default 0
-    dtype : numpy float dtype, default float64
-    attn_implementation : {"flex_attention", "eager"}
-        The kernel; "eager" to get the weights (``output_attentions``).
-
-    See Also
-    --------
-    Qwen3ForCausalLM : the model, with MLPs and checkpoint loading.
+    A constructor, not a second model: ``Qwen3ForCausalLM.from_config``
+    with ``intermediate_size=0`` and an untied ``lm_head``. The sizes:
+    ``vocab_size``, ``hidden_size``, ``num_hidden_layers``,
+    ``num_attention_heads``, ``num_key_value_heads``, ``head_dim`` (even),
+    ``rope_theta``, ``max_position_embeddings``; the rest as in
+    ``from_config``: ``seed``, ``dtype``, ``attn_implementation``.
     """
-
-    # A constructor, not a second model: the book's one decoder with
-    # intermediate_size = 0 (the KV-cache and padding chapters' model).
 
     def __init__(self, vocab_size: int = 64, hidden_size: int = 32,
                  num_hidden_layers: int = 2, num_attention_heads: int = 4,
@@ -1026,6 +803,14 @@ class TinyDecoder(Qwen3ForCausalLM):
             attn_implementation=attn_implementation)
         super().__init__(model.config, model.embed_tokens, model.layers,
                          model.norm, model.lm_head)
+
+
+def _held_columns(attention_mask, past: int, held: int):
+    """A (B, past + T) padding mask's last ``held + T`` columns: the keys a
+    layer that holds ``held`` of the ``past`` cached tokens attends."""
+    if held == past or attention_mask is None or np.ndim(attention_mask) != 2:
+        return attention_mask
+    return np.asarray(attention_mask)[:, past - held:]
 
 
 def _choose(logits, rng, sampling):
@@ -1059,22 +844,11 @@ class LlamaForCausalLM(Qwen3ForCausalLM):
     """Llama: Qwen3's decoder without ``q_norm`` / ``k_norm``.
 
     Qwen3 is Llama plus an RMSNorm of every query and key head before RoPE;
-    everything else (the layer, the forward pass, ``generate``) is shared.
-    :meth:`from_pretrained` reads a Llama folder (config.json model_type
-    ``llama``, e.g. SmolLM2's) or, with ``gguf_file``, a llama GGUF, whose
-    q/k rows llama.cpp permuted for its interleaved RoPE: they are put
-    back in Hugging Face's order (``permute_qk_proj``).
-
-    Parameters
-    ----------
-    config : ModelConfig
-    embed_tokens : ndarray, shape (V, d_model)
-    layers : list of Qwen3DecoderLayer
-        Their attention has no ``q_norm`` / ``k_norm``.
-    norm : Qwen3RMSNorm
-    lm_head : ndarray, shape (V, d_model), optional
-        None: tied to ``embed_tokens``.
-    generation_config : dict, optional
+    the rest is shared, the constructor's ``config``, ``embed_tokens``,
+    ``layers``, ``norm``, ``lm_head`` and ``generation_config`` too.
+    :meth:`from_pretrained` reads a Llama folder (e.g. SmolLM2's) or a
+    llama GGUF, whose q/k rows llama.cpp permuted for its interleaved RoPE:
+    they are put back in Hugging Face's order (``permute_qk_proj``).
 
     See Also
     --------
@@ -1082,265 +856,3 @@ class LlamaForCausalLM(Qwen3ForCausalLM):
     """
 
     model_type, qk_norm = "llama", False
-
-
-# ------------------------------------------------------------ checkpoints
-def _check_rope_type(where: str, rope_type) -> None:
-    """A rope_type the models run: "default" or one of ROPE_SCALINGS."""
-    if rope_type == "dynamic":
-        raise ValueError(
-            f"{where} is 'dynamic', which is not implemented: dynamic NTK "
-            "scaling recomputes inv_freq from the sequence length as it "
-            "grows past max_position_embeddings, and these models compute "
-            "theirs once, at load")
-    allowed = ("default", *ROPE_SCALINGS)
-    if rope_type not in allowed:
-        raise ValueError(
-            f"{where} is {rope_type!r}, expected "
-            f"{' or '.join(map(repr, allowed))} (the RoPE types "
-            "implemented)")
-
-
-def _rope_init(config: ModelConfig) -> tuple[np.ndarray, float]:
-    """``inv_freq`` (d_head/2,) and the attention scaling of a config.
-
-    ``config.rope_parameters`` None: plain RoPE of base ``rope_theta``.
-    Otherwise its ``rope_type`` must be one the models run, its
-    ``rope_theta`` the config's, with no ``partial_rotary_factor`` (the
-    layers rotate whole heads); :func:`compute_rope_parameters` does the
-    rest, with the config's ``max_position_embeddings``.
-    """
-    rope = config.rope_parameters
-    if rope is None:
-        return rope_frequencies(config.head_dim, config.rope_theta), 1.0
-    if not isinstance(rope, dict):
-        raise ValueError(
-            "config.rope_parameters must be a dict or None, got "
-            f"{type(rope).__name__} {rope!r}")
-    _check_rope_type("config.rope_parameters['rope_type']",
-                     rope.get("rope_type"))
-    if rope.get("rope_theta") != config.rope_theta:
-        raise ValueError(
-            "config.rope_parameters['rope_theta'] is "
-            f"{rope.get('rope_theta')!r}, expected config.rope_theta = "
-            f"{config.rope_theta!r}")
-    if rope.get("partial_rotary_factor", 1.0) != 1.0:
-        raise ValueError(
-            "config.rope_parameters['partial_rotary_factor'] is "
-            f"{rope['partial_rotary_factor']!r}, expected 1.0 (the layers "
-            "rotate whole heads)")
-    return compute_rope_parameters(
-        rope, config.head_dim,
-        max_position_embeddings=config.max_position_embeddings)
-
-
-def _check_json_file(file):
-    """The parsed JSON of ``file`` (a config or an index), or a ValueError."""
-    try:
-        return json.loads(pathlib.Path(file).read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{pathlib.Path(file).name} is not a readable JSON "
-                         f"file: {err}") from None
-
-
-def read_hf_config(file, model_type: str = "qwen3"
-                   ) -> tuple[ModelConfig, bool]:
-    """A Qwen3 / Llama ``config.json``: its sizes, ``tie_word_embeddings``.
-
-    ``model_type``: the one wanted. Missing keys take the defaults of
-    ``transformers.Qwen3Config`` / ``LlamaConfig``. RoPE is read from the
-    keys transformers 5 reads (:func:`_rope_parameters`): a "linear",
-    "yarn" or "llama3" scaling is kept in ``rope_parameters``. What this
-    code does not implement ("dynamic" RoPE, sliding windows, biases,
-    another activation) raises instead of being ignored.
-    """
-    file = pathlib.Path(file)
-    raw = _check_json_file(file)
-    name = file.name
-    check_config_value(name, "model_type", raw.get("model_type"),
-                       (model_type,), f"this class runs {model_type} "
-                       "checkpoints only")
-    cfg = CONFIG_DEFAULTS[model_type] | raw
-    rope = _rope_parameters(cfg, name)
-    check_config_value(name, "use_sliding_window", cfg["use_sliding_window"],
-                        (False,), "sliding-window attention is not "
-                        "implemented")
-    kinds = sorted(set(cfg.get("layer_types") or ["full_attention"]))
-    check_config_value(name, "layer_types", kinds, (["full_attention"],),
-                       "only full attention is implemented")
-    check_config_value(name, "attention_bias", cfg["attention_bias"],
-                       (False,), "attention biases are not implemented")
-    check_config_value(name, "mlp_bias", cfg.get("mlp_bias", False),
-                       (False,), "MLP biases are not implemented")
-    check_config_value(name, "hidden_act", cfg["hidden_act"], ("silu",),
-                       "the MLP is SwiGLU")
-    H = cfg["num_attention_heads"]
-    config = ModelConfig(
-        hidden_size=cfg["hidden_size"], num_attention_heads=H,
-        num_key_value_heads=cfg["num_key_value_heads"] or H,
-        head_dim=cfg["head_dim"] or cfg["hidden_size"] // H,
-        num_hidden_layers=cfg["num_hidden_layers"],
-        rope_theta=rope["rope_theta"],
-        rms_norm_eps=cfg["rms_norm_eps"],
-        intermediate_size=cfg["intermediate_size"],
-        vocab_size=cfg["vocab_size"],
-        max_position_embeddings=cfg["max_position_embeddings"],
-        rope_parameters=None if rope["rope_type"] == "default" else rope)
-    check_model_config(config)
-    _rope_init(config)  # the scaling's own keys and values
-    return config, check_bool("tie_word_embeddings",
-                              cfg["tie_word_embeddings"])
-
-
-def _rope_parameters(cfg: dict, name: str) -> dict:
-    """RoPE's parameters, from the keys transformers 5.24 reads for them.
-
-    As ``convert_rope_params_to_dict`` and ``standardize_rope_params`` do:
-    the legacy ``rope_scaling`` wins over ``rope_parameters``; the top-level
-    ``rope_theta`` (and ``partial_rotary_factor``) fill in what that dict
-    lacks; the type is ``rope_type``, else ``type``, else ``"default"``;
-    a dict nested by layer type gives its ``"full_attention"`` entry;
-    "yarn" and "llama3" take ``original_max_position_embeddings`` from the
-    dict, else ``max_position_embeddings`` (a top-level key of that name,
-    Phi3's place, is set after Qwen3Config and LlamaConfig standardize
-    their RoPE: ignored). The default RoPE and the scalings of
-    :data:`ROPE_SCALINGS` are implemented: "dynamic" or another type, or
-    a key the type does not read (``partial_rotary_factor`` too), raises
-    rather than being run differently. Returns a flat dict with
-    ``rope_type`` (no legacy ``type``) and ``rope_theta``.
-    """
-    source = "rope_scaling" if cfg.get("rope_scaling") else "rope_parameters"
-    rope = dict(cfg.get(source) or {})
-    if "full_attention" in rope:  # nested by layer type: the full layers'
-        source, rope = f"{source}['full_attention']", dict(
-            rope["full_attention"] or {})
-    rope.setdefault("rope_theta", cfg["rope_theta"])
-    if cfg.get("partial_rotary_factor") is not None:
-        rope.setdefault("partial_rotary_factor", cfg["partial_rotary_factor"])
-    rope.setdefault("rope_type", rope.get("type", "default"))
-    rope.pop("type", None)
-    kind = rope["rope_type"]
-    _check_rope_type(f"{name}: {source} rope type", kind)
-    if kind in ("yarn", "llama3"):  # a top-level key: set too late to count
-        rope.setdefault("original_max_position_embeddings",
-                        cfg["max_position_embeddings"])
-    required, optional = ROPE_KEYS[kind]
-    extra = sorted(set(rope) - {"rope_type", "rope_theta", *required,
-                                *optional})
-    beyond = ("rope_theta" if kind == "default"
-              else f"those of {kind} RoPE")
-    check_config_value(name, f"{source} keys beyond {beyond}", extra,
-                       ([],), "RoPE scaling is not implemented"
-                       if kind == "default" else "the layers rotate whole "
-                       "heads; nothing else is implemented")
-    return rope
-
-
-def _checkpoint_folder(path) -> pathlib.Path:
-    folder = pathlib.Path(path)
-    check_found((folder / "config.json").is_file(),
-                 f"path {str(path)!r} is not a checkpoint folder: expected a "
-                 "folder with config.json and model.safetensors")
-    return folder
-
-
-def _weight_files(folder: pathlib.Path) -> dict:
-    """{file: the keys the index gives it, or None for one whole file}."""
-    single, index = (folder / "model.safetensors",
-                     folder / "model.safetensors.index.json")
-    if single.is_file():
-        return {single: None}
-    check_found(index.is_file(), f"no weights in {folder}: expected "
-                 "model.safetensors or model.safetensors.index.json, found "
-                 f"{sorted(p.name for p in folder.iterdir())}")
-    raw = _check_json_file(index)
-    weight_map = raw.get("weight_map") if isinstance(raw, dict) else None
-    check_needs(isinstance(weight_map, dict), index.name, "a weight_map",
-                "a mapping of tensor names to shard files")
-    files = {}
-    for key, name in weight_map.items():
-        files.setdefault(folder / name, set()).add(key)
-    for file in files:
-        check_found(file.is_file(), f"{index.name} lists {file.name}, "
-                     f"which is not in {folder}")
-    return files
-
-
-def safetensors_header(file) -> dict:
-    """The tensors of a safetensors file: ``{name: (dtype, shape)}``.
-
-    Reads only the header (8 bytes of length, then JSON), with the
-    ``safetensors`` library; dtypes as it names them (``"BF16"``, ...).
-
-    Parameters
-    ----------
-    file : str or os.PathLike
-        A ``.safetensors`` file.
-
-    Returns
-    -------
-    dict of str to (str, tuple of int)
-
-    Raises
-    ------
-    ValueError
-        If the file is not a valid safetensors file.
-
-    See Also
-    --------
-    safetensors.safe_open
-    """
-    from safetensors import SafetensorError, safe_open
-    file = pathlib.Path(file)
-    try:
-        with safe_open(file, framework="np") as f:
-            return {k: (f.get_slice(k).get_dtype(),
-                        tuple(f.get_slice(k).get_shape())) for k in f.keys()}
-    except SafetensorError as err:
-        raise ValueError(  # reason: the library's error, naming the file
-            f"{file.name} is not a valid safetensors file "
-            f"(truncated or corrupt?): {err}") from None
-
-
-def _checked_header(file: pathlib.Path, keys) -> dict:
-    """The header of one file, its keys those the index gives it."""
-    header = safetensors_header(file)
-    if keys is not None:
-        check_keys(f"{file.name} (by model.safetensors.index.json)",
-                   header, keys, keys)
-    for key, (dtype, _) in header.items():
-        check_choice(f"{key} in {file.name}: dtype", dtype,
-                     tuple(sorted(SAFETENSORS_DTYPES)))
-    return header
-
-
-def _read_tensors(file: pathlib.Path, dtype) -> dict:
-    """Every tensor of a safetensors file, as ``dtype`` arrays of their own.
-
-    The file was checked by :func:`safetensors_header` (the library). Its
-    layout: 8 bytes giving the header's length ``n``, ``n`` bytes of JSON
-    (each tensor's dtype, shape and ``data_offsets``), then the data. The
-    data is mapped, not read, so each tensor is copied once: into its array,
-    a matrix column-major (:func:`~pyxis_nb.qwen3.weight_order`).
-    """
-    with open(file, "rb") as f:
-        n = int.from_bytes(f.read(8), "little")
-        header = json.loads(f.read(n))
-    header.pop("__metadata__", None)
-    if not header:
-        return {}
-    data = np.memmap(file, np.uint8, mode="r", offset=8 + n)
-    out = {}
-    for name, t in header.items():
-        begin, end = t["data_offsets"]
-        x = data[begin:end].view(SAFETENSORS_DTYPES[t["dtype"]])
-        x, shape = x.reshape(t["shape"]), t["shape"]
-        order = weight_order(shape)  # a matrix column-major
-        if t["dtype"] == "BF16":  # bf16 = the top 16 bits of a float32
-            wide = np.empty(shape, np.uint32, order)  # shifted in one pass,
-            np.left_shift(x, 16, out=wide, dtype=np.uint32)  # no temporary
-            x = wide.view(np.float32).astype(dtype, copy=False)
-        else:  # a copy of its own, so the file can close
-            x = x.astype(dtype, order)
-        out[name] = x
-    return out

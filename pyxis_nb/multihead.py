@@ -29,9 +29,11 @@ from ._checks import (as_float_array, check_01_mask, check_bool,
                       check_nonempty, check_number, check_positive_int,
                       check_same_dtype, check_shape, check_theta)
 from .attention import ATTENTION_FUNCTIONS, sdpa_core
+from .kv_cache import Cache
 from .masks import causal_mask
 from .norms import rms_norm_core
-from .rope import apply_rotary, rotary_cos_sin
+from .rope import (apply_rotary, rope_frequencies, rotary_cos_sin,
+                   rotary_cos_sin_core)
 
 __all__ = [
     "split_heads",
@@ -42,7 +44,9 @@ __all__ = [
     "kv_head_for",
     "weight_shapes",
     "position_ids_from_mask",
+    "linear",
     "MultiHeadAttention",
+    "shifted_mask_mod",
     "attention_per_head",
 ]
 
@@ -74,24 +78,9 @@ def _check_split_heads(x, head_dim) -> tuple[np.ndarray, int]:
 def split_heads(x, *, head_dim: int) -> np.ndarray:
     """Cut the last axis into heads: (B, T, H*d_head) -> (B, H, T, d_head).
 
-    The maths is :func:`split_heads_core`; this checks ``x`` first.
-
-    Parameters
-    ----------
-    x : ndarray of float, shape (B, T, H*d_head)
-        A projection's output; its last axis must divide by ``head_dim``.
-    head_dim : int
-        ``d_head``, >= 1.
-
-    Returns
-    -------
-    ndarray, shape (B, H, T, d_head)
-        A view of ``x`` where numpy can make one.
-
-    See Also
-    --------
-    merge_heads : the inverse.
-    """
+    Checks ``x`` (its last axis divisible by ``head_dim``), then
+    :func:`split_heads_core`: a view where numpy can make one. Inverse:
+    :func:`merge_heads`."""
     x, d_head = _check_split_heads(x, head_dim)
     return split_heads_core(x, d_head)
 
@@ -99,16 +88,7 @@ def split_heads(x, *, head_dim: int) -> np.ndarray:
 def split_heads_core(x, head_dim):
     """Unchecked :func:`split_heads`. HF: ``view(B, T, -1, head_dim)``.
 
-    Parameters
-    ----------
-    x : ndarray, shape (B, T, H*d_head)
-    head_dim : int
-        ``d_head``; must divide the last axis of ``x``.
-
-    Returns
-    -------
-    ndarray, shape (B, H, T, d_head)
-    """
+    ``x`` (B, T, H*d_head), ``head_dim`` dividing its last axis."""
     B, T, _ = x.shape
     # (B, T, H*d_head) -> (B, T, H, d_head)
     x = x.reshape(B, T, -1, head_dim)
@@ -118,35 +98,14 @@ def split_heads_core(x, head_dim):
 def merge_heads(x) -> np.ndarray:
     """Concatenate the heads: (B, H, T, d_head) -> (B, T, H*d_head).
 
-    The maths is :func:`merge_heads_core`; this checks ``x`` first.
-
-    Parameters
-    ----------
-    x : ndarray of float, shape (B, H, T, d_head)
-
-    Returns
-    -------
-    ndarray, shape (B, T, H*d_head)
-        Head ``h`` fills columns ``h*d_head .. (h+1)*d_head - 1``.
-
-    See Also
-    --------
-    split_heads : the inverse.
-    """
+    Checks ``x``; head ``h`` fills columns ``h*d_head .. (h+1)*d_head - 1``."""
     return merge_heads_core(as_float_array("x", x, ndim=4))
 
 
 def merge_heads_core(x):
     """Unchecked :func:`merge_heads`. HF: ``reshape(*input_shape, -1)``.
 
-    Parameters
-    ----------
-    x : ndarray, shape (B, H, T, d_head)
-
-    Returns
-    -------
-    ndarray, shape (B, T, H*d_head)
-    """
+    ``x`` (B, H, T, d_head) -> (B, T, H*d_head)."""
     B, H, T, d_head = x.shape
     x = x.transpose(0, 2, 1, 3)  # (B, H, T, d_head) -> (B, T, H, d_head)
     return x.reshape(B, T, H * d_head)  # -> (B, T, H*d_head)
@@ -155,20 +114,9 @@ def merge_heads_core(x):
 def repeat_kv(hidden_states, n_rep: int) -> np.ndarray:
     """Repeat each key/value head for ``n_rep`` consecutive query heads.
 
-    Output head ``h`` is input head ``h // n_rep`` (0, 0, 1, 1, ... for
-    ``n_rep = 2``), so query head ``h`` meets the key/value head it reads.
-
-    Parameters
-    ----------
-    hidden_states : ndarray of float, shape (B, H_kv, S, d_head)
-        Keys or values.
-    n_rep : int
-        Query heads per key/value head, ``H // H_kv``, >= 1.
-
-    Returns
-    -------
-    ndarray, shape (B, H_kv*n_rep, S, d_head)
-        A copy; the input itself when ``n_rep == 1``, as Hugging Face does.
+    ``hidden_states`` (B, H_kv, S, d_head) -> (B, H_kv*n_rep, S, d_head): head
+    ``h`` is input head ``h // n_rep``. A copy; the input itself when ``n_rep
+    == 1``, as Hugging Face does.
 
     See Also
     --------
@@ -189,23 +137,9 @@ def kv_head_for(q_head: int, num_attention_heads: int,
                 num_key_value_heads: int) -> int:
     """The key/value head query head ``q_head`` reads: ``q_head // n_rep``.
 
-    With 16 query and 8 key/value heads, query heads 0 and 1 read head 0,
-    2 and 3 read head 1, and so on.
-
-    Parameters
-    ----------
-    q_head : int
-        A query head, ``0 .. H-1``.
-    num_attention_heads : int
-        ``H``.
-    num_key_value_heads : int
-        ``H_kv``, dividing ``H``.
-
-    Returns
-    -------
-    int
-        The key/value head, ``0 .. H_kv-1``.
-    """
+    ``q_head`` in ``0 .. H-1``; ``num_attention_heads`` ``H``,
+    ``num_key_value_heads`` ``H_kv``. With 16 and 8, query heads 0 and 1 read
+    head 0, 2 and 3 head 1, ..."""
     H, H_kv = check_heads(num_attention_heads, num_key_value_heads)
     q_head = check_int("q_head", q_head, low=0, high=H - 1)
     return q_head * H_kv // H
@@ -215,25 +149,9 @@ def weight_shapes(hidden_size: int, num_attention_heads: int,
                   num_key_value_heads: int, head_dim: int) -> dict:
     """The shape of every array a layer can hold, by constructor argument.
 
-    Parameters
-    ----------
-    hidden_size : int
-        ``d_model``.
-    num_attention_heads : int
-        ``H``.
-    num_key_value_heads : int
-        ``H_kv``.
-    head_dim : int
-        ``d_head``.
-
-    Returns
-    -------
-    dict of str to tuple of int
-        ``q_proj`` (H*d_head, d_model), ``k_proj`` and ``v_proj``
-        (H_kv*d_head, d_model), ``o_proj`` (d_model, H*d_head), the three
-        biases and ``q_norm``, ``k_norm`` (d_head,), as
-        :class:`MultiHeadAttention` takes them (torch's ``Linear`` layout).
-    """
+    ``hidden_size``, ``num_attention_heads``, ``num_key_value_heads``,
+    ``head_dim``: ``d_model``, ``H``, ``H_kv``, ``d_head``. Torch's ``Linear``
+    layout (out, in), as :class:`MultiHeadAttention` takes them."""
     d_model, H, H_kv, d_head = (hidden_size, num_attention_heads,
                                 num_key_value_heads, head_dim)
     return {"q_proj": (H * d_head, d_model),
@@ -248,17 +166,8 @@ def weight_shapes(hidden_size: int, num_attention_heads: int,
 def position_ids_from_mask(attention_mask) -> np.ndarray:
     """Positions of a left-padded batch, as HF's ``generate`` sets them.
 
-    The real tokens of each row count 0, 1, 2, ...; padding gets 0
-    (``attention_mask.cumsum(-1) - 1``, then ``masked_fill(mask == 0, 0)``).
-
-    Parameters
-    ----------
-    attention_mask : ndarray of bool or 0/1, shape (B, S)
-        1 (True) for a real token, 0 for padding.
-
-    Returns
-    -------
-    ndarray of int64, shape (B, S)
+    ``attention_mask`` (B, S), bool or 0/1 (1: a real token) -> int64 (B, S):
+    each row's real tokens count 0, 1, 2, ...; padding gets 0.
 
     See Also
     --------
@@ -269,29 +178,34 @@ def position_ids_from_mask(attention_mask) -> np.ndarray:
     return np.where(real, np.cumsum(real, axis=-1) - 1, 0)
 
 
-def _layer_mask(attention_mask, B, T, past, is_causal):
-    """Check the mask; return the SDPA mask and which keys are real, (B, S).
+def _layer_mask(attention_mask, B, T, past, is_causal, dense):
+    """Check the mask; return the kernel's mask, whether the kernel adds
+    the causal triangle itself, and which keys are real (B, S).
 
-    A mask that would hide nothing is None, as in transformers' SDPA path:
-    one new token after the cache sees every key (the causal triangle's
-    last row), and a (B, S) mask of ones has no padding.
-    """
+    ``dense`` (the eager kernel): the whole boolean mask, None where it would
+    hide nothing. Else (tiled) never a (T, S) array: the padding as (B, 1, 1,
+    S), and ``is_causal``."""
     S = past + T
-    causal = causal_mask(T, S) if is_causal and T > 1 else None  # (T, S)
+    causal = is_causal and T > 1
     if attention_mask is None:
-        return causal, np.ones((B, S), bool)
+        real = np.ones((B, S), bool)
+        return (causal_mask(T, S) if causal and dense else None,
+                causal and not dense, real)
     m = check_01_mask("attention_mask", attention_mask)
     if m.ndim == 4:  # Hugging Face: a 4-D mask is the complete mask, as given
         check_shape("attention_mask", m,
                     m.shape in ((B, 1, T, S), (1, 1, T, S)),
                     f"(B, 1, T, S) = ({B}, 1, {T}, {S})")
-        return m, np.ones((B, S), bool)
+        return m, False, np.ones((B, S), bool)
     check_shape("attention_mask", m, m.shape == (B, S),
                 f"(B, S) = ({B}, {S}): {past} cached positions plus {T} new")
-    if m.all():  # no padding
-        return causal, m
-    keys = m[:, None, None, :]  # (B, S) -> (B, 1, 1, S): True = may attend
-    return (keys if causal is None else keys & causal), m
+    keys = None if m.all() else m[:, None, None, :]  # (B, 1, 1, S)
+    if not dense:
+        return keys, causal, m
+    if causal:
+        tri = causal_mask(T, S)  # (T, S)
+        return (tri if keys is None else keys & tri), False, m
+    return keys, False, m
 
 
 def _check_position_ids(name: str, position_ids, B: int, T: int,
@@ -299,9 +213,8 @@ def _check_position_ids(name: str, position_ids, B: int, T: int,
                         ) -> np.ndarray:
     """Integer positions >= 0 of shape (T,), (1, T) or (B, T), as (B, T).
 
-    Only what is a property of the input: HF accepts any such positions
-    (packed sequences, tree decoding), so their values are the caller's.
-    """
+    Their values are the caller's, as in HF (packed sequences, tree
+    decoding)."""
     pos = np.asarray(position_ids)
     high = np.inf if max_position_embeddings is None else \
         max_position_embeddings
@@ -320,26 +233,27 @@ def _check_position_ids(name: str, position_ids, B: int, T: int,
 
 
 def attention_inputs(attention_mask, position_ids, B, T, past,
-                     is_causal=True, max_position_embeddings=None):
-    """Check a layer's mask and positions; the SDPA mask and (B, T) ids.
+                     is_causal=True, max_position_embeddings=None, *,
+                     dense=True, seen=None):
+    """Check a layer's mask and positions: the kernel's mask, its
+    ``is_causal``, and the (B, T) position ids.
 
-    ``forward`` runs it for its layer; a model runs it once for all of its
-    layers (HF: ``create_causal_mask`` and the position ids, built once in
-    ``Qwen3Model.forward``). ``past``: positions the cache holds already.
-    Positions are the caller's, as in HF: any integers >= 0 (below
-    ``max_position_embeddings`` if given); the default counts the real
-    tokens of the 2-D mask, as ``generate`` does.
-    """
-    mask, real = _layer_mask(attention_mask, B, T, past, is_causal)
+    A model runs it once for all its layers (HF: ``create_causal_mask``).
+    ``past``: positions the cache holds; ``seen``: positions it has seen
+    (default ``past``); ``dense``: see :func:`_layer_mask`."""
+    mask, causal, real = _layer_mask(attention_mask, B, T, past, is_causal,
+                                     dense)
     if position_ids is None:  # (B, S) -> (B, T): HF's derivation
-        want = np.cumsum(real, axis=-1)[:, past:] - 1
-        return mask, np.where(real[:, past:], want, 0)
-    return mask, _check_position_ids("position_ids", position_ids, B, T,
-                                     max_position_embeddings)
+        want = np.cumsum(real, axis=-1)[:, past:] - 1 + (
+            0 if seen is None else seen - past)
+        return mask, causal, np.where(real[:, past:], want, 0)
+    return mask, causal, _check_position_ids(
+        "position_ids", position_ids, B, T, max_position_embeddings)
 
 
-def _linear(x, weight, bias):
-    """torch's ``F.linear``: (B, T, in) @ (in, out) -> (B, T, out), + bias."""
+def linear(x, weight, bias=None):
+    """torch's ``F.linear``: ``x`` (B, T, in) @ ``weight`` (out, in).T ->
+    (B, T, out), + ``bias``."""
     y = x @ weight.T
     return y if bias is None else y + bias
 
@@ -350,8 +264,19 @@ def _check_hidden(layer, hidden_states) -> np.ndarray:
                 x.ndim == 3 and x.shape[-1] == layer.hidden_size,
                 f"(B, T, d_model) with d_model = {layer.hidden_size}")
     check_nonempty("hidden_states", x, {0: "batch", 1: "sequence"})
-    check_same_dtype(**{"q_proj.weight": layer.q_proj, "hidden_states": x})
+    check_same_dtype(**{"o_proj.weight": layer.o_proj, "hidden_states": x})
     return x
+
+
+def _check_forward(layer, hidden_states, cache, is_causal,
+                   output_attentions) -> np.ndarray:
+    """forward's door: the flags, the cache's kind, ``hidden_states``."""
+    check_bool("is_causal", is_causal)
+    check_output_attentions(output_attentions, layer.attn_implementation)
+    if cache is not None and not isinstance(cache, Cache):
+        raise TypeError(f"cache must be a px.kv_cache.Cache (KVCache, "
+                        f"DynamicCache, ...), got {type(cache).__name__}")
+    return _check_hidden(layer, hidden_states)
 
 
 def _check_all_or_none(**given) -> None:
@@ -404,56 +329,50 @@ class MultiHeadAttention:
     """Attention with ``H`` query and ``H_kv`` key/value heads (MHA/GQA/MQA).
 
     With ``q_norm``, ``k_norm`` and ``rope_theta`` it is Qwen3's attention
-    layer;
-    with the three biases, Qwen2's; with none of them, the plain layer.
+    layer; with the three biases, Qwen2's. The :mod:`pyxis_nb.variants`
+    subclass it: they override :meth:`project`, :meth:`rotate`, :meth:`values`
+    or :meth:`combine`, or hand the kernel a ``score_mod``, ``mask_mod`` or
+    ``sinks``.
 
     Parameters
     ----------
     hidden_size, num_attention_heads, num_key_value_heads, head_dim : int
         ``d_model``, ``H``, ``H_kv`` (dividing ``H``), ``d_head``.
-    q_proj, k_proj, v_proj, o_proj : ndarray
+    q_proj, k_proj, v_proj, o_proj : ndarray, torch's layout (out, in)
         (H*d_head, d_model), (H_kv*d_head, d_model) twice, (d_model,
-        H*d_head): torch's ``Linear`` layout (out, in).
-    q_proj_bias, k_proj_bias, v_proj_bias : ndarray, optional
-        (H*d_head,), (H_kv*d_head,) twice. All three or none.
-    q_norm, k_norm : ndarray, shape (d_head,), optional
-        RMSNorm weights of every query/key head, before RoPE. Both or none.
+        H*d_head); all arrays, and the inputs, of one float dtype
+    q_proj_bias, k_proj_bias, v_proj_bias : ndarray, optional, all or none
+        (H*d_head,), (H_kv*d_head,) twice
+    q_norm, k_norm : (d_head,), optional, both or none: RMSNorm before RoPE
     rms_norm_eps : float, default 1e-6
-    rope_theta : float, optional
-        RoPE base (half layout); ``d_head`` even. None: no RoPE.
-    attn_implementation : {"flex_attention", "eager"}, default
-        "flex_attention"
-        The kernel (``px.attention.ATTENTION_FUNCTIONS``): the tiled one,
-        which never holds the weights, or the eager one, which returns
-        them (``output_attentions``).
-
-    All arrays share one float dtype; inputs must have it too.
+    rope_theta : float, optional; RoPE's base (``d_head`` even), None: no RoPE
+    layer_idx : int, default 0; the layer's entry in a model's cache
+    attn_implementation : "flex_attention" (tiled) or "eager" (has weights)
 
     See Also
     --------
-    random_attention, qwen3_attention : seeded random layers.
     transformers.models.qwen3.modeling_qwen3.Qwen3Attention
-    transformers.models.qwen2.modeling_qwen2.Qwen2Attention : biases.
     """
+
+    #: what a variant hands the kernel besides q, k, v (None: nothing)
+    score_mod = mask_mod = sinks = None
+    o_proj_bias = None
+    #: RoPE: its inverse frequencies (None: no RoPE) and cos/sin scale
+    inv_freq, attention_scaling = None, 1.0
 
     def __init__(self, hidden_size, num_attention_heads, num_key_value_heads,
                  head_dim, *, q_proj, k_proj, v_proj, o_proj,
                  q_proj_bias=None, k_proj_bias=None, v_proj_bias=None,
                  q_norm=None, k_norm=None, rms_norm_eps=1e-6, rope_theta=None,
-                 attn_implementation="flex_attention"):
-        self.attn_implementation = check_attn_implementation(
-            attn_implementation)
-        self.hidden_size = check_positive_int("hidden_size", hidden_size)
-        H, H_kv = check_heads(num_attention_heads, num_key_value_heads)
-        self.num_attention_heads, self.num_key_value_heads = H, H_kv
-        self.head_dim = check_positive_int("head_dim", head_dim)
-        self.num_key_value_groups = H // H_kv  # n_rep
-        self.scaling = self.head_dim ** -0.5
+                 layer_idx=0, attn_implementation="flex_attention"):
+        self._sizes(hidden_size, num_attention_heads, num_key_value_heads,
+                    head_dim, layer_idx, attn_implementation)
         given = dict(q_proj=q_proj, k_proj=k_proj, v_proj=v_proj,
                      o_proj=o_proj, q_proj_bias=q_proj_bias,
                      k_proj_bias=k_proj_bias, v_proj_bias=v_proj_bias,
                      q_norm=q_norm, k_norm=k_norm)
-        shapes = weight_shapes(self.hidden_size, H, H_kv, self.head_dim)
+        shapes = weight_shapes(self.hidden_size, self.num_attention_heads,
+                               self.num_key_value_heads, self.head_dim)
         arrays = _check_arrays(given, shapes)
         for name in STATE_KEYS:  # absent optional arrays are None
             setattr(self, name, arrays.get(name))
@@ -462,195 +381,184 @@ class MultiHeadAttention:
         self.rope_theta = (None if rope_theta is None
                            else check_theta("rope_theta", rope_theta))
         if rope_theta is not None:  # RoPE rotates pairs
-            check_even("head_dim", self.head_dim)
+            self.inv_freq = rope_frequencies(check_even(
+                "head_dim", self.head_dim), self.rope_theta)
+
+    def _sizes(self, hidden_size, num_attention_heads, num_key_value_heads,
+               head_dim, layer_idx, attn_implementation) -> None:
+        """The sizes, the cache entry and the kernel, checked (all
+        classes)."""
+        self.attn_implementation = check_attn_implementation(
+            attn_implementation)
+        self.hidden_size = check_positive_int("hidden_size", hidden_size)
+        H, H_kv = check_heads(num_attention_heads, num_key_value_heads)
+        self.num_attention_heads, self.num_key_value_heads = H, H_kv
+        self.head_dim = check_positive_int("head_dim", head_dim)
+        self.num_key_value_groups = H // H_kv  # n_rep
+        self.scaling = self.head_dim ** -0.5
+        self.layer_idx = check_int("layer_idx", layer_idx, low=0)
 
     @classmethod
     def from_state_dict(cls, state_dict: Mapping, *, hidden_size,
                         num_attention_heads, num_key_value_heads, head_dim,
                         prefix="", rms_norm_eps=1e-6, rope_theta=_NOT_GIVEN,
-                        attn_implementation="flex_attention"):
+                        layer_idx=0, attn_implementation="flex_attention"):
         """A layer from checkpoint arrays: ``{prefix}q_proj.weight``, ...
 
-        All under ``prefix`` or nothing: an unknown key (``o_proj.bias``)
-        raises, as a missing one does (torch: ``strict=True``).
-
-        Parameters
-        ----------
-        state_dict : mapping of str to ndarray
-            Checkpoint arrays under their torch names (``q_proj.weight``, ...).
-        hidden_size, num_attention_heads, num_key_value_heads, head_dim : int
-            ``d_model``, ``H``, ``H_kv``, ``d_head``, as in the class.
-        prefix : str, default ""
-            The keys' common prefix, e.g. ``"model.layers.0.self_attn."``.
-        rms_norm_eps : float, default 1e-6
-            The epsilon of ``q_norm`` and ``k_norm``.
-        rope_theta : float or None
-            Not in the weights, so it must be passed for a checkpoint with
-            ``q_norm`` (Qwen3); None leaves RoPE out on purpose.
-        attn_implementation : {"flex_attention", "eager"}
-            The kernel, as in the class.
-
-        Returns
-        -------
-        MultiHeadAttention
-
-        See Also
-        --------
-        torch.nn.Module.load_state_dict
-        """
+        The keys of ``state_dict`` under ``prefix`` must be known and complete
+        (torch's ``strict=True``). ``rope_theta`` is not in the weights: pass
+        it for a checkpoint with ``q_norm`` (Qwen3), or None for no RoPE.
+        ``hidden_size``, ``num_attention_heads``, ``num_key_value_heads``,
+        ``head_dim``, ``rms_norm_eps``, ``layer_idx``, ``attn_implementation``:
+        as the class takes them."""
         arrays = _checkpoint_arrays(state_dict, prefix)
         rope_theta = _checkpoint_theta(arrays, rope_theta)
         return cls(hidden_size, num_attention_heads, num_key_value_heads,
                    head_dim, **arrays, rms_norm_eps=rms_norm_eps,
-                   rope_theta=rope_theta,
+                   rope_theta=rope_theta, layer_idx=layer_idx,
                    attn_implementation=attn_implementation)
 
     def state_dict(self, prefix: str = "") -> dict:
-        """The arrays under their checkpoint keys (torch's ``state_dict``).
-
-        Parameters
-        ----------
-        prefix : str, default ""
-            Put in front of every key, e.g. ``"model.layers.0.self_attn."``.
-
-        Returns
-        -------
-        dict of str to ndarray
-            The layer's own arrays (not copies); absent optional ones are left
-            out.
-        """
+        """The arrays under their checkpoint keys (torch's ``state_dict``),
+        each key after ``prefix``; absent optional ones left out."""
         return {prefix + key: getattr(self, n) for n, key in STATE_KEYS.items()
                 if getattr(self, n) is not None}
 
     @property
     def dtype(self):
-        return self.q_proj.dtype
+        return self.o_proj.dtype
 
+    # ------------------------------------------------------------ pieces
     def project(self, x):
         """(q, k, v): (B, H, T, d_head), (B, H_kv, T, d_head) x2, pre-RoPE.
 
-        Unchecked: ``x`` as :meth:`forward` checked it. With ``q_norm`` and
-        ``k_norm`` (Qwen3) each query and key head is RMS-normalised here.
-
-        Parameters
-        ----------
-        x : ndarray, shape (B, T, d_model)
-            Of the layer's dtype.
-
-        Returns
-        -------
-        q : ndarray, shape (B, H, T, d_head)
-        k, v : ndarray, shape (B, H_kv, T, d_head)
-        """
+        Unchecked ``x`` (B, T, d_model); with ``q_norm`` and ``k_norm`` (Qwen3)
+        each query and key head is RMS-normalised."""
         d = self.head_dim
         # (B, T, d_model) @ (d_model, H*d_head) -> (B, H, T, d_head)
-        q = split_heads_core(_linear(x, self.q_proj, self.q_proj_bias), d)
+        q = split_heads_core(linear(x, self.q_proj, self.q_proj_bias), d)
         # (B, T, d_model) @ (d_model, H_kv*d_head) -> (B, H_kv, T, d_head)
-        k = split_heads_core(_linear(x, self.k_proj, self.k_proj_bias), d)
-        v = split_heads_core(_linear(x, self.v_proj, self.v_proj_bias), d)
+        k = split_heads_core(linear(x, self.k_proj, self.k_proj_bias), d)
+        v = split_heads_core(linear(x, self.v_proj, self.v_proj_bias), d)
         if self.q_norm is not None:  # Qwen3: RMSNorm over d_head, per head
             q = rms_norm_core(q, self.q_norm, self.rms_norm_eps)
             k = rms_norm_core(k, self.k_norm, self.rms_norm_eps)
         return q, k, v
 
-    def forward(self, hidden_states, *, attention_mask=None, position_ids=None,
-                cache=None, layer_idx=0, is_causal=True,
+    def heads(self, x):
+        """:meth:`project`'s q, k, v of ``x`` and what :meth:`combine`
+        needs besides (Qwen3-Next: its gate; None here)."""
+        return (*self.project(x), None)
+
+    def rotary(self, position_ids, dtype):
+        """RoPE's (cos, sin) at ``position_ids`` (B, T), each (B, T, d_rot)
+        of ``dtype``; None for a layer without RoPE."""
+        if self.inv_freq is None:
+            return None
+        return rotary_cos_sin_core(position_ids, self.inv_freq,
+                                   self.attention_scaling, dtype)
+
+    def rotate(self, x, cos, sin, layout="half"):
+        """RoPE on the first ``d_rot`` channels of each head of ``x`` (B,
+        heads, T, d_head), all of them unless the tables ``cos`` and ``sin``
+        (B, 1, T, d_rot) are narrower (``partial_rotary_factor``); pairs as
+        ``layout`` says."""
+        d_rot = cos.shape[-1]
+        if d_rot == x.shape[-1]:
+            return apply_rotary(x, cos, sin, layout)
+        # (B, H, T, d_rot) rotated, (B, H, T, d_head - d_rot) as they are
+        return np.concatenate([apply_rotary(x[..., :d_rot], cos, sin, layout),
+                               x[..., d_rot:]], axis=-1)
+
+    def values(self, v):
+        """The values ``v`` the kernel mixes (DiffLlama: both halves side
+        by side)."""
+        return v
+
+    def combine(self, out, extra):
+        """The kernel's output ``out`` (B, H, T, d_head) as ``o_proj`` reads
+        it, (B, T, H*d_head); ``extra`` is what :meth:`heads` returned beside
+        q, k, v."""
+        return merge_heads_core(out)
+
+    # ----------------------------------------------------------- forward
+    def forward(self, hidden_states, *, attention_mask=None,
+                position_ids=None, cache=None, is_causal=True,
                 output_attentions=False):
         """Check the inputs, build the mask and positions, then ``attend``.
 
         Parameters
         ----------
-        hidden_states : ndarray, shape (B, T, d_model)
-            Of the layer's dtype.
-        attention_mask : ndarray, optional
-            (B, S): 1 = real token, 0 = padding, over cached and new
-            positions, combined with the causal mask; or 4-D (B or 1, 1, T,
-            S), True = may attend, used as given (as Hugging Face does).
-        position_ids : ndarray of int, shape (T,) or (B, T), optional
-            Default: counted from the mask over the real tokens.
-        cache : KVCache, optional
-            Keys and values are appended at ``layer_idx`` and attended over.
-        layer_idx : int, default 0
+        hidden_states : ndarray (B, T, d_model) of the layer's dtype
+        attention_mask : (B, S): 1 = token, 0 = padding, held and new
+            positions; or 4-D (B or 1, 1, T, S), True = may attend, as given
+        position_ids : (T,) or (B, T) ints; default: the real tokens counted
+        cache : Cache, optional; keys and values join entry ``layer_idx``
         is_causal : bool, default True
-        output_attentions : bool, default False
-            Also return the weights: needs ``attn_implementation="eager"``.
+        output_attentions : bool; also return the weights (eager only)
 
-        Returns
-        -------
-        out : ndarray, shape (B, T, d_model)
-        weights : ndarray, shape (B, H, T, S), only with output_attentions
+        Returns ``out`` (B, T, d_model), or ``(out, weights)``, (B, H, T, S).
 
         See Also
         --------
         transformers.models.qwen3.modeling_qwen3.Qwen3Attention.forward
         """
-        is_causal = check_bool("is_causal", is_causal)
-        output_attentions = check_output_attentions(output_attentions,
-                                                    self.attn_implementation)
-        x = _check_hidden(self, hidden_states)  # (B, T, d_model)
+        x = _check_forward(self, hidden_states, cache, is_causal,
+                           output_attentions)  # (B, T, d_model)
         B, T, _ = x.shape
-        past = 0 if cache is None else cache.get_seq_length(layer_idx)
-        mask, pos = attention_inputs(attention_mask, position_ids, B, T,
-                                     past, is_causal)
-        rope = None if self.rope_theta is None else rotary_cos_sin(
-            pos, self.head_dim, rope_theta=self.rope_theta, dtype=x.dtype)
-        out, weights = self.attend(x, mask, rope, cache=cache,
-                                   layer_idx=layer_idx)
+        held = seen = 0
+        if cache is not None:
+            held = cache.get_held_length(self.layer_idx)
+            seen = cache.get_seq_length(self.layer_idx)
+        mask, causal, pos = attention_inputs(
+            attention_mask, position_ids, B, T, held, is_causal,
+            dense=self.attn_implementation == "eager", seen=seen)
+        out, weights = self.attend(x, mask, self.rotary(pos, x.dtype),
+                                   cache=cache, is_causal=causal)
         return (out, weights) if output_attentions else out
 
     def attend(self, x, attn_mask, position_embeddings, *, cache=None,
-               layer_idx=0, head_mask=None, rope_layout="half", hook=None):
-        """Unchecked core of :meth:`forward`: project, rotate, cache, attend.
+               is_causal=False, head_mask=None, rope_layout="half",
+               hook=None):
+        """Unchecked core of forward: project, rotate, cache, attend, mix.
 
-        A model calls it for every layer with what it built once (HF:
-        ``Qwen3Attention.forward``, given the model's mask and rotary tables).
+        Returns ``(out, weights)``. A model calls
+        it for every layer with the mask and rotary tables it built once (HF:
+        ``Qwen3Attention.forward``).
 
         Parameters
         ----------
-        x : ndarray, shape (B, T, d_model)
-            Of the layer's dtype.
-        attn_mask : ndarray or None
-            Boolean, True = may attend, broadcastable to (B, H, T, S); None:
-            every key.
-        position_embeddings : (cos, sin) or None
-            Each (B, T, d_head), from :func:`~pyxis_nb.rope.rotary_cos_sin`;
-            None: no RoPE.
-        cache : KVCache, optional
-            The rotated keys and values are appended at ``layer_idx``, and
-            attention runs over all S cached positions.
-        layer_idx : int, default 0
-        head_mask : ndarray, shape (H,), optional
-            Multiplies each head's weights (1 keeps a head, 0 removes it).
-        rope_layout : {"half", "interleaved"}, default "half"
-            "interleaved" rotates neighbouring pairs: the layout bug the
-            chapters demonstrate.
-        hook : callable, optional
-            ``hook(heads) -> heads`` on every head's output (B, H, T,
-            d_head) before ``o_proj`` mixes them: patching, ablation.
-
-        Returns
-        -------
-        out : ndarray, shape (B, T, d_model)
-        weights : ndarray, shape (B, H, T, S), or None
-            None from the ``"flex_attention"`` kernel, which never holds
-            them.
+        x : ndarray (B, T, d_model) of the layer's dtype
+        attn_mask : bool ndarray (True = may attend) to (B, H, T, S), or None
+        position_embeddings : (cos, sin) from :meth:`rotary`, or None: no RoPE
+        cache : Cache, optional; the rotated keys and values join it
+        is_causal : bool; the kernel adds the causal triangle, no (T, S) mask
+        head_mask : ndarray (H,), optional; multiplies each head's weights
+        rope_layout : "half" or "interleaved" (the chapters' layout bug)
+        hook : ``hook(heads) -> heads`` on the heads' outputs (B, H, T, d_head)
+            before ``o_proj``: patching, ablation
         """
-        q, k, v = self.project(x)  # (B, H or H_kv, T, d_head)
+        q, k, v, extra = self.heads(x)  # (B, H or H_kv, T, d_head)
         if position_embeddings is not None:  # rotate before caching
-            cos, sin = position_embeddings  # (B, T, d_head) each
-            cos, sin = cos[:, None], sin[:, None]  # -> (B, 1, T, d_head)
-            q = apply_rotary(q, cos, sin, rope_layout)
-            k = apply_rotary(k, cos, sin, rope_layout)
-        if cache is not None:  # -> (B, H_kv, S, d_head)
-            k, v = cache.update(k, v, layer_idx)
+            cos, sin = position_embeddings  # (B, T, d_rot) each
+            cos, sin = cos[:, None], sin[:, None]  # -> (B, 1, T, d_rot)
+            q = self.rotate(q, cos, sin, rope_layout)
+            k = self.rotate(k, cos, sin, rope_layout)
+        held = 0  # keys held before these: the queries come after them
+        if cache is not None:  # -> (B, H_kv, S, d_head), the held first
+            held = cache.get_held_length(self.layer_idx)
+            k, v = cache.update(k, v, self.layer_idx)
         attention = ATTENTION_FUNCTIONS[self.attn_implementation]  # by name
-        out, weights = attention(q, k, v, attn_mask, scaling=self.scaling,
-                                 head_mask=head_mask)  # (B, H, T, d_head)
+        out, weights = attention(
+            q, k, self.values(v), attn_mask, scaling=self.scaling,
+            score_mod=self.score_mod, sinks=self.sinks, head_mask=head_mask,
+            mask_mod=shifted_mask_mod(self.mask_mod, held),  # a variant's
+            is_causal=is_causal)  # (B, H, T, d_head)
         if hook is not None:  # an intervention on the heads' outputs
             out = hook(out)
         # (B, T, H*d_head) @ (H*d_head, d_model) -> (B, T, d_model)
-        out = merge_heads_core(out) @ self.o_proj.T
-        return out, weights
+        return linear(self.combine(out, extra), self.o_proj,
+                      self.o_proj_bias), weights
 
     __call__ = forward
 
@@ -662,26 +570,25 @@ class MultiHeadAttention:
                 f"head_dim={self.head_dim}, dtype={self.dtype})")
 
 
+def shifted_mask_mod(mask_mod, past: int):
+    """``mask_mod`` for queries that follow ``past`` held keys: new token
+    ``i`` is key ``past + i``. The held keys are the last ones before the
+    new tokens, so causal and sliding masks stay right."""
+    if mask_mod is None or not past:
+        return mask_mod
+
+    def shifted(b, h, q_idx, kv_idx):
+        return mask_mod(b, h, q_idx + past, kv_idx)
+    return shifted
+
+
 def attention_per_head(layer: MultiHeadAttention, hidden_states, *,
                        is_causal: bool = True) -> np.ndarray:
     """The layer as a loop over query heads, positions 0 .. T-1, no cache.
 
     Query head ``h`` uses its rows of ``q_proj`` and those of key/value head
-    ``kv_head_for(h, H, H_kv)`` of ``k_proj`` and ``v_proj``; ``o_proj``
-    mixes the concatenated heads. For teaching and tests.
-
-    Parameters
-    ----------
-    layer : MultiHeadAttention
-    hidden_states : ndarray, shape (B, T, d_model)
-        Of the layer's dtype.
-    is_causal : bool, default True
-
-    Returns
-    -------
-    ndarray, shape (B, T, d_model)
-        Equal to the layer's output.
-    """
+    ``kv_head_for(h, H, H_kv)``. For teaching and tests: equal to ``layer``'s
+    output on ``hidden_states`` (B, T, d_model), ``is_causal`` as given."""
     x = _check_hidden(layer, hidden_states)  # (B, T, d_model)
     is_causal = check_bool("is_causal", is_causal)
     d_head, H, T = layer.head_dim, layer.num_attention_heads, x.shape[1]
@@ -691,9 +598,9 @@ def attention_per_head(layer: MultiHeadAttention, hidden_states, *,
         qr = slice(h * d_head, (h + 1) * d_head)  # query head h's rows
         kr = slice(g * d_head, (g + 1) * d_head)  # key/value head g's rows
         # (B, T, d_model) @ (d_model, d_head) -> (B, T, d_head)
-        q = _linear(x, layer.q_proj[qr], _rows(layer.q_proj_bias, qr))
-        k = _linear(x, layer.k_proj[kr], _rows(layer.k_proj_bias, kr))
-        v = _linear(x, layer.v_proj[kr], _rows(layer.v_proj_bias, kr))
+        q = linear(x, layer.q_proj[qr], _rows(layer.q_proj_bias, qr))
+        k = linear(x, layer.k_proj[kr], _rows(layer.k_proj_bias, kr))
+        v = linear(x, layer.v_proj[kr], _rows(layer.v_proj_bias, kr))
         if layer.q_norm is not None:  # Qwen3
             q = rms_norm_core(q, layer.q_norm, layer.rms_norm_eps)
             k = rms_norm_core(k, layer.k_norm, layer.rms_norm_eps)

@@ -19,20 +19,11 @@ __all__ = ["rms_norm", "rms_norm_core"]
 def rms_norm(x, weight, eps: float = 1e-6):
     r"""``weight * x / sqrt(mean(x**2) + eps)`` over the last axis.
 
-    Unlike LayerNorm: no mean subtraction, no bias.
-
     Parameters
     ----------
-    x : ndarray, shape (..., d_head) or (..., d_model), floating
-        float16 is computed in float32 and cast back, as in Hugging Face.
-    weight : ndarray, shape (x.shape[-1],)
-        The learned gain (``q_norm.weight``), of ``x``'s dtype.
-    eps : float, default 1e-6
-        Qwen3's ``rms_norm_eps``, >= 0.
-
-    Returns
-    -------
-    ndarray, shape and dtype of ``x``
+    x : ndarray (..., d_head) or (..., d_model); float16 computed in float32
+    weight : ndarray (x.shape[-1],), the learned gain, of ``x``'s dtype
+    eps : float, Qwen3's ``rms_norm_eps``, >= 0
 
     See Also
     --------
@@ -49,15 +40,7 @@ def rms_norm_core(x: np.ndarray, weight: np.ndarray, eps: float = 1e-6):
 
     Parameters
     ----------
-    x : ndarray of float, shape (..., d_head) or (..., d_model)
-        float16 is computed in float32 and cast back, as in Hugging Face.
-    weight : ndarray, shape (x.shape[-1],)
-        The learned gain, of ``x``'s dtype.
-    eps : float, default 1e-6
-
-    Returns
-    -------
-    ndarray, shape and dtype of ``x``
+    x, weight, eps : as :func:`rms_norm` takes them, checked
     """
     work = np.float32 if x.dtype.itemsize < 4 else x.dtype  # float16 -> 32
     h = x.astype(work, copy=False)

@@ -1,16 +1,11 @@
 """Heatmaps of attention weights, and the chapters' figures.
 
-Convention: rows are the token that looks (the query), columns the token
-looked at (the key). Figures have an opaque white background so that they
-stay readable when the website is in dark mode. Importing this module
-imports matplotlib; ``import pyxis_nb`` loads it on first use.
-
-The interactive views' figures (a decode step, a tile step, a heatmap grid)
-are at most ``COLUMN_WIDTH`` inches wide: at 100 dpi they fit the website's
-column at 1280 px, so they are shown at their own size and their text stays
-at its point size. Each figure a function here makes carries one sentence
-saying what it shows, ``fig.pyxis_alt``: ``figure_png`` stores it in the PNG
-and ``view_switcher`` makes it the picture's alt text.
+Rows are the query (the token that looks), columns the key (the token
+looked at). Figures have an opaque white background (readable in the
+website's dark mode); the interactive views' figures are at most
+``COLUMN_WIDTH`` inches wide (the column at 1280 px, at 100 dpi). Each
+figure carries a sentence saying what it shows, ``fig.pyxis_alt``:
+``figure_png`` stores it in the PNG, ``view_switcher`` makes it alt text.
 
 Shape legend:
     H        query heads
@@ -59,30 +54,19 @@ PHONE_TEXT_PX = 9
 
 def phone_pt(width_in: float, dpi: int = 100) -> float:
     """The least font size, in points, that a figure ``width_in`` inches wide
-    (drawn at ``dpi``) shows at ``PHONE_TEXT_PX`` or more on a phone, where
-    it is scaled down to ``PHONE_COLUMN_PX``: 11.8 pt at 6.5 inches, 6.5 pt
-    for a figure that fits the phone's column as it is.
+    (drawn at ``dpi``) shows at 9 px or more on a phone: 11.8 pt at 6.5 in.
 
     Parameters
     ----------
-    width_in : float
-        The figure's width in inches.
-    dpi : int, default 100
-        Dots per inch of the picture (the book's figures: 100).
-
-    Returns
-    -------
-    float
-    """
+    width_in, dpi : the figure's width in inches, and its dots per inch"""
     shown = min(1.0, PHONE_COLUMN_PX / (width_in * dpi))  # scale on a phone
     return PHONE_TEXT_PX * 72 / (dpi * shown)
 
 
 def _legible_pt(width_in: float) -> float:
     """The text size :func:`legible` gives a figure ``width_in`` wide:
-    :func:`phone_pt` of its picture, the figure no wider than the column,
-    the picture (its tight box: savefig's pad, a colour bar's labels) up to
-    0.4 in wider than the figure."""
+    :func:`phone_pt` of its picture, no wider than the column, up to 0.4 in
+    wider than the figure (savefig's pad, a colour bar's labels)."""
     return phone_pt(min(width_in, COLUMN_WIDTH) + 0.4)
 
 
@@ -90,18 +74,12 @@ def legible(fig):
     """Make ``fig`` read on a phone: no wider than ``COLUMN_WIDTH``, and no
     text smaller than :func:`phone_pt` of its picture (12.5 pt at 6.5 in).
 
-    Every figure a function here makes goes through it last, and a
-    chapter's own figure may too. Text already larger keeps its size.
+    Every figure here goes through it last; larger text keeps its size.
+    Returns ``fig``, changed in place.
 
     Parameters
     ----------
-    fig : matplotlib.figure.Figure
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        ``fig``, changed in place.
-    """
+    fig : matplotlib.figure.Figure"""
     width, height = fig.get_size_inches()
     if width > COLUMN_WIDTH:
         fig.set_size_inches(COLUMN_WIDTH, height)
@@ -139,8 +117,7 @@ def show(fig) -> None:
 
     Parameters
     ----------
-    fig : matplotlib.figure.Figure
-    """
+    fig : matplotlib.figure.Figure"""
     legible(fig)
     plt.show()
 
@@ -195,40 +172,21 @@ def plot_attention(weights, tokens: Sequence[str] | None = None, *,
                    colorbar: bool = True, vmax: float = 1.0, mask=None):
     """Draw one (T, S) matrix of attention weights as a labelled heatmap.
 
+    Returns the Axes. Masked cells are hatched grey, with no number. In a
+    figure of its own (no ``ax``) the weights are written in their cells
+    only where they fit at a phone's text size.
+
     Parameters
     ----------
-    weights : ndarray, shape (T, S)
-        Row ``i`` is where query ``i`` puts its attention; values in [0, vmax].
-    tokens : sequence of str, length T, optional
-        Query labels (rows); also the columns when ``key_tokens`` is not
-        given and ``T == S``.
-    key_tokens : sequence of str, length S, optional
-        Key labels (columns).
-    ax : matplotlib Axes, optional
-        Where to draw; a new figure is made if omitted.
+    weights : ndarray, shape (T, S), values in [0, vmax]
+    tokens : sequence of str, optional, query labels (the keys' too if T == S)
+    key_tokens : sequence of str, optional, key labels
+    ax : matplotlib Axes, optional, where to draw; default a new figure
     title : str, optional
-    annotate : bool, default True
-        Write each weight (two decimals) in its cell, where the numbers fit
-        their cells at the figure's text size (a map of more than 10 keys in
-        its own figure has the colour bar alone).
-    colorbar : bool, default True
-    vmax : float, default 1.0
-        Top of the colour scale; weights lie in [0, 1].
-    mask : ndarray of bool, shape (T, S), optional
-        True = may attend. Forbidden cells are drawn hatched grey with no
-        number, so a key the mask hides cannot be mistaken for one that merely
-        got a tiny weight.
-
-    Returns
-    -------
-    matplotlib Axes
-
-    Raises
-    ------
-    ValueError
-        If ``weights`` is not a 2-D float array, or the labels or the mask do
-        not match it.
-    """
+    annotate : bool, write each weight (two decimals) in its cell
+    colorbar : bool
+    vmax : float, top of the colour scale
+    mask : ndarray of bool, shape (T, S), optional, True = may attend"""
     w = as_float_array("weights", weights, ndim=2)
     T, S = w.shape
     rows = _labels("tokens", tokens, T)
@@ -300,22 +258,16 @@ def plot_attention_grid(weights, tokens: Sequence[str] | None = None, *,
                         annotate: bool = False, suptitle: str | None = None):
     """Draw several (T, S) weight matrices, e.g. one per head, side by side.
 
+    Returns the Figure, with one shared colour bar.
+
     Parameters
     ----------
     weights : ndarray, shape (H, T, S)
-    tokens, key_tokens : sequence of str, optional
-        As in :func:`plot_attention`.
-    titles : sequence of str, length H, optional
-        Defaults to ``"head 0"``, ``"head 1"``, ...
-    ncols : int, default 4
-    annotate : bool, default False
-    suptitle : str, optional
-
-    Returns
-    -------
-    matplotlib Figure
-        One shared colour bar on the right.
-    """
+    tokens, key_tokens : sequence of str, optional, as :func:`plot_attention`'s
+    titles : sequence of str, length H, optional; default "head 0", ...
+    ncols : int
+    annotate : bool
+    suptitle : str, optional"""
     w = as_float_array("weights", weights, ndim=3)
     H, T, S = w.shape
     titles = (_labels("titles", titles, H) if titles is not None
@@ -364,38 +316,18 @@ def plot_gqa_mapping(num_attention_heads: int, num_key_value_heads: int,
                      ax=None):
     """Draw which key/value head each query head reads (MHA, GQA or MQA).
 
-    Query heads are circles on the top row, key/value heads squares on the
-    bottom row, each centred under the group of query heads it serves; a
-    line joins every query head to its key/value head, one colour per
-    group, every colour distinct (tab10 up to 10 groups, then turbo).
+    Query heads are circles on top, key/value heads squares below, each
+    centred under its group; one colour a group. Returns the Axes.
 
     Parameters
     ----------
-    num_attention_heads : int
-        ``H``, the number of query heads.
-    num_key_value_heads : int
-        ``H_kv``, the number of key/value heads; must divide ``H``.
-        ``H_kv == H`` is MHA, ``H_kv == 1`` is MQA, anything between is GQA.
-    ax : matplotlib Axes, optional
-        Where to draw; a new (7, 2) inch figure is made if omitted.
-
-    Returns
-    -------
-    matplotlib Axes
-        Titled with the variant and both head counts.
-
-    Raises
-    ------
-    ValueError
-        A head count that is not a positive integer, or ``H_kv`` not
-        dividing ``H``.
+    num_attention_heads : int, ``H``
+    num_key_value_heads : int, ``H_kv``, dividing ``H`` (``H``: MHA; 1: MQA)
+    ax : matplotlib Axes, optional; default a new (7, 2) inch figure
 
     See Also
     --------
-    pyxis_nb.kv_head_for : the mapping drawn, ``h * H_kv // H``.
-    transformers.models.qwen3.modeling_qwen3.repeat_kv : lays the key/value
-        heads out in the same order.
-    """
+    transformers.models.qwen3.modeling_qwen3.repeat_kv : the same order."""
     H, H_kv = check_heads(num_attention_heads, num_key_value_heads)
     own = ax is None
     if own:
@@ -435,24 +367,15 @@ def plot_gqa_mapping(num_attention_heads: int, num_key_value_heads: int,
 def plot_decode_step(weights, head_weights, tokens: Sequence[str], t: int):
     """One decode step with a KV cache: the rows so far, then query ``t``.
 
+    Two panels, ``COLUMN_WIDTH`` wide: the rows so far, step ``t``'s row
+    outlined in red; below, query ``t``'s weights head by head.
+
     Parameters
     ----------
-    weights : ndarray, shape (S, S)
-        Mean-over-heads weights of every query so far; NaN where no query
-        ran yet or the key did not exist yet (drawn light grey).
-    head_weights : ndarray, shape (H, t + 1)
-        Query ``t``'s weights over the cached keys, head by head.
+    weights : ndarray, shape (S, S), mean over heads; NaN: not yet (grey)
+    head_weights : ndarray, shape (H, t + 1), query ``t``'s weights per head
     tokens : sequence of str, length S
-    t : int
-        The position decoded in this step (its row is outlined in red).
-
-    Returns
-    -------
-    matplotlib Figure
-        Two panels, one above the other, ``COLUMN_WIDTH`` wide: the rows so
-        far on top, query ``t``'s weights per head below, every weight
-        written in its cell.
-    """
+    t : int, the position decoded in this step"""
     w = as_float_array("weights", weights, ndim=2)
     S = len(_labels("tokens", tokens, w.shape[1]))
     t = check_int("t", t, low=0, high=S - 1)
@@ -499,26 +422,15 @@ def plot_tile_step(stats, i: int, tokens: Sequence[str] | None = None, *,
                    ylim: tuple | None = None):
     """Step ``i`` of :func:`pyxis_nb.tiled_attention`: tiles and state.
 
-    Left: the tile grid (computed green, skipped grey, current outlined).
-    Right: the running max ``m`` and sum ``l`` of the query tile. The figure
-    is ``COLUMN_WIDTH`` wide and its text 10-12 pt, so at 100 dpi it is
-    shown at its own size on the website, text 14-17 px tall.
+    Left, the tile grid (computed green, skipped grey, current outlined);
+    right, the query tile's running max ``m`` and sum ``l``.
 
     Parameters
     ----------
-    stats : TileStats
-        From ``tiled_attention(..., return_stats=True)`` on 2-D inputs.
-    i : int
-        The step, ``0 .. len(stats.steps) - 1``.
-    tokens : sequence of str, optional
-        One label per position; tiles are labelled by their tokens.
-    ylim : (float, float), optional
-        The bar chart's range; defaults to one that fits every step.
-
-    Returns
-    -------
-    matplotlib Figure
-    """
+    stats : TileStats, of ``tiled_attention(..., return_stats=True)``, 2-D
+    i : int, the step, ``0 .. len(stats.steps) - 1``
+    tokens : sequence of str, optional, a label per position
+    ylim : (float, float), optional, the bars' range; default: every step's"""
     i = check_int("i", i, low=0, high=len(stats.steps) - 1)
     fig = _tile_step_figure(stats, tokens)
     # fig.pyxis_show(j) redraws it for step j (px.tile_step_frames)
@@ -620,24 +532,16 @@ def plot_rope_rotation(m: int, n: int, *, pairs: Sequence[int] = (0, 8),
                        rope_theta: float = 1_000_000.0):
     """A query at position ``m`` and a key at ``n``, rotated pair by pair.
 
-    Both start from the same point ``start``; each panel shows one pair
-    rotated by ``m * inv_freq[i]`` and ``n * inv_freq[i]``, with the pair's
-    score in the title: it depends only on ``m - n``.
+    Each panel rotates ``start`` by ``m * inv_freq[i]`` and ``n *
+    inv_freq[i]``; the pair's score, in its title, depends only on ``m - n``.
 
     Parameters
     ----------
-    m, n : int
-        Query and key positions.
-    pairs : sequence of int, default (0, 8)
-        The pairs drawn, one panel each.
-    start : (float, float), default (0.8, 0.6)
-    head_dim : int, default 128
-    rope_theta : float, default 1_000_000.0
-
-    Returns
-    -------
-    matplotlib Figure
-    """
+    m, n : int, query and key positions
+    pairs : sequence of int, the pairs drawn, a panel each
+    start : (float, float), the pair before rotation
+    head_dim : int
+    rope_theta : float"""
     fig = _rope_rotation_figure(pairs, start, head_dim)
     # fig.pyxis_show(m, n) redraws it for other positions
     fig.pyxis_show = lambda m, n: _show_rope_rotation(
@@ -715,16 +619,8 @@ def plot_decode_times(contexts: Sequence[int], cached_s, full_s):
 
     Parameters
     ----------
-    contexts : sequence of int
-        Context lengths ``S``.
-    cached_s, full_s : sequence of float, same length
-        Seconds per decode step with the KV cache, and recomputing all.
-
-    Returns
-    -------
-    matplotlib Figure
-        Log-log axes, one line each, plain tick labels.
-    """
+    contexts : sequence of int, context lengths ``S``
+    cached_s, full_s : sequence of float, seconds a step, cached and not"""
     cached = as_float_array("cached_s", cached_s, ndim=1)
     full = as_float_array("full_s", full_s, ndim=1)
     fig, ax = plt.subplots(figsize=(7, 4), facecolor="white",
@@ -752,17 +648,9 @@ def plot_kv_cache_memory(config, kv_heads, *, dtype_bytes: int = 2):
 
     Parameters
     ----------
-    config : ModelConfig
-        Layers, ``d_head`` and ``max_position_embeddings`` come from it.
-    kv_heads : mapping of str to int
-        A label per variant and its ``H_kv``, e.g. ``{"GQA (8 K/V)": 8}``.
-    dtype_bytes : int, default 2
-
-    Returns
-    -------
-    matplotlib Figure
-        Log-log: cache lines of slope 1, the (T, T) matrix of slope 2.
-    """
+    config : ModelConfig, for the layers, ``d_head`` and the longest context
+    kv_heads : mapping of str to int, a label per ``H_kv``: ``{"GQA": 8}``
+    dtype_bytes : int"""
     T = np.unique(np.geomspace(128, config.max_position_embeddings,
                                60).astype(int))
     fig, ax = plt.subplots(figsize=(7, 4.2), facecolor="white",
@@ -786,16 +674,8 @@ def plot_online_softmax(scores, block: int, maxima, sums):
     Parameters
     ----------
     scores : ndarray, shape (S,)
-    block : int
-        Block size; blocks are drawn in alternating colours.
-    maxima, sums : sequence of float
-        The running ``m`` and ``l`` after each block; the last ones are
-        drawn as the true values (dashed).
-
-    Returns
-    -------
-    matplotlib Figure
-    """
+    block : int, block size (alternating colours)
+    maxima, sums : sequence of float, ``m`` and ``l`` after each block"""
     s = as_float_array("scores", scores, ndim=1)
     block = check_int("block", block, low=1)
     fig, axes = plt.subplot_mosaic(
@@ -828,18 +708,9 @@ def plot_tiled_cost(Ts: Sequence[int], naive_peak, tiled_peak, naive_flops,
 
     Parameters
     ----------
-    Ts : sequence of int
-        Sequence lengths.
-    naive_peak, tiled_peak : sequence of float
-        Peak bytes of one call (e.g. from ``tracemalloc``).
-    naive_flops, tiled_flops : sequence of float
-        FLOPs of the two matmuls.
-
-    Returns
-    -------
-    matplotlib Figure
-        Two log-log panels with plain tick labels for ``T``.
-    """
+    Ts : sequence of int, sequence lengths
+    naive_peak, tiled_peak : sequence of float, peak bytes (``tracemalloc``)
+    naive_flops, tiled_flops : sequence of float, FLOPs of the two matmuls"""
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(8, 3.6), facecolor="white",
                                  layout="constrained")
     mb = [np.round(np.asarray(p, float) / 1e6, 1)  # 0.1 MB: Python objects
@@ -866,23 +737,15 @@ def plot_max_weight(ds: Sequence[int], columns, *, T: int = 6,
                     styles=None, title: str | None = None):
     """The largest weight of a row against the head size ``d``.
 
+    Returns the Axes.
+
     Parameters
     ----------
-    ds : sequence of int
-        Head sizes, drawn on a log2 axis.
-    columns : mapping of str to sequence of float, each of length len(ds)
-        One curve per label, e.g. ``{"not scaled": [...], "scaled": [...]}``.
-    T : int, default 6
-        Tokens per row; a grey line marks the uniform row ``1 / T``.
-    styles : mapping of str to str, optional
-        A matplotlib format per label (``"o"``: points only); the default
-        cycles ``"o-"``, ``"s-"``, ``"^--"``, ``"D-."``.
-    title : str, optional
-
-    Returns
-    -------
-    matplotlib Axes
-    """
+    ds : sequence of int, head sizes (a log2 axis)
+    columns : mapping of str to sequence of float, a curve per label
+    T : int, tokens a row; a grey line marks the uniform row, ``1 / T``
+    styles : mapping of str to str, optional, a matplotlib format per label
+    title : str, optional"""
     ds = [check_positive_int("ds", d) for d in ds]
     log_d = np.log2(ds)
     styles = dict(styles or {})
@@ -907,17 +770,12 @@ def plot_max_weight(ds: Sequence[int], columns, *, T: int = 6,
 def plot_std_growth(ds: Sequence[int], raw, after):
     """Measured std of ``q . k`` and of ``q . k / sqrt(d)`` against ``d``.
 
+    Returns the Axes.
+
     Parameters
     ----------
-    ds : sequence of int
-        Vector sizes (log2 axes).
-    raw, after : sequence of float, length len(ds)
-        The std without and with the ``1 / sqrt(d)`` factor.
-
-    Returns
-    -------
-    matplotlib Axes
-    """
+    ds : sequence of int, vector sizes (log2 axes)
+    raw, after : sequence of float, the std without and with ``1 / sqrt(d)``"""
     ds = np.array([check_positive_int("ds", d) for d in ds])
     fig, ax = plt.subplots(figsize=(7, 4.2), facecolor="white")
     d_line = np.logspace(0, np.log2(ds.max()), 50, base=2)
@@ -940,16 +798,12 @@ def plot_std_growth(ds: Sequence[int], raw, after):
 def plot_position_encodings(pe, *, title: str | None = None):
     """A table of position encodings: positions across, dimensions down.
 
+    Returns the Axes.
+
     Parameters
     ----------
-    pe : ndarray, shape (T, d_model)
-        For example :func:`pyxis_nb.sinusoidal_positions`; values in [-1, 1].
-    title : str, optional
-
-    Returns
-    -------
-    matplotlib Axes
-    """
+    pe : ndarray, shape (T, d_model), values in [-1, 1]
+    title : str, optional"""
     pe = as_float_array("pe", pe, ndim=2)
     fig, ax = plt.subplots(figsize=(7, 3.5), facecolor="white")
     im = ax.imshow(pe.T, cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
@@ -966,24 +820,14 @@ def plot_position_encodings(pe, *, title: str | None = None):
 def plot_rope_decay(similarity, bound, decades, *, context: int):
     """Self-similarity and RoFormer's bound against distance, log-x.
 
-    Each curve gets horizontal segments at its mean over each range of
-    distances in ``decades``, labelled with that mean (3 decimals): the
-    numbers the chapter prints, computed the same way.
+    Each curve has a segment at its mean over each range of ``decades``,
+    labelled with it: the numbers the chapter prints.
 
     Parameters
     ----------
-    similarity, bound : dict of str -> ndarray, shape (context,)
-        One curve per label (e.g. a RoPE base); entry ``d - 1`` is the
-        value at distance ``d``.
-    decades : sequence of (int, int)
-        Ranges ``[a, b)`` of distances; the mean is ``y[a - 1:b - 1]``.
-    context : int
-        The longest distance, drawn as a dashed line.
-
-    Returns
-    -------
-    matplotlib Figure
-    """
+    similarity, bound : dict of str to (context,) arrays; [d - 1] at distance d
+    decades : sequence of (int, int), ranges ``[a, b)`` of distances
+    context : int, the longest distance (dashed)"""
     context = check_int("context", context, low=2)
     d = np.unique(np.geomspace(1, context, 400).astype(int))  # log grid
     fig, axes = plt.subplots(2, 1, figsize=(7, 7), sharex=True,
@@ -1024,23 +868,14 @@ def plot_rope_layout_bug(right, wrong, fixed, tokens: Sequence[str], *,
                          mask=None):
     """Attention weights under two RoPE layouts, the fix, and the change.
 
-    Three weight panels share one colour scale (0 to 1); the fourth shows
-    ``wrong - right`` on a diverging scale symmetric around 0 with its own
-    colour bar, so a small change never looks like a large weight.
+    Three panels share one colour scale; the fourth, ``wrong - right``, has
+    its own diverging one, so a small change never looks like a large weight.
 
     Parameters
     ----------
-    right, wrong, fixed : ndarray, shape (T, T)
-        Weights with the layout the projections were made for, with the
-        other layout, and with permuted projections and the other layout.
+    right, wrong, fixed : ndarray (T, T): own layout, other, permuted rows
     tokens : sequence of str, length T
-    mask : ndarray of bool, shape (T, T), optional
-        True = may attend; forbidden cells are hatched.
-
-    Returns
-    -------
-    matplotlib Figure
-    """
+    mask : ndarray of bool, shape (T, T), optional, True = may attend"""
     panels = [as_float_array(n, w, ndim=2) for n, w in
               (("right", right), ("wrong", wrong), ("fixed", fixed))]
     diff = panels[1] - panels[0]
@@ -1083,35 +918,15 @@ HEAD_SCORE_COLUMN = 0.27  # inches a head at the least, 27 px
 def plot_head_scores(scores, *, outline=None, ncols: int | None = None):
     """Each head score as a layers x heads heatmap, the named heads outlined.
 
-    All panels share one colour scale, shown by one colour bar, so a colour
-    means the same value in every panel. The figure is the website's column
-    wide, a model of 30 layers still fits a 900 px window whole, and its
-    text is :func:`phone_pt` of the column (9 px on a phone): the value of
-    each head is written in its cell where the values fit at that size,
-    else the outlined heads' values are listed under their panel.
+    One colour scale for every panel. Each head's value is written in its
+    cell where the values fit at a phone's text size, else the outlined
+    heads' values are listed under their panel.
 
     Parameters
     ----------
-    scores : mapping of str to ndarray, shape (L, H)
-        One score per head for each name ("previous token", "copying", ...).
-    outline : mapping of str to sequence of (layer, head), optional
-        The heads the text names, per score: drawn with a red box.
-    ncols : int, optional
-        Panels per row; by default as many as the column holds with each
-        head at least 0.27 inch (27 px) wide.
-
-    Returns
-    -------
-    matplotlib Figure
-        One panel per score, values written as two decimals, and a colour
-        bar of the shared scale.
-
-    Raises
-    ------
-    ValueError
-        If a score is not a 2-D float array, or an outlined head is not a
-        layer and head of its score.
-    """
+    scores : mapping of str to ndarray, shape (L, H), a score per head
+    outline : mapping of str to sequence of (layer, head), optional, boxed red
+    ncols : int, optional, panels a row; default as many as the column holds"""
     names = list(scores)
     maps = [as_float_array(f"scores[{n!r}]", scores[n], ndim=2) for n in names]
     outline = dict(outline or {})
@@ -1188,27 +1003,15 @@ def plot_head_scores(scores, *, outline=None, ncols: int | None = None):
 def plot_rope_pairs(head_dim: int = 8, *, rope_theta: float = 1_000_000.0):
     """Which coordinates form RoPE's pairs, in both layouts, and their speed.
 
-    Two rows of the ``head_dim`` coordinates of one query or key: on top
-    the half layout (Hugging Face's ``rotate_half``, Qwen3), where
-    coordinate ``i`` pairs with ``i + head_dim/2``; below the interleaved
-    layout (RoFormer, Meta's Llama code), where ``2i`` pairs with
-    ``2i + 1``. An arc joins the two coordinates of each pair, coloured
-    by the pair, and the legend gives pair ``i``'s angle per position,
-    ``inv_freq[i] = rope_theta ** (-2i / head_dim)``.
+    On top the half layout (HF's ``rotate_half``, Qwen3): ``i`` pairs with
+    ``i + head_dim/2``; below the interleaved one (RoFormer, Meta's Llama):
+    ``2i`` with ``2i + 1``. The legend gives each pair's angle a position;
+    each arc's ``gid`` is ``"half i a-b"`` or ``"interleaved i a-b"``.
 
     Parameters
     ----------
-    head_dim : int, default 8
-        ``d_head``, even, 2 to 16 (more would not read on a phone).
-    rope_theta : float, default 1_000_000.0
-        The base of the frequencies (Qwen3: 1e6), > 1.
-
-    Returns
-    -------
-    matplotlib Figure
-        Each arc's ``gid`` is ``"half i a-b"`` or ``"interleaved i a-b"``:
-        pair ``i`` joins coordinates ``a`` and ``b``.
-    """
+    head_dim : int, ``d_head``, even, 2 to 16
+    rope_theta : float, the base of the frequencies, > 1"""
     d = check_int("head_dim", head_dim, low=2, high=16)
     inv_freq = rope_frequencies(d, rope_theta)  # (d/2,): checks both
     half = d // 2
@@ -1298,29 +1101,16 @@ def _shape(symbols: str, sizes) -> str:
 def plot_attention_layer(sizes=None):
     """Draw the data flow of one attention layer, every array with its shape.
 
-    X is projected to Q, K and V; Q and K give the scores, the softmax the
-    weights, the weights times V each head's output; the heads are
-    concatenated and ``o_proj`` mixes them back to ``d_model``. Each box
-    names an array and its shape in the book's symbols (and its numbers,
-    where ``sizes`` gives them); each arrow names the step.
+    X to Q, K and V, the scores, the weights, each head's output, the heads
+    concatenated and mixed back by ``o_proj``; shapes in the book's symbols.
 
     Parameters
     ----------
-    sizes : mapping of str to int, optional
-        A number for every symbol of ``LAYER_SIZES`` (``"B"``, ``"T"``,
-        ``"S"``, ``"d_model"``, ``"H"``, ``"H_kv"``, ``"d_head"``), written
-        under each shape.
-
-    Returns
-    -------
-    matplotlib Figure
-        With its alt text, ``fig.pyxis_alt``.
+    sizes : mapping of str to int, optional, a number per ``LAYER_SIZES``
 
     See Also
     --------
-    pyxis_nb.MultiHeadAttention : the layer drawn.
-    transformers.models.qwen3.modeling_qwen3.Qwen3Attention
-    """
+    transformers.models.qwen3.modeling_qwen3.Qwen3Attention"""
     if sizes is not None:
         sizes = dict(sizes)
         check_needs(set(sizes) == set(LAYER_SIZES), "sizes",
@@ -1401,29 +1191,14 @@ def plot_attention_layer(sizes=None):
 def plot_head_split(T: int = 3, num_heads: int = 2, head_dim: int = 4):
     """Draw which columns of a projection become which head.
 
-    The top grid is one sequence's projection, (T, H*d_head), holding the
-    numbers 0, 1, 2, ... row by row; the grids below are the same numbers
-    after ``split_heads``, (H, T, d_head): head ``h`` is the block of
-    columns ``h*d_head .. (h+1)*d_head - 1``. Each head has its colour.
+    Top, one sequence's projection (T, H*d_head) holding 0, 1, 2, ...; below,
+    the same numbers after ``split_heads``, (H, T, d_head), a colour a head.
 
     Parameters
     ----------
-    T : int, default 3
-        Tokens (rows).
-    num_heads : int, default 2
-        ``H``.
-    head_dim : int, default 4
-        ``d_head``.
-
-    Returns
-    -------
-    matplotlib Figure
-        With its alt text, ``fig.pyxis_alt``.
-
-    See Also
-    --------
-    pyxis_nb.split_heads : the reshape drawn; merge_heads undoes it.
-    """
+    T : int, tokens (rows)
+    num_heads : int, ``H``
+    head_dim : int, ``d_head``"""
     T, H, d = (check_positive_int(n, v) for n, v in
                (("T", T), ("num_heads", num_heads), ("head_dim", head_dim)))
     check_needs(T * H * d <= 256, "T * num_heads * head_dim",

@@ -1,13 +1,5 @@
 """Absolute positional encodings: tell attention *where* each token sits.
 
-Attention treats its input as a set (the permutation chapter), so
-"Attention Is All You Need" (Vaswani et al., 2017) adds to each token a
-fixed vector that depends only on its position ``pos``; pair ``i`` turns at
-the frequency ``theta ** (-2i / d_model)``, as RoPE's pairs do:
-
-    PE[pos, 2i]     = sin(pos * theta ** (-2i / d_model))
-    PE[pos, 2i + 1] = cos(pos * theta ** (-2i / d_model))
-
 Shape legend:
     ...       leading batch dimensions
     T         positions
@@ -30,20 +22,11 @@ def sinusoidal_positions(T: int, hidden_size: int, *, theta: float = 10000.0,
 
     Parameters
     ----------
-    T : int
-        Positions, >= 1.
-    hidden_size : int
-        The encoding size ``d_model``, even (sin/cos pairs).
-    theta : float, default 10000.0
-        The frequency base (as RoPE's), > 1.
-    offset : int, default 0
-        Position of the first row (the tokens already in a KV cache), >= 0.
-    dtype : numpy float dtype, default float64
-
-    Returns
-    -------
-    ndarray, shape (T, d_model)
-        Row ``t`` encodes ``offset + t``: sin in even, cos in odd columns.
+    T : int, positions (the rows), >= 1
+    hidden_size : int, ``d_model``, even (sin/cos pairs)
+    theta : float, the frequency base (as RoPE's), > 1
+    offset : int, position of row 0 (the tokens already in a KV cache)
+    dtype : numpy float dtype of the table
 
     See Also
     --------
@@ -65,14 +48,7 @@ def add_positions(x, *, theta: float = 10000.0, offset: int = 0) -> np.ndarray:
     Parameters
     ----------
     x : ndarray of float, shape (..., T, d_model), d_model even
-    theta : float, default 10000.0
-        The frequency base, as in :func:`sinusoidal_positions`.
-    offset : int, default 0
-        Position of the first row, as in :func:`sinusoidal_positions`.
-
-    Returns
-    -------
-    ndarray, shape and dtype of ``x``
+    theta, offset : as :func:`sinusoidal_positions` takes them
     """
     x = check_pairs("x", x, "d_model", "sin/cos pairs")
     T, d_model = x.shape[-2:]

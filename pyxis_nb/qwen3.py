@@ -7,9 +7,8 @@ Shape legend (Hugging Face's config names in brackets):
     H_kv     key/value heads (num_key_value_heads)
     d_head   head_dim
 
-The weights are random: they have the real model's shapes, norms and RoPE,
-not its knowledge. Real weights load with ``MultiHeadAttention
-.from_state_dict``.
+The random layers have the real model's shapes, norms and RoPE, not its
+knowledge (real weights: ``MultiHeadAttention.from_state_dict``).
 """
 
 from __future__ import annotations
@@ -28,23 +27,9 @@ __all__ = ["ModelConfig", "QWEN3_1_7B", "random_attention", "qwen3_attention",
 def weight_order(shape) -> str:
     """How the checkpoint readers lay out a weight: ``"F"`` for a matrix.
 
-    A matrix (out, in) is used as ``x @ w.T``. Stored column-major, ``w.T``
-    is a row-major (in, out) array, and OpenBLAS multiplies a vector by it
-    with the kernel that streams memory fastest (``make bench
-    BENCH=bench_generate`` prints both layouts' bandwidth). The values are
-    the same and so are the products of many rows (prefill); a single row's
-    can differ in the last bit, as the order of the sum differs. Vectors
-    stay row-major.
-
-    Parameters
-    ----------
-    shape : tuple of int
-
-    Returns
-    -------
-    str
-        ``order`` for ``np.empty`` and ``astype``.
-    """
+    Column-major (out, in) makes ``w.T`` row-major, OpenBLAS's fastest for
+    ``x @ w.T`` of one row (``make bench BENCH=bench_generate``); a
+    ``shape`` of one axis, a vector, stays ``"C"``."""
     return "F" if len(shape) == 2 else "C"
 
 
@@ -54,36 +39,17 @@ class ModelConfig:
 
     Parameters
     ----------
-    hidden_size : int
-        ``d_model``, the width of the residual stream.
-    num_attention_heads : int
-        ``H``.
-    num_key_value_heads : int
-        ``H_kv``, dividing ``H``.
-    head_dim : int
-        ``d_head`` (need not be ``d_model // H``).
-    num_hidden_layers : int
-        ``L``.
-    rope_theta : float
-        RoPE's base (Qwen3: 1_000_000.0).
-    rms_norm_eps : float
-        The epsilon of every RMSNorm.
-    intermediate_size : int
-        ``d_ff``, the MLP's width; 0: layers without MLP.
-    vocab_size : int
-        ``V``.
-    max_position_embeddings : int
-        The most positions a sequence may have.
-    rope_parameters : dict, optional
-        A RoPE scaling, as transformers' ``config.rope_parameters``:
-        ``rope_type`` "linear", "yarn" or "llama3", ``rope_theta`` (equal
-        to the field above) and that type's keys (``factor``,
-        ``original_max_position_embeddings``, ...). None: plain RoPE of
-        base ``rope_theta``. In ``to_dict()`` only when set.
-    _attn_implementation : {"flex_attention", "eager"}, default
-        "flex_attention"
-        The attention kernel every layer runs, by name (transformers keeps
-        it in ``config._attn_implementation`` too); not in ``to_dict()``.
+    hidden_size : int, ``d_model``, the width of the residual stream
+    num_attention_heads, num_key_value_heads : int, ``H``; ``H_kv`` divides it
+    head_dim : int, ``d_head`` (need not be ``d_model // H``)
+    num_hidden_layers : int, ``L``
+    rope_theta : float, RoPE's base (Qwen3: 1_000_000.0)
+    rms_norm_eps : float, the epsilon of every RMSNorm
+    intermediate_size : int, ``d_ff``, the MLP's width; 0: no MLP
+    vocab_size : int, ``V``
+    max_position_embeddings : int, the most positions a sequence may have
+    rope_parameters : dict, a RoPE scaling as transformers'; None: plain RoPE
+    _attn_implementation : "flex_attention" or "eager", every layer's kernel
 
     See Also
     --------
@@ -176,36 +142,19 @@ def random_attention(hidden_size: int, num_attention_heads: int,
                      ) -> MultiHeadAttention:
     """A layer with seeded normal weights of std ``1 / sqrt(in_features)``.
 
-    That scale keeps projected entries near unit variance. Numbers are drawn
-    in float64 and cast, so one seed gives the same layer in both dtypes.
-    Drawn in order: the four projections; then ``q_norm`` / ``k_norm``
-    (``1 + 0.1 * normal``) with ``qk_norm``; then the q/k/v biases
-    (``0.1 * normal``, Qwen2-style) with ``bias``.
+    That scale keeps projected entries near unit variance. Drawn in float64
+    and cast, so one seed gives the same layer in both dtypes.
 
     Parameters
     ----------
     hidden_size, num_attention_heads, num_key_value_heads, head_dim : int
-        ``d_model``, ``H``, ``H_kv`` (dividing ``H``), ``d_head``.
-    seed : int, default 0
-    dtype : numpy float dtype, default float64
-    qk_norm : bool, default False
-        Add Qwen3's ``q_norm`` and ``k_norm``.
-    bias : bool, default False
-        Add Qwen2's q/k/v biases.
-    rms_norm_eps : float, default 1e-6
-        The epsilon of ``q_norm`` and ``k_norm``.
-    rope_theta : float, optional
-        RoPE base; None leaves RoPE out.
-    attn_implementation : {"flex_attention", "eager"}
-        The kernel; "eager" to get the weights (``output_attentions``).
-
-    Returns
-    -------
-    MultiHeadAttention
-
-    See Also
-    --------
-    qwen3_attention : with a Qwen3 configuration.
+    seed : int, the seed of the weights
+    dtype : numpy float dtype of the weights
+    qk_norm : bool, add Qwen3's ``q_norm`` and ``k_norm``
+    bias : bool, add Qwen2's q/k/v biases
+    rms_norm_eps : float, the epsilon of ``q_norm`` and ``k_norm``
+    rope_theta : float or None, RoPE's base; None leaves RoPE out
+    attn_implementation : "flex_attention", or "eager" for the weights
     """
     d_model = check_positive_int("hidden_size", hidden_size)
     H, H_kv = check_heads(num_attention_heads, num_key_value_heads)
@@ -232,24 +181,16 @@ def qwen3_attention(config: ModelConfig = QWEN3_1_7B, *, seed: int = 0,
     """A random layer of a Qwen3 configuration: shapes, q/k norms, RoPE, eps.
 
     Qwen3-1.7B's four projections hold 12.6 million numbers (96 MiB in
-    float64; pass ``dtype=np.float32`` for 48 MiB).
+    float64, 48 MiB in float32).
 
     Parameters
     ----------
-    config : ModelConfig, default QWEN3_1_7B
-        The sizes, ``rms_norm_eps`` and ``rope_theta``.
-    seed : int, default 0
-        As in :func:`random_attention`.
-    dtype : numpy float dtype, default float64
-
-    Returns
-    -------
-    MultiHeadAttention
+    config : ModelConfig, the sizes, ``rms_norm_eps`` and ``rope_theta``
+    seed, dtype : as :func:`random_attention` takes them
 
     See Also
     --------
-    transformers.models.qwen3.modeling_qwen3.Qwen3Attention :
-        ``Qwen3Attention(config, layer_idx)``.
+    transformers.models.qwen3.modeling_qwen3.Qwen3Attention
     """
     return random_attention(
         config.hidden_size, config.num_attention_heads,

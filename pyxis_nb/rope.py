@@ -1,21 +1,9 @@
 """Rotary position embeddings (RoPE), in both pairing layouts.
 
-RoPE treats a query or key as ``d_head / 2`` pairs of coordinates and
-rotates pair ``i`` of the vector at position ``m`` by ``m * inv_freq[i]``.
-Two layouts decide which coordinates pair up:
-
-* ``"half"`` (Hugging Face ``rotate_half``, Qwen3): ``i`` with
-  ``i + d_head/2``;
-* ``"interleaved"`` (RoFormer, Meta's Llama code): ``(2i, 2i + 1)``.
-
-Weights trained for one layout need the rows of ``q_proj`` and ``k_proj``
-permuted per head to run in the other (:func:`permute_qk_proj`).
-
-Long-context models change ``inv_freq`` itself: a config's
-``rope_parameters`` names a ``rope_type`` (linear, dynamic, yarn, llama3),
-and :func:`compute_rope_parameters` returns the ``inv_freq`` and the
-attention scaling (a factor on ``cos`` and ``sin``) that transformers'
-``modeling_rope_utils.ROPE_INIT_FUNCTIONS`` computes for it.
+RoPE rotates pair ``i`` of a query or key at position ``m`` by
+``m * inv_freq[i]``; a pair is ``(i, i + d_head/2)`` in the ``"half"``
+layout (Hugging Face, Qwen3), ``(2i, 2i + 1)`` in the ``"interleaved"`` one
+(RoFormer, Meta's Llama code).
 
 Shape legend:
     ...      any leading batch/head dimensions
@@ -69,18 +57,7 @@ def rope_frequencies(head_dim: int,
 
     Parameters
     ----------
-    head_dim : int
-        ``d_head``, even (Qwen3: 128).
-    rope_theta : float, default 1_000_000.0
-        The base, ``rope_theta`` in the config (Qwen3: 1e6; Llama 2: 1e4).
-
-    Returns
-    -------
-    inv_freq : ndarray of float64, shape (d_head/2,)
-
-    See Also
-    --------
-    transformers.modeling_rope_utils._compute_default_rope_parameters
+    head_dim, rope_theta : ``d_head`` (even) and the base (Qwen3: 1e6)
     """
     d_head, rope_theta = check_frequencies("head_dim", head_dim, rope_theta)
     return rope_theta ** (-np.arange(0, d_head, 2) / d_head)  # (d_head/2,)
@@ -92,33 +69,13 @@ def rotary_cos_sin(position_ids, head_dim: int, *,
                    attention_scaling: float = 1.0):
     """The ``cos`` and ``sin`` tables of Hugging Face's rotary embedding.
 
-    Both halves of the last axis repeat the same ``d_head / 2`` angles, as
-    :func:`apply_rotary_pos_emb` expects. The angles are computed in
-    float64 (Hugging Face: float32) and rounded once to ``dtype``.
-
     Parameters
     ----------
-    position_ids : array_like of int, shape (B, T) or (T,)
-        The position of each token (real positions are allowed too).
-    head_dim : int
-        ``d_head``, even: the width of the rotated part of a head (with
-        ``partial_rotary_factor``, ``head_dim * partial_rotary_factor``).
-    rope_theta : float, optional
-        The base of the frequencies, as in :func:`rope_frequencies`;
-        1_000_000.0 (Qwen3) when neither it nor ``inv_freq`` is given.
-    dtype : numpy float dtype, default float32
-        The dtype of the returned tables.
-    inv_freq : array_like of float, shape (d_head/2,), optional
-        The frequencies themselves, from :func:`compute_rope_parameters`
-        (YaRN, llama3, ...), instead of ``rope_theta``.
-    attention_scaling : float, default 1.0
-        A factor on both tables, from :func:`compute_rope_parameters`
-        (YaRN's ``attention_factor``): it scales every score by its square.
-
-    Returns
-    -------
-    cos, sin : ndarray, shape (B, T, d_head)
-        (1, T, d_head) for (T,) positions.
+    position_ids : (B, T) or (T,), for tables (B, T, d_head) or (1, T, d_head)
+    head_dim : int, ``d_head``, even: the rotated width of a head
+    rope_theta : float, the base; None: 1e6 (Qwen3), unless ``inv_freq``
+    dtype : numpy float dtype the float64 angles are rounded to, once
+    inv_freq, attention_scaling : from :func:`compute_rope_parameters`
 
     See Also
     --------
@@ -153,18 +110,7 @@ def rotary_cos_sin_core(position_ids, inv_freq, attention_scaling: float,
 
     Parameters
     ----------
-    position_ids : ndarray of float64, shape (B, T) or (T,)
-        The position of each token.
-    inv_freq : ndarray of float64, shape (d_head/2,)
-        The frequencies.
-    attention_scaling : float
-        The factor on both tables.
-    dtype : numpy float dtype
-        The dtype of the returned tables.
-
-    Returns
-    -------
-    cos, sin : ndarray, shape (B, T, d_head)
+    position_ids, inv_freq, attention_scaling, dtype : as rotary_cos_sin checks
     """
     pos = position_ids[None, :] if position_ids.ndim == 1 else position_ids
     freqs = pos[:, :, None] * inv_freq  # (B, T, 1) * (d_head/2,)
@@ -192,14 +138,6 @@ def rotate_half(x):
     Parameters
     ----------
     x : ndarray of float, shape (..., d_head), d_head even
-
-    Returns
-    -------
-    ndarray, shape and dtype of ``x``
-
-    See Also
-    --------
-    transformers.models.qwen3.modeling_qwen3.rotate_half
     """
     x1, x2 = np.split(_check_even_last("x", x), 2, axis=-1)  # (..., d_head/2)
     return np.concatenate([-x2, x1], axis=-1)  # (..., d_head)
@@ -233,34 +171,14 @@ def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim: int = 1):
 
     Parameters
     ----------
-    q : ndarray, shape (B, H, T, d_head)
-    k : ndarray, shape (B, H_kv, T, d_head)
-    cos, sin : ndarray, shape (B, T, d_head)
-        From :func:`rotary_cos_sin`; cast to the dtype of ``q`` and ``k``.
-    unsqueeze_dim : int, default 1
-        The heads axis inserted into ``cos`` and ``sin`` (2 for
-        (B, T, H, d_head) inputs).
-
-    Returns
-    -------
-    q_embed, k_embed : ndarray, shapes and dtypes of ``q`` and ``k``
-
-    See Also
-    --------
-    transformers.models.qwen3.modeling_qwen3.apply_rotary_pos_emb
+    q, k, cos, sin, unsqueeze_dim : as transformers' (tables: rotary_cos_sin)
     """
     q, k, cos, sin = _check_rotary(q, k, cos, sin, unsqueeze_dim)
     return apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
 
 
 def apply_rotary(x, cos, sin, layout="half"):
-    """Unchecked core: rotate ``x`` by the angles of ``cos`` and ``sin``.
-
-    ``cos`` and ``sin`` are Hugging Face's tables (both halves of the last
-    axis hold the same ``d_head / 2`` angles). ``layout`` says which
-    elements form a pair: "half" (``i``, ``i + d_head/2``), as
-    ``x * cos + rotate_half(x) * sin``; "interleaved" (``2i``, ``2i + 1``).
-    """
+    """Unchecked core: rotate ``x`` by the angles of ``cos`` and ``sin``."""
     cos, sin = cos.astype(x.dtype, copy=False), sin.astype(x.dtype,
                                                            copy=False)
     half = x.shape[-1] // 2
@@ -300,24 +218,10 @@ def apply_rope(x, positions, *, rope_theta: float = 1_000_000.0,
 
     Parameters
     ----------
-    x : ndarray of float, shape (..., T, d_head), d_head even
-        Queries or keys, T >= 1.
-    positions : array_like of int, shape (T,) or e.g. (B, 1, T)
-        The position of each row; any shape that broadcasts to
-        ``x.shape[:-1]`` with a last axis of T.
-    rope_theta : float, default 1_000_000.0
-        The base of the frequencies (Qwen3: 1e6), > 1.
-    layout : {"half", "interleaved"}, default "half"
-        Which coordinates pair up: ``(i, i + d_head/2)`` (Hugging Face,
-        Qwen3) or ``(2i, 2i + 1)`` (RoFormer, Meta's Llama code).
-
-    Returns
-    -------
-    ndarray, shape and dtype of ``x``
-
-    See Also
-    --------
-    apply_rotary_pos_emb : Hugging Face's form of the half layout.
+    x : ndarray of float, shape (..., T, d_head), d_head even: q or k
+    positions : array_like of int, (T,) or broadcasting to x's (..., T)
+    rope_theta : float, the base of the frequencies (Qwen3: 1e6), > 1
+    layout : "half" (HF, Qwen3) or "interleaved" (RoFormer, Meta's Llama)
     """
     x, pos = _check_rope_args(x, positions, layout, ROPE_LAYOUTS)
     # (..., T, 1) * (d_head/2,) -> (..., T, d_head/2), both halves alike
@@ -329,17 +233,9 @@ def apply_rope(x, positions, *, rope_theta: float = 1_000_000.0,
 def interleaved_to_half_permutation(head_dim: int) -> np.ndarray:
     """``perm`` with ``x[..., perm]`` = an interleaved ``x`` in half layout.
 
-    Pair ``(2i, 2i + 1)`` moves to ``(i, i + d_head/2)``: the even
-    elements first, then the odd ones.
-
     Parameters
     ----------
-    head_dim : int
-        ``d_head``, even.
-
-    Returns
-    -------
-    perm : ndarray of int, shape (d_head,)
+    head_dim : int, ``d_head``, even
     """
     d_head = check_even("head_dim", head_dim)
     return np.concatenate([np.arange(0, d_head, 2), np.arange(1, d_head, 2)])
@@ -350,12 +246,7 @@ def half_to_interleaved_permutation(head_dim: int) -> np.ndarray:
 
     Parameters
     ----------
-    head_dim : int
-        ``d_head``, even.
-
-    Returns
-    -------
-    inv : ndarray of int, shape (d_head,)
+    head_dim : int, ``d_head``, even
     """
     return np.argsort(interleaved_to_half_permutation(head_dim))
 
@@ -375,25 +266,13 @@ def permute_qk_proj(weight, *, head_dim: int,
                     inverse: bool = False) -> np.ndarray:
     """Reorder a q/k projection's rows per head, interleaved -> half layout.
 
-    Row ``r`` of ``W`` (torch ``Linear`` layout) makes element ``r`` of the
-    query, so permuting each head's rows by
-    :func:`interleaved_to_half_permutation` moves every rotated pair to where
-    the half layout rotates it. Queries and keys move alike, so scores are
-    unchanged. Never permute ``v_proj`` or ``o_proj``; permute a per-head
-    ``q_norm`` / ``k_norm`` weight the same way.
+    Permute ``q_norm`` / ``k_norm`` alike; never ``v_proj`` or ``o_proj``.
 
     Parameters
     ----------
-    weight : ndarray, shape (heads * d_head, ...)
-        A projection (H*d_head or H_kv*d_head, d_model) or its 1-D bias.
-    head_dim : int
-        ``d_head``, even: the rows are cut into heads of this many.
-    inverse : bool, default False
-        Half -> interleaved instead.
-
-    Returns
-    -------
-    ndarray, shape and dtype of ``weight``
+    weight : ndarray (heads * d_head, d_model), or its bias (heads * d_head,)
+    head_dim : int, ``d_head``, even: the rows are cut into heads of this many
+    inverse : bool, half -> interleaved instead
 
     See Also
     --------
@@ -533,27 +412,12 @@ def compute_default_rope_parameters(rope_parameters, head_dim: int,
 
     Parameters
     ----------
-    rope_parameters : dict
-        A config's ``rope_parameters``: ``rope_type`` "default",
-        ``rope_theta``, optionally ``partial_rotary_factor`` (the rotated
-        fraction of each head: ``dim = int(head_dim * factor)``).
-    head_dim : int
-        ``d_head`` (the config's ``head_dim``).
-    max_position_embeddings : int, optional
-        Unused by this rope_type (every type takes the same arguments).
-    seq_len : int, optional
-        Unused by this rope_type.
-
-    Returns
-    -------
-    inv_freq : ndarray of float64, shape (dim/2,)
-    attention_scaling : float
-        1.0.
+    rope_parameters : dict, ``rope_type`` "default" and ``rope_theta``
+    head_dim, max_position_embeddings, seq_len : ``d_head``; two unused here
 
     See Also
     --------
-    transformers.models.llama.modeling_llama.LlamaRotaryEmbedding\
-.compute_default_rope_parameters
+    LlamaRotaryEmbedding.compute_default_rope_parameters : transformers'.
     """
     p = _check_rope_parameters("default", rope_parameters, head_dim,
                                max_position_embeddings, seq_len)
@@ -568,21 +432,8 @@ def compute_linear_scaling_rope_parameters(
 
     Parameters
     ----------
-    rope_parameters : dict
-        ``rope_type`` "linear", ``rope_theta``, ``factor`` (>= 1),
-        optionally ``partial_rotary_factor``.
-    head_dim : int
-        ``d_head``.
-    max_position_embeddings : int, optional
-        Unused by this rope_type.
-    seq_len : int, optional
-        Unused by this rope_type.
-
-    Returns
-    -------
-    inv_freq : ndarray of float64, shape (dim/2,)
-    attention_scaling : float
-        1.0.
+    rope_parameters : dict, "linear", ``rope_theta``, ``factor`` >= 1
+    head_dim, max_position_embeddings, seq_len : ``d_head``; two unused here
 
     See Also
     --------
@@ -602,22 +453,10 @@ def compute_dynamic_ntk_parameters(
 
     Parameters
     ----------
-    rope_parameters : dict
-        ``rope_type`` "dynamic", ``rope_theta``, ``factor`` (>= 1),
-        optionally ``partial_rotary_factor``.
-    head_dim : int
-        ``d_head``; the rotated width must be at least 4.
-    max_position_embeddings : int
-        The config's ``max_position_embeddings``: up to it, plain RoPE.
-    seq_len : int, optional
-        The length seen so far (transformers: ``max(position_ids) + 1``,
-        growing only); None or shorter: ``max_position_embeddings``.
-
-    Returns
-    -------
-    inv_freq : ndarray of float64, shape (dim/2,)
-    attention_scaling : float
-        1.0.
+    rope_parameters : dict, "dynamic", ``rope_theta``, ``factor`` >= 1
+    head_dim : int, ``d_head``; the rotated width must be at least 4
+    max_position_embeddings : int, the config's: up to it, plain RoPE
+    seq_len : int, the length so far (HF: ``max(position_ids) + 1``)
 
     See Also
     --------
@@ -637,18 +476,8 @@ def yarn_get_mscale(scale: float, mscale: float = 1.0) -> float:
 
     Parameters
     ----------
-    scale : float
-        The context extension ``factor``; 1.0 for ``scale <= 1``.
-    mscale : float, default 1.0
-        A multiplier of the log (DeepSeek's ``mscale``, ``mscale_all_dim``).
-
-    Returns
-    -------
-    float
-
-    See Also
-    --------
-    transformers.models.deepseek_v3.modeling_deepseek_v3.yarn_get_mscale
+    scale : float, the context extension ``factor``
+    mscale : float, a multiplier of the log (transformers' DeepSeek-V3's)
     """
     scale = check_number("scale", scale, above=0)
     mscale = check_number("mscale", mscale, at_least=0)
@@ -660,31 +489,12 @@ def compute_yarn_parameters(rope_parameters, head_dim: int,
                             seq_len=None) -> tuple[np.ndarray, float]:
     """YaRN: slow pairs interpolated, fast pairs kept, a ramp between.
 
-    A pair that turns fewer than ``beta_slow`` times over the original
-    context is divided by ``factor``; one that turns more than
-    ``beta_fast`` times is kept; between, a linear ramp over the pair
-    index mixes the two. The attention factor (on cos and sin) is
-    ``0.1 ln(factor) + 1``, or DeepSeek's ratio of two such factors.
-
     Parameters
     ----------
-    rope_parameters : dict
-        ``rope_type`` "yarn", ``rope_theta``, ``factor`` (None: from
-        ``max_position_embeddings``), ``original_max_position_embeddings``;
-        optionally ``attention_factor``, ``beta_fast`` (32), ``beta_slow``
-        (1), ``mscale``, ``mscale_all_dim``, ``truncate`` (True: the ramp's
-        ends rounded to whole pairs), ``partial_rotary_factor``.
-    head_dim : int
-        ``d_head`` (DeepSeek-V3: ``qk_rope_head_dim``).
-    max_position_embeddings : int, optional
-        Needed only when ``factor`` is None.
-    seq_len : int, optional
-        Unused by this rope_type.
-
-    Returns
-    -------
-    inv_freq : ndarray of float64, shape (dim/2,)
-    attention_scaling : float
+    rope_parameters : dict, "yarn" and the keys of ``ROPE_KEYS["yarn"]``
+    head_dim : int, ``d_head`` (DeepSeek-V3: ``qk_rope_head_dim``)
+    max_position_embeddings : int, needed only when ``factor`` is None
+    seq_len : unused by this rope_type
 
     See Also
     --------
@@ -723,30 +533,10 @@ def compute_llama3_parameters(rope_parameters, head_dim: int,
                               seq_len=None) -> tuple[np.ndarray, float]:
     """Llama 3.1: long waves divided by ``factor``, short ones kept.
 
-    A pair whose wavelength ``2 pi / inv_freq`` is longer than
-    ``original_max_position_embeddings / low_freq_factor`` is divided by
-    ``factor``; shorter than ``... / high_freq_factor``, kept; between, a
-    mix that moves smoothly with ``original / wavelength``.
-
     Parameters
     ----------
-    rope_parameters : dict
-        ``rope_type`` "llama3", ``rope_theta``, ``factor``,
-        ``original_max_position_embeddings``, ``low_freq_factor``,
-        ``high_freq_factor`` (> ``low_freq_factor``), optionally
-        ``partial_rotary_factor``.
-    head_dim : int
-        ``d_head``.
-    max_position_embeddings : int, optional
-        Unused by this rope_type.
-    seq_len : int, optional
-        Unused by this rope_type.
-
-    Returns
-    -------
-    inv_freq : ndarray of float64, shape (dim/2,)
-    attention_scaling : float
-        1.0.
+    rope_parameters : dict, "llama3" and the keys of ``ROPE_KEYS["llama3"]``
+    head_dim, max_position_embeddings, seq_len : ``d_head``; two unused here
 
     See Also
     --------
@@ -783,30 +573,11 @@ def compute_rope_parameters(rope_parameters, head_dim: int, *,
                             ) -> tuple[np.ndarray, float]:
     """``inv_freq`` and the attention scaling of a config's RoPE.
 
-    Calls the function of ``rope_parameters["rope_type"]`` in
-    :data:`ROPE_INIT_FUNCTIONS`. Pass the tables on with
-    ``rotary_cos_sin(position_ids, 2 * len(inv_freq), inv_freq=inv_freq,
-    attention_scaling=attention_scaling)``.
-
     Parameters
     ----------
-    rope_parameters : dict
-        A config's ``rope_parameters`` (one layer type's, if nested):
-        ``rope_type`` (one of :data:`ROPE_TYPES`), ``rope_theta`` and the
-        keys of that type.
-    head_dim : int
-        ``d_head`` (DeepSeek-V3: ``qk_rope_head_dim``).
-    max_position_embeddings : int, optional
-        The config's; read by "dynamic", and by "yarn" without a factor.
-    seq_len : int, optional
-        The length seen so far; read by "dynamic" only.
-
-    Returns
-    -------
-    inv_freq : ndarray of float64, shape (dim/2,)
-        ``dim = int(head_dim * partial_rotary_factor)``.
-    attention_scaling : float
-        The factor on ``cos`` and ``sin`` (1.0 except for YaRN).
+    rope_parameters : dict, ``rope_type`` (:data:`ROPE_TYPES`) and its keys
+    head_dim : int, ``d_head``: ``int(head_dim * partial_rotary_factor)`` turn
+    max_position_embeddings, seq_len : int, read by "dynamic" (and "yarn")
 
     See Also
     --------

@@ -1,19 +1,11 @@
 """Show the package's own code in a chapter, read from the installed package.
 
-``px.show_source(px.causal_mask)`` returns a display object with three
-forms of the same listing:
-
-* HTML, a ``<pre><code>`` block (Pygments' classes where Pygments is
-  installed, as it is with every IPython kernel): what JupyterLab, Colab,
-  VS Code, nbconvert and GitHub's viewer prefer, so each shows it in a
-  monospaced font;
-* Markdown, a fenced ``python`` block: what the website renders (it ranks
-  Markdown above HTML, ``nb_mime_priority_overrides`` in _config.yml), so
-  the listing looks like every other code block of the book;
-* plain text, the bare source.
-
-The listing is cell output, so it can never drift from the code that runs,
-and nbval compares it like any other output.
+``px.show_source(px.causal_mask)`` displays one listing in three forms:
+HTML (``<pre><code>``, with Pygments' classes where it is installed: what
+JupyterLab, Colab, VS Code, nbconvert and GitHub show), Markdown (a fenced
+``python`` block: what the website renders, ``nb_mime_priority_overrides``
+in _config.yml) and plain text. As cell output the listing cannot drift
+from the code that runs, and nbval compares it like any other output.
 """
 
 from __future__ import annotations
@@ -31,10 +23,8 @@ class SourceListing:
 
     Parameters
     ----------
-    source : str
-        The listing's text, as :func:`show_source` cut it.
-    name : str
-        The object's qualified name.
+    source : str, the listing's text, as :func:`show_source` cut it
+    name : str, the object's qualified name
     """
 
     def __init__(self, source: str, name: str):
@@ -74,26 +64,9 @@ def show_source(obj, *, docstring: str = "summary",
 
     Parameters
     ----------
-    obj : function, class or method
-        For example ``px.causal_mask`` or ``px.KVCache.update``.
-    docstring : {"summary", "full", "none"}, default "summary"
-        How much of each docstring the listing keeps: its first line (the
-        full text is what ``help(obj)`` shows), all of it, or nothing.
-    checks : bool, default True
-        False: each statement that checks the input at the door (a call
-        of a ``_checks`` helper, or a ``raise``) becomes one comment line,
-        ``# ... input checks``, so the listing shows the maths alone.
-
-    Returns
-    -------
-    SourceListing
-        Displays as a highlighted listing; ``len()`` counts its lines.
-
-    Raises
-    ------
-    ValueError
-        ``obj`` is not a function, class or method, or ``docstring`` is
-        not one of the three choices.
+    obj : function, class or method, e.g. ``px.KVCache.update``
+    docstring : "summary" (each docstring's first line), "full" or "none"
+    checks : bool; False folds each run of door checks into one comment line
     """
     if docstring not in DOCSTRING_CHOICES:
         raise ValueError(f"docstring must be one of {DOCSTRING_CHOICES}, "
@@ -116,22 +89,12 @@ DOCSTRING_CHOICES = ("summary", "full", "none")
 def door_statements(tree: ast.AST) -> tuple[list, list]:
     """The docstring nodes and the door-check statements under ``tree``.
 
-    A door check is a statement of a function body that calls a helper of
-    ``pyxis_nb._checks`` (a ``check_...`` or ``as_float_array``-style name
-    imported from it), a module's own ``_check...`` function or method, or
-    raises.
+    A door check is a statement of a function body that raises, or calls a
+    ``_checks`` helper or a module's own ``_check...`` function or method.
 
     Parameters
     ----------
-    tree : ast.AST
-        A parsed listing (``ast.parse`` of its source).
-
-    Returns
-    -------
-    docs : list of ast.Expr
-        The docstring statements of every def and class.
-    checks : list of ast.stmt
-        The door-check statements.
+    tree : ast.AST, a parsed listing (``ast.parse`` of its source)
     """
     from . import _checks
     helpers = {n for n in dir(_checks) if not n.startswith("__")}

@@ -19,19 +19,11 @@ def softmax(x, axis: int = -1) -> np.ndarray:
 
     Parameters
     ----------
-    x : ndarray, shape (..., S), floating
-        Scores; ``-inf`` marks an entry that gets zero weight.
-    axis : int, default -1
-
-    Returns
-    -------
-    ndarray, shape and dtype of ``x``
-        Sums to 1 along ``axis``, except fully masked rows (all zeros).
+    x, axis : float ndarray (..., S), ``-inf`` = zero weight; int, default -1
 
     See Also
     --------
-    torch.softmax : the same, but NaN for a fully masked row.
-    """
+    torch.softmax : the same, but NaN for a fully masked row."""
     x = as_float_array("x", x)
     check_nonempty("x", x, {axis: "softmax"})
     return softmax_core(x, axis)
@@ -40,16 +32,11 @@ def softmax(x, axis: int = -1) -> np.ndarray:
 def softmax_core(x: np.ndarray, axis: int = -1) -> np.ndarray:
     """:func:`softmax` without the input checks (for internal callers).
 
+    The package's one softmax: the eager kernel's and every other caller's.
+
     Parameters
     ----------
-    x : ndarray of float, shape (..., S)
-        Scores; ``-inf`` marks an entry that gets zero weight.
-    axis : int, default -1
-
-    Returns
-    -------
-    ndarray, shape and dtype of ``x``
-        A row of only ``-inf`` gives zeros.
+    x, axis : as :func:`softmax` takes them, checked
     """
     m = np.max(x, axis=axis, keepdims=True)
     m = np.where(np.isneginf(m), 0, m)  # all -inf row: shift by 0, not NaN

@@ -74,17 +74,12 @@ class OnlineSoftmaxState:
 
         Parameters
         ----------
-        rows_shape : tuple of int
-            (..., block_q): the rows the state follows.
+        rows_shape : tuple of int, (..., block_q): the rows the state follows
         dtype : numpy float dtype
-        value_dim : int, optional
-            ``d_head`` of the values; None: no ``acc`` (the softmax alone).
-
-        Returns
-        -------
-        OnlineSoftmaxState
+        value_dim : int, optional; None: no ``acc`` (the softmax alone)
         """
-        m = np.full(rows_shape + (1,), -np.inf, dtype=dtype)
+        m = np.empty(rows_shape + (1,), dtype=dtype)
+        m.fill(-np.inf)  # as np.full does, in half its time
         l = np.zeros(rows_shape + (1,), dtype=dtype)  # noqa: E741
         acc = (None if value_dim is None
                else np.zeros(rows_shape + (value_dim,), dtype=dtype))
@@ -95,36 +90,23 @@ class OnlineSoftmaxState:
 
         Parameters
         ----------
-        out : ndarray, shape (..., block_q, d_head), optional
-            Written in place and returned, if given.
-
-        Returns
-        -------
-        ndarray, shape (..., block_q, d_head)
+        out : ndarray, shape (..., block_q, d_head), optional; written in place
         """
-        return np.divide(self.acc, np.where(self.row_sum == 0, 1,
-                                            self.row_sum), out=out)
+        # l >= 1 once a key is seen (its largest term is exp(0)), else 0
+        return np.divide(self.acc, np.maximum(self.row_sum, 1), out=out)
 
 
 def online_softmax_update(state: OnlineSoftmaxState, scores,
                           value=None) -> OnlineSoftmaxState:
     """Fold one block of scores (and its values) into the running softmax.
 
-    With ``m' = max(m, max_j s_j)`` and ``alpha = exp(m - m')``:
-    ``l <- alpha l + sum_j exp(s_j - m')`` and
-    ``acc <- alpha acc + sum_j exp(s_j - m') v_j``.
-
     Parameters
     ----------
     state : OnlineSoftmaxState
         Updated in place and returned.
     scores : ndarray, shape (..., block_q, block_k)
-        ``-inf`` where masked; overwritten with ``exp(scores - m')``.
+        ``-inf`` where masked; overwritten with its exponentials.
     value : ndarray, shape (..., block_k, d_head), needed if ``state.acc``
-
-    Returns
-    -------
-    OnlineSoftmaxState
     """
     m_new = np.maximum(state.row_max, scores.max(axis=-1, keepdims=True))
     shift = np.where(np.isneginf(m_new), 0, m_new)  # only -inf: exp -> 0
@@ -143,16 +125,13 @@ def online_softmax(x, block_size: int) -> np.ndarray:
     """Softmax over the last axis, read ``block_size`` entries at a time.
 
     One pass finds each row's ``m`` and ``l`` holding one block of
-    exponentials at a time; a second writes ``exp(x - m) / l``.
+    exponentials at a time; a second writes ``exp(x - m) / l`` (zeros for a
+    fully masked row).
 
     Parameters
     ----------
     x : ndarray, shape (..., S), floating
     block_size : int
-
-    Returns
-    -------
-    ndarray, shape and dtype of ``x``; fully masked rows are zeros
 
     See Also
     --------
@@ -204,8 +183,6 @@ class TileStats:
         per computed tile and per batch/head element.
     steps : list of TileStep
         Every tile in the order visited.
-    record : bool, default True
-        False: :meth:`add` records nothing.
     """
 
     block_q: int
@@ -221,14 +198,7 @@ class TileStats:
 
         Parameters
         ----------
-        T, S : int
-            Query and key positions.
-        block_q, block_k : int
-            The tile size.
-
-        Returns
-        -------
-        TileStats
+        T, S, block_q, block_k : int
         """
         shape = (-(-T // block_q), -(-S // block_k))  # ceil divisions
         return cls(block_q, block_k, np.zeros(shape, dtype=bool))
@@ -241,11 +211,9 @@ class TileStats:
         i0, j0 : int
             The tile's first query row and first key column.
         state : OnlineSoftmaxState
-            The query tile's state after this tile (its ``row_max`` and
-            ``row_sum`` are copied).
+            After this tile; its ``row_max`` and ``row_sum`` are copied.
         macs : int
-            Multiply-adds of the tile's two matmuls (``2 * macs`` FLOPs); 0 for
-            a skipped tile.
+            Multiply-adds of the tile's two matmuls (``2 * macs`` FLOPs).
         """
         qi, ki = i0 // self.block_q, j0 // self.block_k
         self.computed[qi, ki] = macs > 0
@@ -323,14 +291,6 @@ def tiled_attention_loop(q, k, v, out, tiles: Tiles, stats=None):
     tiles : Tiles
     stats : TileStats, optional
         Records every tile visited.
-
-    Returns
-    -------
-    ndarray, ``out``
-
-    See Also
-    --------
-    tiled_attention : the checked, parallel entry point that runs it.
     """
     n, (S, d_v) = tiles.n_rep, v.shape[-2:]
     for i0, i1 in _spans(q.shape[-2] // n, tiles.block_q):  # queries, Q_i
@@ -386,24 +346,17 @@ def tiled_attention(query, key, value, *, attn_mask=None, mask_mod=None,
         ``flex_attention``): a soft-cap, an ALiBi bias.
     is_causal : bool, default False
         Torch's top-left causal mask; tiles above the diagonal are skipped.
-    scale : float, optional
-        Defaults to ``1 / sqrt(d_head)``.
+    scale : float, optional; default ``1 / sqrt(d_head)``
     enable_gqa : bool, default False
         Query heads ``H`` on axis -3 share ``H_kv`` key/value heads.
     sinks : ndarray, shape (H,), optional
-        One logit per query head that joins every row's softmax and takes
-        its share of the weight, with no value (gpt-oss's learned sinks).
-    block_q : int, default 256
-        Queries of one tile.
-    block_k : int, default 512
-        Keys of one tile.
+        One logit per query head in every row's softmax, with no value
+        (gpt-oss's learned sinks).
+    block_q, block_k : int, default 256 and 512
+        Queries and keys of one tile.
     return_stats : bool, default False
-        Also return which tiles were computed (then on one thread).
-
-    Returns
-    -------
-    output : ndarray, shape (..., T, d_head)
-    stats : TileStats, only with ``return_stats``
+        Return ``(output, TileStats)``: which tiles were computed (then on
+        one thread).
 
     See Also
     --------
@@ -437,7 +390,8 @@ def tiled_attention(query, key, value, *, attn_mask=None, mask_mod=None,
 
 def tiled_attention_core(query, key, value, *, attn_mask=None, mask_mod=None,
                          score_mod=None, is_causal=False, scale=None,
-                         sinks=None, block_q=64, block_k=1024, stats=None):
+                         sinks=None, block_q=64, block_k=1024, stats=None,
+                         causal_offset=0):
     """Unchecked core of :func:`tiled_attention` on 4-D heads.
 
     Parameters
@@ -451,7 +405,10 @@ def tiled_attention_core(query, key, value, *, attn_mask=None, mask_mod=None,
     mask_mod, score_mod : callable, optional
         As in :func:`tiled_attention`.
     is_causal : bool, default False
-        Torch's top-left triangle.
+        Query ``i`` sees keys ``0 .. i + causal_offset``.
+    causal_offset : int, default 0
+        0: torch's top-left triangle; ``S - T``: the queries are the last
+        T positions (bottom-right, after a cache).
     scale : float, optional
         Defaults to ``1 / sqrt(d_head)``.
     sinks : ndarray, shape (H,), optional
@@ -472,10 +429,8 @@ def tiled_attention_core(query, key, value, *, attn_mask=None, mask_mod=None,
     (B, H, T, d_head), (H_kv, S, d_v) = query.shape, value.shape[1:]
     n_rep = H // H_kv
     scale = query.dtype.type(1 / np.sqrt(d_head) if scale is None else scale)
-    if (T == 1 and S <= block_k and stats is None and not is_causal
-            and attn_mask is None and mask_mod is None and score_mod is None
-            and sinks is None):
-        return _one_query(query, key, value, scale)  # a decode step
+    if is_causal and causal_offset >= S - 1:  # every query sees every key
+        is_causal = False
     # (B, H_kv, n_rep, T, d) -> (B, H_kv, T * n_rep, d): a query's heads
     # are neighbouring rows of its key/value head (a copy with GQA)
     rows = query if n_rep == 1 else query.reshape(
@@ -483,7 +438,7 @@ def tiled_attention_core(query, key, value, *, attn_mask=None, mask_mod=None,
         B, H_kv, T * n_rep, d_head)
     out = np.empty((B, H_kv, T * n_rep, d_v), query.dtype)
     masks = _TileMasks(attn_mask, mask_mod, score_mod, is_causal, sinks,
-                       (B, H_kv, n_rep, T, S), query.dtype)
+                       (B, H_kv, n_rep, T, S), query.dtype, causal_offset)
     bq, bk = min(block_q, T), min(block_k, S)
 
     def attend(heads):  # every tile of some of the heads: one core's work
@@ -495,8 +450,8 @@ def tiled_attention_core(query, key, value, *, attn_mask=None, mask_mod=None,
     big = B * H * T * S * d_head >= PARALLEL_MIN_MACS  # threads pay off
     _across_cores(attend, (B, H_kv), parallel=big and stats is None
                   and mask_mod is None and score_mod is None)
-    if n_rep == 1:  # (B, H, T, d) already
-        return out
+    if n_rep == 1 or T == 1:  # (B, H, T, d) already, or one reshape away
+        return out.reshape(B, H, T, d_v)
     # (B, H_kv, T, n_rep, d) -> laid out (B, T, H, d), so that merging the
     # heads costs no further copy; returned as the (B, H, T, d) view
     merged = np.empty((B, T, H_kv, n_rep, d_v), query.dtype)
@@ -512,27 +467,6 @@ def tiled_attention_core(query, key, value, *, attn_mask=None, mask_mod=None,
 #: (``make bench BENCH=bench_tiled`` runs above it, the decode steps of
 #: ``bench_generate`` below).
 PARALLEL_MIN_MACS = 1 << 29
-
-
-def _one_query(query, key, value, scale):
-    """One new query per head that sees every key (a decode step): one
-    tile, so the loop's sums without its machinery.
-
-    The same operations as :func:`tiled_attention_loop` on that tile, from
-    an empty state (the max, ``exp``, the row sums as ``p @ 1``, ``p @ V``,
-    the division), so the same numbers, bit for bit; but no threads, tile
-    plans or running state: 15 us a call at SmolLM2's shapes against the
-    loop's 68, 1.6 ms of a decode step over its 30 layers (bench_generate).
-    (B, H, 1, d) -> (B, H, 1, d_v).
-    """
-    (B, H, _, d_head), (H_kv, _, d_v) = query.shape, value.shape[1:]
-    # (B, H, 1, d) -> (B, H_kv, n_rep, d): a key/value head's queries as rows
-    rows = query.reshape(B, H_kv, H // H_kv, d_head) * scale
-    s = rows @ np.swapaxes(key, -1, -2)  # (B, H_kv, n_rep, S)
-    p = np.exp(np.subtract(s, s.max(axis=-1, keepdims=True), out=s), out=s)
-    row_sum = p @ np.ones(p.shape[-1:] + (1,), dtype=p.dtype)
-    out = np.divide(p @ value, row_sum)  # (B, H_kv, n_rep, d_v)
-    return out.reshape(B, H, 1, d_v)
 
 
 def _spans(n: int, block: int, lo: int = 0, hi: int | None = None):
@@ -555,11 +489,13 @@ def _across_cores(attend, work: tuple, parallel: bool = True) -> None:
     (``heads = ()``) when not ``parallel``, with one head, or when no BLAS
     library whose threads can be limited is loaded.
     """
+    if not parallel:  # small work (a decode step): no pool, no BLAS query
+        return attend(())
     blas = _blas()
     cores = 1 if blas is None else max(
         (c.num_threads for c in blas.lib_controllers), default=1)
     axis = next((a for a, n in enumerate(work) if n > 1), None)
-    if not parallel or axis is None or cores < 2:
+    if axis is None or cores < 2:
         return attend(())
     n_parts = min(2 * cores, work[axis])
     cuts = np.linspace(0, work[axis], n_parts + 1).astype(int)
@@ -675,11 +611,12 @@ class _TileMasks:
     for query ``i`` and query head ``h = g * n_rep + r``."""
 
     def __init__(self, attn_mask, mask_mod, score_mod, is_causal, sinks,
-                 shape: tuple, dtype):
+                 shape: tuple, dtype, causal_offset: int = 0):
         B, H_kv, n_rep, T, S = shape
         self.n_rep, self.dtype = n_rep, np.dtype(dtype)
         self.mask_mod, self.user_score_mod = mask_mod, score_mod
         self.is_causal, self.S = is_causal, S
+        self.offset = causal_offset  # query i sits at key i + offset
         self.b = np.arange(B)[:, None, None, None]  # (B, 1, 1, 1)
         self.g = np.arange(H_kv)[None, :, None, None]  # (1, H_kv, 1, 1)
         self.sinks = None if sinks is None else sinks.reshape(H_kv, n_rep)
@@ -725,40 +662,39 @@ class _TilePart:
 
     def keep(self, i0, i1, j0, j1):
         """The tile's kept scores (.., rows, cols), or None for all."""
-        m = self.m
+        m, keep = self.m, None
         if j0 >= j1:  # past the last key a query may see: skipped
             return np.zeros((1, 1), bool)
-        if m.is_causal:  # top-left: query i sees keys 0 .. i
-            if j0 >= i1:  # every key after the last query: skipped
+        if m.is_causal:  # query i sees keys 0 .. i + offset
+            if j0 >= i1 + m.offset:  # every key after the last query's
                 return np.zeros((1, 1), bool)
-            if j1 - 1 <= i0:  # every key at or before the first query
-                return None
-            rows = np.arange(i0 * m.n_rep, i1 * m.n_rep) // m.n_rep
-            return causal_mask_mod(0, 0, rows[:, None], np.arange(j0, j1))
+            if j1 - 1 > i0 + m.offset:  # some key after the first query's
+                rows = np.arange(i0 * m.n_rep, i1 * m.n_rep) // m.n_rep
+                keep = causal_mask_mod(0, 0, rows[:, None] + m.offset,
+                                       np.arange(j0, j1))
         if m.mask_mod is not None:
             b, h, q_idx, kv_idx = self.indices(i0, i1, j0, j1)
             want = (len(self.b), self.g.shape[1], len(q_idx), j1 - j0)
-            keep = check_mask_mod_tile(m.mask_mod(b, h, q_idx, kv_idx), want)
-            return None if keep.all() else keep
+            tile = check_mask_mod_tile(m.mask_mod(b, h, q_idx, kv_idx), want)
+            keep = tile if keep is None else keep & tile
         if self.mask is not None:
-            keep = _rows(self.mask, i0, i1, j0, j1, m.n_rep)
-            return None if keep.all() else keep
-        return None
+            tile = _rows(self.mask, i0, i1, j0, j1, m.n_rep)
+            keep = tile if keep is None else keep & tile
+        return None if keep is None or keep.all() else keep
 
     def keys(self, i0: int, i1: int, block_k: int) -> tuple[int, int]:
         """The keys the queries ``i0:i1`` may see lie in ``lo:hi``; ``lo``
         on a tile's border (tiles stay where the stats draw them)."""
         m = self.m
-        if m.is_causal:
-            return 0, i1
+        hi = min(m.S, i1 + m.offset) if m.is_causal else m.S
         if self.mask is None or self.mask.shape[-1] == 1:
-            return 0, m.S
+            return 0, hi
         rows = self.mask[..., slice(None) if self.mask.shape[-2] == 1
-                         else slice(i0, i1), :]
-        seen = rows.any(axis=tuple(range(rows.ndim - 1)))  # (S,)
+                         else slice(i0, i1), :hi]
+        seen = rows.any(axis=tuple(range(rows.ndim - 1)))  # (hi,)
         if not seen.any():
             return 0, 0
-        lo, hi = int(seen.argmax()), m.S - int(seen[::-1].argmax())
+        lo, hi = int(seen.argmax()), hi - int(seen[::-1].argmax())
         return lo - lo % block_k, hi
 
     def score_mod(self, s, i0, i1, j0, j1):

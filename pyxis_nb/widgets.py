@@ -1,14 +1,10 @@
 """Interactive views that work in a live kernel *and* on the static website.
 
-Every view is pre-rendered: each state (mask on, mask off, a head, a position)
-is drawn once, in Python, and the states sit in an ``ipywidgets.Stack``. The
-control (toggle buttons, a dropdown or a slider) is linked to the stack in the
-browser with ``ipywidgets.jslink``, so switching needs no Python callback and
-therefore no kernel: the exported page switches views by itself.
-
-Each rendered image is wrapped in ``<figure class="pyxis-view">`` with the view
-name and, for heatmaps, the weights in ``data-*`` attributes, so that the
-website test can check which view is visible and what it shows.
+Every state of a view (mask on or off, a head, a position) is drawn once,
+in Python, into an ``ipywidgets.Stack``; the control is linked to it in the
+browser with ``ipywidgets.jslink``, so the exported page switches views
+with no kernel. Each image is wrapped in ``<figure class="pyxis-view">``
+with its view name and data attributes, for the website test.
 
 Shape legend:
     T   query tokens: the rows of a heatmap
@@ -75,39 +71,18 @@ def figure_png(fig, dpi: int = 100, colors: int = PALETTE, *,
                close: bool = True) -> bytes:
     """A matplotlib figure as a palette PNG of ``colors`` colours.
 
-    The picture is what ``savefig(bbox_inches="tight")`` gives, drawn once
-    instead of twice: the figure is drawn at its own size and cut to the
-    tight box of what it shows (plus savefig's pad), so a frame costs one
-    draw. A figure with something outside its edges (a legend placed
-    beyond the axes) is saved by ``savefig`` itself, as before.
-
-    A heatmap frame needs far fewer than the 16 million colours of an RGBA
-    PNG: a palette of 256, chosen by Pillow's fast octree with no dithering,
-    keeps every pixel within 16 of 255 levels of its colour, and the PNG
-    takes about a quarter of the bytes (pass ``colors=0`` for a full-colour
-    PNG). Median cut, which gives the palette to the colours that cover the
-    most pixels, left a colour bar's gradient a few bands, some of them off
-    the colour map (128 colours: pixels up to 128 levels off).
-    The PNG carries no software-version metadata, so the bytes depend only on
-    what is drawn (and the matplotlib and Pillow builds), not on when.
-    Closes the figure unless ``close=False``: a caller that draws several
-    frames on one figure (moving one artist) passes that and closes it.
-    The sentence a ``pyxis_nb`` plot function attaches (``fig.pyxis_alt``)
-    is stored as the PNG's ``Description``, which :func:`view_switcher`
-    uses as the picture's alt text.
+    What ``savefig(bbox_inches="tight")`` gives, drawn once, not twice. A
+    palette of 256 (Pillow's fast octree, no dithering) keeps every pixel
+    within 16 levels of its colour in a quarter of the bytes; median cut left
+    colour bars banded. No version metadata: the bytes depend only on what is
+    drawn. ``fig.pyxis_alt`` becomes the PNG's ``Description``.
 
     Parameters
     ----------
     fig : matplotlib.figure.Figure
-    dpi : int, default 100
-    colors : int, default 256
-        Palette size, at most 256; 0 for a full-colour PNG.
-    close : bool, default True
-
-    Returns
-    -------
-    bytes
-    """
+    dpi : int
+    colors : int, palette size, at most 256; 0 for a full-colour PNG
+    close : bool, close the figure (False: more frames are drawn on it)"""
     rgba, _ = _draw_tight(fig, dpi)
     alt = getattr(fig, "pyxis_alt", None)
     if close:
@@ -123,24 +98,17 @@ def rope_rotation_frames(key_positions: Sequence[int],
                          dpi: int = 100) -> dict[str, dict[str, bytes]]:
     """:func:`pyxis_nb.plot_rope_rotation` for every key position ``n`` and
     query position ``m``, as PNGs for :func:`view_grid`:
-    ``{"n = 0": {"m = 0": png, ...}, ...}``.
-
-    The same pictures as ``figure_png(plot_rope_rotation(m, n, ...))``,
-    drawn on one figure whose layout is found once: each frame moves the
-    arrows and rewrites the titles and legends.
+    ``{"n = 0": {"m = 0": png, ...}, ...}``, drawn on one figure whose layout
+    is found once.
 
     Parameters
     ----------
-    key_positions, query_positions : sequence of int
-        ``n`` and ``m``: one frame for each pair.
-    pairs : sequence of int, default (0, 8)
-        The rotation pairs drawn.
-    start : (float, float), default (0.8, 0.6)
-        The unrotated vector of each pair.
-    head_dim : int, default 128
-    rope_theta : float, default 1_000_000.0
-    dpi : int, default 100
-    """
+    key_positions, query_positions : sequence of int, ``n`` and ``m``
+    pairs : sequence of int, the rotation pairs drawn
+    start : (float, float), each pair before rotation
+    head_dim : int
+    rope_theta : float
+    dpi : int"""
     check_nonempty("key_positions", key_positions, "key position")
     check_nonempty("query_positions", query_positions, "query position")
     fig = plot_rope_rotation(query_positions[0], key_positions[0],
@@ -155,20 +123,14 @@ def rope_rotation_frames(key_positions: Sequence[int],
 def tile_step_frames(stats, tokens: Sequence[str] | None = None, *,
                      dpi: int = 100) -> dict[str, bytes]:
     """Every step of :func:`pyxis_nb.plot_tile_step` as a PNG, for
-    :func:`view_switcher`: ``{"step 1": png, ...}``.
-
-    The same pictures as ``figure_png(plot_tile_step(stats, i, tokens))``
-    for each ``i``, drawn on one figure: its layout is found once, and each
-    step redraws only what changed (the tiles, the outline, the bars).
+    :func:`view_switcher`: ``{"step 1": png, ...}``, drawn on one figure
+    whose layout is found once.
 
     Parameters
     ----------
-    stats : TileStats
-        From ``tiled_attention(..., return_stats=True)``.
-    tokens : sequence of str, optional
-        Labels of the positions.
-    dpi : int, default 100
-    """
+    stats : TileStats, of ``tiled_attention(..., return_stats=True)``
+    tokens : sequence of str, optional, labels of the positions
+    dpi : int"""
     fig = plot_tile_step(stats, 0, tokens)
     steps = [(i,) for i in range(len(stats.steps))]
     return {f"step {i + 1}": png
@@ -215,12 +177,7 @@ def png_description(png: bytes) -> str | None:
 
     Parameters
     ----------
-    png : bytes
-
-    Returns
-    -------
-    str or None
-    """
+    png : bytes"""
     from PIL import PngImagePlugin
 
     try:
@@ -234,16 +191,13 @@ def _draw_tight(fig, dpi: int, box=None, on_top=None):
     """``fig`` drawn once at ``dpi`` on white, cut to its tight box.
 
     Returns the (height, width, 4) uint8 pixels that
-    ``savefig(bbox_inches="tight", facecolor="white")`` would write, up to
-    the sub-pixel offset of the cut (its edges are rounded to whole pixels
-    instead of the drawing being shifted by a fraction of one; what lies
-    less than a pixel outside the figure is cut off), and the box
-    with whether it lies inside the figure. Passing that back as ``box``
-    skips finding it again: for frames of one figure in which only an
-    artist inside the axes moves. ``on_top=(artist, saved)`` with that box
-    draws the rest once (kept in the dict ``saved``) and then only the
-    artist over it (blitting): the same pixels when the artist is drawn
-    last anyway (the highest zorder).
+    ``savefig(bbox_inches="tight", facecolor="white")`` would write (the cut's
+    edges rounded to whole pixels, not the drawing shifted by a fraction of
+    one), and the box with whether it lies inside the figure. Passing that
+    back as ``box`` skips finding it again, for frames in which only an
+    artist inside the axes moves; ``on_top=(artist, saved)`` then draws the
+    rest once (kept in ``saved``) and only the artist over it: the same
+    pixels when the artist is drawn last anyway.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
@@ -302,17 +256,9 @@ def png_figure_html(png: bytes, *, alt: str, view: str,
     Parameters
     ----------
     png : bytes
-    alt : str
-        The picture's alt text.
-    view : str
-        The view's name, shown under the picture.
-    data : mapping of str to object, optional
-        ``data-*`` attributes of the figure.
-
-    Returns
-    -------
-    str
-    """
+    alt : str, the picture's alt text
+    view : str, the view's name, shown under the picture
+    data : mapping of str to object, optional, ``data-*`` attributes"""
     values = {k: v if isinstance(v, str) else json.dumps(v)
               for k, v in (data or {}).items()}
     attrs = "".join(f' data-{k}="{html.escape(v)}"' for k, v in values.items())
@@ -360,19 +306,15 @@ def _keep_keys() -> widgets.Output:
 class LinkedViews(widgets.VBox):
     """A VBox of a control and the pre-rendered views it selects.
 
-    Its text form is short and stable (nbval compares it), unlike the default
-    repr, which would print every child's full value. A view with a dropdown
+    Its text form is short and stable (nbval compares it). With a dropdown it
     also holds a hidden Output that keeps the dropdown's arrow keys inside it
     in JupyterLab (``_KEEP_KEYS_JS``).
 
     Parameters
     ----------
-    children : sequence of widgets
-        The control first, then the views.
-    summary : str
-        The text form (``repr``).
-    **kwargs
-        Passed to ``ipywidgets.VBox``.
+    children : sequence of widgets, the control first, then the views
+    summary : str, the text form (``repr``)
+    **kwargs : passed to ``ipywidgets.VBox``
     """
 
     def __init__(self, children, *, summary: str, **kwargs):
@@ -388,10 +330,7 @@ class LinkedViews(widgets.VBox):
     def _repr_mimebundle_(self, **kwargs):
         """The widget, plus a PNG of its default view for viewers without one.
 
-        GitHub, nbviewer, Colab's preview and an untrusted JupyterLab cannot
-        show the widget; they fall back to this picture. The website and a
-        live kernel still prefer the widget-view mime type.
-        """
+        For GitHub, nbviewer, Colab's preview and an untrusted JupyterLab."""
         bundle = super()._repr_mimebundle_(**kwargs)
         frame = _default_frame(self)
         if bundle is None or frame is None:
@@ -473,25 +412,15 @@ def view_switcher(views: Mapping[str, object], *, control: str = "toggle",
                   description: str = "", alt=None) -> LinkedViews:
     """A control linked client-side to a stack of pre-rendered views.
 
+    It works after the kernel is gone: the link lives in the browser. A
+    picture's alt text defaults to its figure's own, else its label.
+
     Parameters
     ----------
-    views : mapping of str to Figure, PNG bytes, HTML str or widget
-        One entry per state, in display order; the key labels the control.
-    control : {"toggle", "dropdown", "slider"}
-        Toggle buttons for a few states, a dropdown for many, a slider for an
-        ordered sequence (positions, tiles, steps).
-    description : str
-        Label shown before the control.
-    alt : mapping of str to str, or sequence of str, optional
-        One sentence per picture, saying what it shows: its alt text. By
-        default a figure's own description (the ``pyxis_nb`` plot functions
-        write one), else the view's label.
-
-    Returns
-    -------
-    LinkedViews
-        Works after the kernel is gone: the link lives in the browser.
-    """
+    views : mapping of str to Figure, PNG bytes, HTML str or widget, in order
+    control : {"toggle", "dropdown", "slider"}: few, many, or ordered states
+    description : str, the label before the control
+    alt : mapping of str to str, or sequence of str, optional, the alt texts"""
     check_choice("control", control, tuple(sorted(_CONTROLS)))
     check_nonempty("views", views, "view")
     names = list(views)
@@ -519,30 +448,15 @@ def view_grid(
 ) -> LinkedViews:
     """Two linked controls over a grid of pre-rendered views, e.g. mask x head.
 
+    The second control keeps its choice when the first changes; every link
+    lives in the browser.
+
     Parameters
     ----------
-    views : mapping of str to mapping of str to view
-        ``views[outer][inner]``, each a Figure, PNG bytes, HTML str or widget;
-        every inner mapping has the same keys, in the same order. The first
-        control picks ``outer``, the second ``inner``; the second keeps its
-        choice when the first changes.
+    views : mapping of str to mapping of str to view, ``views[outer][inner]``
     controls : pair of {"toggle", "dropdown", "slider"}
-    descriptions : pair of str
-        Labels shown before each control.
-    alt : mapping of str to mapping of str to str, optional
-        ``alt[outer][inner]``: one sentence per picture, as in
-        :func:`view_switcher`.
-
-    Returns
-    -------
-    LinkedViews
-        All links live in the browser, so it works on the static website.
-
-    Raises
-    ------
-    ValueError
-        If ``views`` or an inner mapping is empty, or the inner keys differ.
-    """
+    descriptions : pair of str, the labels before the controls
+    alt : mapping of str to mapping of str to str, optional, per picture"""
     check_nonempty("views", views, "outer view")
     outer_names = list(views)
     inner_names = list(views[outer_names[0]])
@@ -596,40 +510,18 @@ def describe_attention(weights_row, tokens: Sequence[str], query_index: int,
                        positions: bool = False) -> str:
     """Say in words where one query token's attention goes.
 
+    ``"'sat' attends 71 % to itself and 26 % to 'cat'"``; a row of zeros
+    gives ``"'sat' attends to no key: every key is masked"``.
+
     Parameters
     ----------
-    weights_row : ndarray, shape (S,)
-        The query's attention weights.
-    tokens : sequence of str
-        Query labels; ``tokens[query_index]`` names the query.
-    query_index : int
-        Row of the query; negative counts from the end. When keys and queries
-        are the same tokens, the key at the same index is called "itself".
-    key_tokens : sequence of str, optional
-        Key labels, if they differ from ``tokens``.
-    top : int, default 3
-        At most this many keys are named, largest weight first.
-    min_share : float, default 0.05
-        Keys below this weight are not named.
-    positions : bool, default False
-        Name each token with its position, ``'is' (7)``: for a line that
-        says a word twice (the model view does).
-
-    Returns
-    -------
-    str
-        For example ``"'sat' attends 71 % to itself and 26 % to 'cat'"``. A row
-        of zeros (a query that may attend to no key) gives
-        ``"'sat' attends to no key: every key is masked"``.
-
-    Raises
-    ------
-    ValueError
-        If ``weights_row`` is not a float array of shape (S,), ``query_index``
-        is not a valid row of ``tokens``, or ``top`` is not an integer >= 1.
-    TypeError
-        If ``positions`` is not a bool.
-    """
+    weights_row : ndarray, shape (S,), the query's attention weights
+    tokens : sequence of str, query labels
+    query_index : int, the query's row (negative: from the end)
+    key_tokens : sequence of str, optional; none: the query's own key, "itself"
+    top : int, at most this many keys are named, largest first
+    min_share : float, keys below this weight are not named
+    positions : bool, name each token with its position, ``'is' (7)``"""
     w = as_float_array("weights_row", weights_row)
     keys = list(tokens if key_tokens is None else key_tokens)
     check_shape("weights_row", w, w.shape == (len(keys),), f"({len(keys)},)")
@@ -667,8 +559,7 @@ class AttentionExplorer(LinkedViews):
     ----------
     children : sequence of widgets
     summary : str
-    **kwargs
-        As :class:`LinkedViews`.
+    **kwargs : as :class:`LinkedViews`
     """
 
 
@@ -683,37 +574,17 @@ def attention_explorer(
 ) -> AttentionExplorer:
     """An attention heatmap with a view toggle and a query-token choice.
 
+    A sentence under the heatmap says where the chosen token's attention
+    goes; all switching is linked in the browser, with no kernel.
+
     Parameters
     ----------
-    tokens : sequence of str, length T
-        The query tokens (and the keys, unless ``key_tokens`` is given).
-    views : mapping of str to ndarray, shape (T, S)
-        Weights for each view, e.g. ``{"causal mask": w1, "no mask": w2}``.
-        The first view is shown first.
+    tokens : sequence of str, length T, the queries (and keys, by default)
+    views : mapping of str to ndarray, shape (T, S), the weights of each view
     key_tokens : sequence of str, length S, optional
-    title : str, optional
-        Title drawn above each heatmap (the view name is appended).
-    query_index : int, optional
-        The query token selected at first; defaults to the last token.
-        Negative counts from the end.
-    masks : mapping of str to ndarray of bool, shape (T, S), optional
-        The mask behind some views (True = may attend); their forbidden cells
-        are drawn hatched instead of showing 0.00.
-
-    Returns
-    -------
-    AttentionExplorer
-        Toggle buttons choose the view, a dropdown the query token; a sentence
-        under the heatmap states where that token's attention goes. All
-        switching is linked in the browser, so it works on the static website
-        with no kernel.
-
-    Raises
-    ------
-    ValueError
-        If ``tokens`` or ``views`` is empty, a view is not a float (T, S)
-        array, or ``query_index`` is not a valid row.
-    """
+    title : str, optional, above each heatmap, with the view's name
+    query_index : int, optional, the query chosen first; default the last
+    masks : mapping of str to (T, S) bool, optional; masked cells hatched"""
     tokens = [str(t) for t in tokens]
     check_nonempty("tokens", tokens, "query token")
     check_nonempty("views", views, "(T, S) weights matrix")
@@ -828,12 +699,10 @@ def _text_colour(background: str) -> str:
 def _model_view_css(thumbs: Sequence[bytes], T: int, H: int) -> str:
     """The view's stylesheet: cells, thumbnails, the chosen query row.
 
-    The row and its sentence follow the query dropdown with CSS alone
-    (``:has(option:checked)``), so the page needs no frame per query. The
-    view keeps its own colours (dark text on white) in the site's dark mode,
-    every heatmap of a view has the same box (switching head or mask moves
-    nothing sideways), and cells are 34 px with 13 px numbers at 700 px and
-    wider, 28 px with 12 px numbers on a phone.
+    The row and its sentence follow the query dropdown by CSS alone
+    (``:has(option:checked)``): no frame per query. The view keeps its own
+    colours in dark mode, every heatmap has the same box, and cells are 34 px
+    with 13 px numbers at 700 px and wider, 28 px with 12 px on a phone.
     """
     picked = ".pyxis-mv:has(.pyxis-mv-query option:nth-child({}):checked)"
     rows = "".join(
@@ -996,14 +865,10 @@ class ModelView(LinkedViews):
     Parameters
     ----------
     children : sequence of widgets
-    summary : str
-        As :class:`LinkedViews`.
-    png : bytes
-        The picture of the default view.
-    alt : str
-        Its alt text.
-    **kwargs
-        Passed to ``ipywidgets.VBox``.
+    summary : str, as :class:`LinkedViews`
+    png : bytes, the picture of the default view
+    alt : str, its alt text
+    **kwargs : passed to ``ipywidgets.VBox``
     """
 
     def __init__(self, children, *, summary: str, png: bytes, alt: str,
@@ -1099,37 +964,20 @@ def model_view(tokens: Sequence[str], weights, *, open_weights=None,
                open_head: tuple[int, int] | None = None) -> ModelView:
     """Every layer by every head as thumbnails, each opening an explorer.
 
+    The chosen head opens below as an HTML table (with ``open_weights``, a
+    toggle: causal mask / no mask), its query row outlined and described.
+    Head and view switch by ``jslink``, the row by CSS alone; the arrow keys
+    move by head and layer (``web/widgets-config.js``).
+
     Parameters
     ----------
-    tokens : sequence of str, length T
-        Shown without leading and trailing spaces (a BPE token's ``' x'``
-        as ``x``).
-    weights : ndarray, shape (L, H, T, T)
-        Causal attention weights of every head (bertviz's "model view").
-    open_weights : ndarray, shape (L, H, T, T), optional
-        The same heads with no mask: the explorer's second view.
-    title : str, optional
-        A line above the thumbnails.
-    query_index : int, optional
-        The query row outlined at first (default: the last token).
-    layers : sequence of int, length L, optional
-        The model's layer numbers the rows of ``weights`` stand for, when
-        they are a selection (``weights = attentions[[17, 18]]``): the
-        labels then read L17, L18. Default: 0 .. L-1.
-    open_head : (int, int), optional
-        The (layer, head) opened below the grid at first, its layer named
-        as in ``layers``. Default: the first layer's head 0.
-
-    Returns
-    -------
-    ModelView
-        Thumbnail ``L`` x ``H`` shows that head below (with
-        ``open_weights``, a toggle: causal mask / no mask), as an HTML
-        table, its query row outlined and described.
-        Head and view switch by ``jslink``, the query row by CSS alone; the
-        thumbnails are one Tab stop, the arrow keys move by head and by
-        layer (``web/widgets-config.js``).
-    """
+    tokens : sequence of str, length T, shown stripped (``' x'`` as ``x``)
+    weights : ndarray, shape (L, H, T, T), causal weights of every head
+    open_weights : ndarray, shape (L, H, T, T), optional, the same, no mask
+    title : str, optional, a line above the thumbnails
+    query_index : int, optional, the row outlined first; default the last
+    layers : sequence of int, optional, layer numbers of a selection (L17, ...)
+    open_head : (int, int), optional, the (layer, head) opened first"""
     # labels as a reader reads them: a BPE token's leading space dropped
     # (' paints' shows as paints), a token of spaces alone as an open box
     tokens = [str(t).strip() or "\u2423" for t in tokens]

@@ -1,7 +1,8 @@
 """Shared test settings.
 
 Hypothesis runs derandomized (a fixed sequence of examples per test) so that a
-green main stays green; set HYPOTHESIS_PROFILE=explore to search afresh.
+green main stays green; set HYPOTHESIS_PROFILE=explore to search afresh
+(`make quick` sets HYPOTHESIS_PROFILE=quick: fewer examples).
 """
 
 import os
@@ -18,6 +19,9 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("explore", deadline=None, max_examples=500)
+# `make quick`: derandomized too, 10 examples a test instead of 60
+settings.register_profile("quick", parent=settings.get_profile("ci"),
+                          max_examples=10)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
@@ -33,6 +37,32 @@ def close_figures():
 def rng():
     """A seeded generator, fresh for each test."""
     return np.random.default_rng(1234)
+
+
+# ---- `make quick`: the inner loop, in under a minute on two cores --------
+#
+# `make quick` leaves out whole files (the Makefile's QUICK_SKIP: builds,
+# browsers, notebooks, the references against torch and transformers), the
+# tests named for what they compare with (QUICK_NOT: torch, transformers,
+# ...) and every test marked slow: over about a second on a two-core
+# machine. A file marks its own slow tests (@pytest.mark.slow); SLOW marks
+# these by name (every parametrization), until their files carry the mark.
+SLOW = {
+    "tests/test_conventions.py::test_import_loads_numpy_only",
+    "tests/test_tiled.py::test_mask_mod_matches_torch_flex_attention",
+}
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "slow: over about a second on a two-core machine; "
+        "`make quick` leaves it out (-m 'not slow')")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.nodeid.split("[")[0] in SLOW:
+            item.add_marker(pytest.mark.slow)
 
 
 def _kind(nodeid: str) -> str:

@@ -102,7 +102,7 @@ def test_measured_bytes_equal_the_formula():
                  rms_norm_eps=1e-6, hidden_act="silu",
                  layer_types=["linear_attention"], num_hidden_layers=1)
     gdn = px.linear_attention.Qwen3NextGatedDeltaNet.from_config(small)
-    held = gdn.new_cache()
+    held = px.kv_cache.DynamicCache(small)
     gdn(np.zeros((3, 5, 16)), cache=held)
     assert held.nbytes == mem.cache_bytes(small, 5, dtype_bytes=8,
                                           batch_size=3)

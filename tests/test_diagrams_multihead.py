@@ -33,6 +33,7 @@ FIGURES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FIGURES)
 def test_reads_on_a_phone_and_fits_the_column(name):
     fig = FIGURES[name]()
@@ -41,6 +42,7 @@ def test_reads_on_a_phone_and_fits_the_column(name):
     assert len(fig.pyxis_alt.split()) >= 20
 
 
+@pytest.mark.slow
 def test_layer_names_every_step_and_shape():
     text = "\n".join(_texts(plotting.plot_attention_layer()))
     for step in ("q_proj", "k_proj", "v_proj", "softmax", "merge_heads",
@@ -53,6 +55,7 @@ def test_layer_names_every_step_and_shape():
     assert "(B, H_kv, S, d_head)" in alt and "o_proj" in alt
 
 
+@pytest.mark.slow
 def test_layer_writes_the_numbers_of_its_sizes():
     fig = plotting.plot_attention_layer(QWEN)
     text = "\n".join(_texts(fig))

@@ -35,6 +35,7 @@ def arcs(fig) -> dict[str, list[tuple[int, int, int]]]:
     return {k: sorted(v) for k, v in found.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d", [2, 4, 8, 16])
 def test_arcs_join_the_coordinates_each_layout_rotates(d):
     fig = plotting.plot_rope_pairs(d)
@@ -83,6 +84,7 @@ def test_alt_text_names_every_pair_and_its_speed():
 
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d", [8, 16])
 def test_reads_on_a_phone_and_fits_the_column(d):
     fig = plotting.plot_rope_pairs(d)

@@ -95,6 +95,7 @@ def test_3_right(costs, capsys):
     assert together > alone.sum()  # the solution's finding
 
 
+@pytest.mark.slow
 def test_3_mistakes_get_a_hint(costs, capsys):
     base, alone, together = costs
     for wrong, words in [((alone + base, together + base), "losses"),

@@ -69,6 +69,7 @@ def _stds(divide):
     return out
 
 
+@pytest.mark.slow
 def test_2_the_solution_and_a_readers_measurement_are_right(capsys):
     _right(2, [px.experiments.dot_product_std(d, n=10_000) / d
                for d in (4, 64, 1024)], capsys)
@@ -76,6 +77,7 @@ def test_2_the_solution_and_a_readers_measurement_are_right(capsys):
     _right(2, np.array([4, 64, 1024]) ** -0.5, capsys)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("divide, says", [
     (lambda d: 1, "divide each dot product by d"),
     (lambda d: np.sqrt(d), "divide by d instead"),

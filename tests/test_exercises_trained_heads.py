@@ -55,6 +55,7 @@ def test_2_right(setting, capsys):
     assert right and out == "Right.\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mistake, words", [
     (("key", 1), "keys"), (("value", 1), "values"),
     (("query", 0), "first-half"),

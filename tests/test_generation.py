@@ -62,6 +62,18 @@ def test_generate_is_deterministic_and_seeded():
     assert not np.array_equal(a, c)
 
 
+def test_runs_past_max_position_embeddings_as_transformers_does():
+    """RoPE has no length limit: the config records what training used, and
+    transformers runs past it; so does the model, cached or not."""
+    model = px.TinyDecoder(max_position_embeddings=10)
+    ids = model.generate([1, 2, 3, 4], 7)  # 11 positions > 10
+    assert ids.shape == (11,)
+    np.testing.assert_array_equal(ids, model.generate([1, 2, 3, 4], 7,
+                                                      use_cache=False))
+    out = model(np.arange(1, 13)[None], use_cache=True)  # 12 positions
+    assert out.cache.get_seq_length() == 12
+
+
 def test_bad_input():
     model = px.TinyDecoder(max_position_embeddings=10)
     with pytest.raises(ValueError, match=r"input_ids .*got shape \(0,\)"):
@@ -70,8 +82,6 @@ def test_bad_input():
         model.generate([[[1, 2]]], 3)
     with pytest.raises(ValueError, match="max_new_tokens must be an integer >= 1, got 0"):
         model.generate([1], 0)
-    with pytest.raises(ValueError, match=r"prompt \(4\) \+ max_new_tokens \(7\) = 11 exceeds max_position_embeddings = 10"):
-        model.generate([1, 2, 3, 4], 7)
     with pytest.raises(ValueError, match="prefill_chunk_size needs use_cache=True"):
         model.generate([1, 2], 3, use_cache=False, prefill_chunk_size=1)
     with pytest.raises(ValueError, match="prefill_chunk_size must be an integer >= 1, got 0"):
@@ -85,7 +95,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="context_len must be an integer >= 1, got 0"):
         px.memory.decode_step_flops(model.config, 0)
     cache = model.new_cache(max_cache_len=2)
-    with pytest.raises(ValueError, match="cannot append 3 positions to layer 0: it holds 0 and max_cache_len is 2"):
+    with pytest.raises(ValueError, match="cannot append 3 positions: the layer holds 0 and max_cache_len is 2"):
         model(np.array([1, 2, 3]), cache=cache).logits
 
 

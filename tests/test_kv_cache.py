@@ -45,7 +45,7 @@ def test_float32_cache_nbytes_reset_and_repr():
     assert keys.dtype == np.float32 and values.shape == (1, 2, 3, 8)
     # allocated bytes = the formula of memory.py at max_cache_len, 4 bytes a value
     assert cache.nbytes == px.memory.kv_cache_bytes(2, 2, 8, seq_len=10, dtype_bytes=4) == 2 * 2 * 2 * 8 * 4 * 10
-    assert "lengths=[0, 3]" in repr(cache)
+    assert "seen=[0, 3], held=[0, 3]" in repr(cache)
     cache.reset()
     assert cache.get_seq_length(1) == 0
 
@@ -106,16 +106,16 @@ def sink_window_mask(T, window, sink_tokens):
 
 
 def test_a_window_cache_keeps_the_sinks_and_the_last_positions():
-    cache = px.kv_cache.SlidingWindowCache(1, 1, 1, 1, max_cache_len=6,
-                                           window=3, sink_tokens=2)
+    cache = px.kv_cache.SlidingWindowCache(1, window=3, sink_tokens=2)
     for t in range(9):
         x = np.full((1, 1, 1, 1), float(t))
         keys, _ = cache.update(x, x, 0)
         want = [s for s in range(t + 1) if s < 2 or t - s < 3]
         assert keys[0, 0, :, 0].tolist() == want
-    assert cache.get_seq_length() == 2 + 2  # sinks + window - 1
-    assert repr(cache).startswith("SlidingWindowCache(num_hidden_layers=1")
-    assert repr(cache).endswith("; window=3, sink_tokens=2)")
+    assert cache.get_held_length() == 2 + 2  # sinks + window - 1
+    assert cache.get_seq_length() == 9  # every token seen
+    assert repr(cache).startswith("SlidingWindowCache(layers=1 's', seen=9, "
+                                  "held=4")
 
 
 @pytest.mark.parametrize("sink_tokens", [0, 2])
@@ -125,9 +125,8 @@ def test_decoding_through_a_window_cache_equals_one_masked_pass(sink_tokens):
     ids = np.random.default_rng(1).integers(0, model.vocab_size, (1, T))
     mask = sink_window_mask(T, window, sink_tokens)[None, None]  # (1,1,T,T)
     want = model(ids, attention_mask=mask).logits
-    cache = px.kv_cache.SlidingWindowCache(  # TinyDecoder's sizes
-        2, 1, 2, 8, window + sink_tokens, window=window,
-        sink_tokens=sink_tokens)
+    cache = px.kv_cache.SlidingWindowCache(2, window=window,
+                                           sink_tokens=sink_tokens)
     got = [model(ids[:, t:t + 1], cache=cache,
                  position_ids=np.array([[t]])).logits for t in range(T)]
     np.testing.assert_allclose(np.concatenate(got, axis=1), want,
@@ -204,7 +203,7 @@ def test_variants_through_a_dynamic_cache_equal_one_pass(name, chunks):
         whole = layer(x)
         start, parts = 0, []
         for T in chunks:
-            parts.append(layer(x[:, start:start + T], past_key_values=cache))
+            parts.append(layer(x[:, start:start + T], cache=cache))
             start += T
         np.testing.assert_allclose(np.concatenate(parts, axis=1), whole,
                                    rtol=0, atol=1e-12)

@@ -149,11 +149,11 @@ def test_decode_token_by_token_equals_the_full_forward(rng):
     gdn = layer()
     full = gdn(x)
     assert full.shape == (2, 12, 32)
-    cache = gdn.new_cache()
+    cache = px.kv_cache.DynamicCache(CONFIG)
     steps = [gdn(x[:, :5], cache=cache)]  # prefill, chunked
     steps += [gdn(x[:, t:t + 1], cache=cache) for t in range(5, 12)]
     np.testing.assert_allclose(np.concatenate(steps, 1), full, atol=1e-12)
-    cache = gdn.new_cache()
+    cache = px.kv_cache.DynamicCache(CONFIG)
     one = [gdn(x[:, t:t + 1], cache=cache) for t in range(12)]
     np.testing.assert_allclose(np.concatenate(one, 1), full, atol=1e-12)
 
@@ -178,17 +178,18 @@ def test_padding_tokens_write_nothing(rng):
 
 def test_the_cache_does_not_grow(rng):
     gdn = layer()
-    cache = gdn.new_cache()
-    assert cache.nbytes == 0
+    cache = px.kv_cache.DynamicCache(CONFIG)
+    assert cache.nbytes == 0 and "layers=4 'rrrf'" in repr(cache)
     gdn(rng.standard_normal((2, 3, 32)), cache=cache)
     first = cache.nbytes
     for _ in range(5):
         gdn(rng.standard_normal((2, 1, 32)), cache=cache)
     gdn(rng.standard_normal((2, 40, 32)), cache=cache)
     assert cache.nbytes == first == 2 * 8 * (56 * 4 + 4 * 8 * 6)
-    assert cache.conv_state.shape == (2, 56, 4)
-    assert cache.recurrent_state.shape == (2, 4, 8, 6)
-    assert "conv_state (2, 56, 4)" in repr(cache)
+    entry = cache.layers[0]  # layer 0's: a LinearAttentionLayer
+    assert entry.conv_state.shape == (2, 56, 4) and entry.seen == 48
+    assert entry.recurrent_state.shape == (2, 4, 8, 6)
+    assert "conv_state (2, 56, 4)" in repr(entry)
     assert px.memory.linear_attention_state_bytes(
         CONFIG, dtype_bytes=8, batch_size=2) == first
 
@@ -299,18 +300,19 @@ def test_the_layer_equals_transformers(lifted, monkeypatch):
         assert np.abs(ours(x) - ref).max() <= tol * np.abs(ref).max()
     # prefill 5 tokens, then decode 7, both caches compared as they go
     x = rng.standard_normal((2, 12, 32))
-    cache, hf_cache = ours.new_cache(), DynamicCache(config=config)
+    cache = px.kv_cache.DynamicCache(config)
+    hf_cache = DynamicCache(config=config)
     for sl in [slice(0, 5)] + [slice(t, t + 1) for t in range(5, 12)]:
         with torch.no_grad():
             ref = module(torch.as_tensor(x[:, sl]), cache=hf_cache).numpy()
         assert np.abs(ours(x[:, sl], cache=cache) - ref).max() <= (
             tol * np.abs(ref).max())
         held = hf_cache.layers[0]
-        np.testing.assert_allclose(cache.conv_state,  # the projections
+        np.testing.assert_allclose(cache.layers[0].conv_state,  # the projections
                                    held.conv_states[0].numpy(), rtol=1e-12,
                                    atol=1e-12)
         ref_state = held.recurrent_states[0].numpy()
-        assert np.abs(cache.recurrent_state - ref_state).max() <= (
+        assert np.abs(cache.layers[0].recurrent_state - ref_state).max() <= (
             tol * np.abs(ref_state).max())
 
 

@@ -268,8 +268,8 @@ def used_in_listing(expr: str, text: str) -> list[tuple[str, str]]:
 
 def _undefined(function: ast.FunctionDef, namespace: dict) -> list[str]:
     """Names a listing reads that nothing in it, its module or Python
-    defines: what only folded lines define (``KVCache.update`` with its
-    checks folded reads ``i``, ``k``, ``v``)."""
+    defines: what only folded lines define (``kv_head_for`` with its
+    checks folded reads ``H``, ``H_kv``)."""
     bound = set(namespace) | set(dir(builtins))
     for node in ast.walk(function):
         if isinstance(node, ast.arg):
@@ -345,6 +345,7 @@ def not_introduced(path, pages: tuple | None = None) -> list[str]:
     return bad
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", FIRST_EIGHT, ids=lambda p: p.stem)
 def test_code_a_reader_reads_uses_only_introduced_names(path):
     bad = not_introduced(path)
@@ -370,9 +371,10 @@ def test_the_rules_catch_what_they_say(tmp_path):
     hidden = nbformat.v4.new_code_cell(long_cell)
     hidden.metadata["tags"] = ["hide-input"]
     update = nbformat.v4.new_code_cell(
-        "px.show_source(px.KVCache.update, checks=False)")
+        "px.show_source(px.multihead.kv_head_for, checks=False)")
     update.outputs = [nbformat.v4.new_output("execute_result", {
-        "text/plain": px.show_source(px.KVCache.update, checks=False).source},
+        "text/plain": px.show_source(px.multihead.kv_head_for,
+                                     checks=False).source},
         execution_count=1)]
     nb.cells = [
         nbformat.v4.new_code_cell(long_cell),              # 0: 16 lines
@@ -380,10 +382,11 @@ def test_the_rules_catch_what_they_say(tmp_path):
         nbformat.v4.new_code_cell(
             "m = px.causal_mask(2, 5, align='top_left')"),  # 2: both new
         nbformat.v4.new_markdown_cell(
-            "`px.causal_mask` takes `align`; `px.KVCache.update`:"),
+            "`px.causal_mask` takes `align`; "
+            "`px.multihead.kv_head_for`:"),
         nbformat.v4.new_code_cell(
             "m = px.causal_mask(2, 5, align='top_left')"),  # 4: introduced
-        update,                                            # 5: i, k, v
+        update,                                            # 5: H, H_kv
     ]
     path = tmp_path / "chapter.ipynb"
     nbformat.write(nb, path)
@@ -394,4 +397,4 @@ def test_the_rules_catch_what_they_say(tmp_path):
     assert bad[0].startswith("chapter.ipynb cell 2") and \
         "name causal_mask" in bad[0] and "option align" in bad[0]
     assert bad[1].startswith("chapter.ipynb cell 5") and all(
-        f"undefined {v}" in bad[1] for v in "ikv")
+        f"undefined {v}" in bad[1] for v in ("H", "H_kv"))

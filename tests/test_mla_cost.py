@@ -13,7 +13,14 @@ SIZES = dict(hidden_size=32, num_attention_heads=4, q_lora_rank=12,
 #: the layer's arrays the formula counts as weights
 WEIGHTS = ("q_proj", "q_a_proj", "q_a_bias", "q_a_layernorm", "q_b_proj",
            "kv_a_proj_with_mqa", "kv_a_bias", "kv_a_layernorm", "kv_b_proj",
-           "w_uk", "w_uv", "o_proj", "o_bias")
+           "w_uk", "w_uv", "o_proj", "o_proj_bias")
+
+
+def decode(layer, x, cache, position_ids=None, absorb=False):
+    """New tokens through ``cache`` (a DynamicCache of the MLA config),
+    the latent expanded or (``absorb``) the weights absorbed."""
+    layer.absorb = absorb
+    return layer(x, cache=cache, position_ids=position_ids)
 
 
 class Traced(np.ndarray):
@@ -97,14 +104,15 @@ def _measure(layer, S, absorb, monkeypatch):
     tokens in the cache, the new one included."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, S, layer.hidden_size))
-    cache = layer.new_cache()
-    layer.decode(x[:, :S - 1], cache, absorb=absorb)
-    if cache.buffer.shape[1] < S:  # room for the new token: no re-copy
-        cache.update(*(np.zeros((1, 1, n)) for n in (
+    cache = px.kv_cache.DynamicCache(layer.config)
+    decode(layer, x[:, :S - 1], cache, absorb=absorb)
+    entry = cache.layers[0]  # the LatentLayer
+    if entry.buffer.shape[1] < S:  # room for the new token: no re-copy
+        entry.update(*(np.zeros((1, 1, n)) for n in (
             layer.kv_lora_rank, layer.qk_rope_head_dim)))
-        cache.seq_len -= 1
-    Traced.sources = {"cache": cache.buffer}
-    cache.buffer = Traced.watch(cache.buffer, "cache")
+        entry.seen -= 1
+    Traced.sources = {"cache": entry.buffer}
+    entry.buffer = Traced.watch(entry.buffer, "cache")
     for name in WEIGHTS:  # w_uk, w_uv: views of kv_b_proj
         array = getattr(layer, name)
         if array is not None:
@@ -121,7 +129,7 @@ def _measure(layer, S, absorb, monkeypatch):
     monkeypatch.setitem(px.variants.ATTENTION_FUNCTIONS, "eager",
                         kernel_reads)
     Traced.log = {"macs": 0, "read": {}}
-    layer.decode(x[:, S - 1:].view(Traced), cache, absorb=absorb)
+    decode(layer, x[:, S - 1:].view(Traced), cache, absorb=absorb)
     read = {k: len(v) * 8 for k, v in Traced.log["read"].items()}
     read["expanded"] = Traced.log["made"]
     return read, Traced.log["macs"]

@@ -30,6 +30,13 @@ CONFIGS = {"low-rank q": {}, "q_proj": dict(q_lora_rank=None),
            "half layout": dict(rope_interleave=False)}
 
 
+def decode(layer, x, cache, position_ids=None, absorb=False):
+    """New tokens through ``cache`` (a DynamicCache of the MLA config),
+    the latent expanded or (``absorb``) the weights absorbed."""
+    layer.absorb = absorb
+    return layer(x, cache=cache, position_ids=position_ids)
+
+
 def _reference(overrides, monkeypatch, model="deepseek_v3"):
     """transformers' module (float64, random weights), its config, its
     rotary embedding, with their float32 casts made float64: DeepSeek-V3's
@@ -103,18 +110,19 @@ def test_prefill_then_decode_equals_the_full_forward(name, absorb,
     x = np.random.default_rng(2).standard_normal((B, T, D))
     positions = np.broadcast_to(3000 + np.arange(T), (B, T)).copy()
     full = layer(x, position_ids=positions)
-    cache = layer.new_cache()
+    cache = px.kv_cache.DynamicCache(layer.config)
     P = 25  # a prompt, a chunk of 5, then one token a step
-    steps = [layer.decode(x[:, :P], cache, positions[:, :P], absorb=absorb),
-             layer.decode(x[:, P:P + 5], cache, positions[:, P:P + 5],
+    steps = [decode(layer, x[:, :P], cache, positions[:, :P], absorb=absorb),
+             decode(layer, x[:, P:P + 5], cache, positions[:, P:P + 5],
                           absorb=absorb)]
     for t in range(P + 5, T):
-        steps.append(layer.decode(x[:, t:t + 1], cache, positions[:, t:t + 1],
+        steps.append(decode(layer, x[:, t:t + 1], cache, positions[:, t:t + 1],
                                   absorb=absorb))
     np.testing.assert_allclose(np.concatenate(steps, axis=1), full, rtol=0,
                                atol=1e-12)
     r, d_rope = SIZES["kv_lora_rank"], SIZES["qk_rope_head_dim"]
-    assert cache.c_kv.shape == (B, T, r) and cache.k_pe.shape == (B, T,
+    entry = cache.layers[0]  # a LatentLayer
+    assert entry.c_kv.shape == (B, T, r) and entry.k_pe.shape == (B, T,
                                                                   d_rope)
     assert cache.nbytes == B * T * (r + d_rope) * 8
 
@@ -126,9 +134,9 @@ def test_absorbed_decode_equals_expanded(overrides, monkeypatch):
     x = np.random.default_rng(3).standard_normal((B, T + 1, D))
     outs = {}
     for absorb in (False, True):
-        cache = layer.new_cache()
-        layer.decode(x[:, :T], cache, absorb=absorb)  # the prompt
-        outs[absorb] = layer.decode(x[:, T:], cache, absorb=absorb)
+        cache = px.kv_cache.DynamicCache(layer.config)
+        decode(layer, x[:, :T], cache, absorb=absorb)  # the prompt
+        outs[absorb] = decode(layer, x[:, T:], cache, absorb=absorb)
     diff = np.abs(outs[True] - outs[False]).max()
     assert diff < 1e-12 * max(1, np.abs(outs[False]).max())
 
@@ -145,12 +153,12 @@ def test_cache_holds_the_latent_transformers_caches(monkeypatch):
                position_embeddings=rotary(xt, torch.from_numpy(positions)),
                cache=ref_cache)
     layer, _ = _layers(module, config)
-    cache = layer.new_cache()
-    layer.decode(x, cache)
+    cache = px.kv_cache.DynamicCache(layer.config)
+    decode(layer, x, cache)
     c_kv, k_pe = (t[:, 0].numpy() for t in (ref_cache.layers[0].keys,
                                             ref_cache.layers[0].values))
-    np.testing.assert_allclose(cache.c_kv, c_kv, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(cache.k_pe, k_pe, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(cache.layers[0].c_kv, c_kv, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(cache.layers[0].k_pe, k_pe, rtol=0, atol=1e-12)
 
 
 # ----------------------------------------- DeepSeek-V3.2: sparse attention

@@ -73,6 +73,22 @@ def test_float32_logits_match_transformers(ours, theirs, tokenizer):
                                atol=1e-4 * np.abs(ref).max())
 
 
+def test_past_max_position_embeddings_as_transformers(ours, theirs,
+                                                    tokenizer):
+    """1,100 positions, past the config's 1,024: both run, and agree, with
+    the tiled kernel's mask-free path and through the cache."""
+    ids = heldout_ids(tokenizer, 1, 1_100)
+    assert ids.shape[1] > ours.max_position_embeddings
+    ref = hf_logits(theirs, ids)
+    np.testing.assert_allclose(ours(ids).logits, ref, rtol=1e-4,
+                               atol=1e-4 * np.abs(ref).max())
+    out = ours(ids[:, :1_090], use_cache=True)  # then 10 decode steps
+    steps = [ours(ids[:, t:t + 1], cache=out.cache).logits
+             for t in range(1_090, 1_100)]
+    np.testing.assert_allclose(np.concatenate(steps, 1), ref[:, 1_090:],
+                               rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+
+
 def f64_rms_norm(self, hidden_states):
     variance = hidden_states.pow(2).mean(-1, keepdim=True)
     return self.weight * (hidden_states

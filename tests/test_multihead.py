@@ -177,8 +177,9 @@ def test_cached_chunks_then_decode_equal_full_forward(heads, T, data, seed):
         if prompt > 1 else []
     bounds = [0, *cuts, prompt] + list(range(prompt + 1, T + 1))  # chunks, then single tokens
     cache = px.KVCache(2, x.shape[0], layer.num_key_value_heads, layer.head_dim, max_cache_len=T)
+    layer.layer_idx = 1  # the layer's entry in the cache
     for a, b in zip(bounds, bounds[1:]):
-        out, w = layer(x[:, a:b], output_attentions=True, cache=cache, layer_idx=1)
+        out, w = layer(x[:, a:b], output_attentions=True, cache=cache)
         np.testing.assert_allclose(out, full[:, a:b], atol=1e-12)
         np.testing.assert_allclose(w, full_w[:, :, a:b, :b], atol=1e-12)
         assert cache.get_seq_length(1) == b and cache.get_seq_length(0) == 0
@@ -428,6 +429,18 @@ def test_a_mask_that_hides_nothing_is_none():
     mask = inputs(np.ones((2, 8)), None, 2, 3, 5)[0]  # three new: causal
     np.testing.assert_array_equal(mask, px.causal_mask(3, 8))
     assert inputs(None, None, 2, 3, 5, is_causal=False)[0] is None
+
+
+def test_the_tiled_kernel_gets_no_query_by_key_mask():
+    # dense=False: the padding as (B, 1, 1, S) and the triangle as a flag
+    inputs = px.multihead.attention_inputs
+    padded = np.ones((2, 8))
+    padded[0, :2] = 0
+    mask, causal, _ = inputs(padded, None, 2, 3, 5, dense=False)
+    assert mask.shape == (2, 1, 1, 8) and causal
+    mask, causal, _ = inputs(None, None, 2, 3, 5, dense=False)
+    assert mask is None and causal
+    assert inputs(None, None, 2, 1, 7, dense=False)[1] is False  # one row
 
 
 def test_4d_boolean_mask_is_used_as_given():

@@ -90,6 +90,7 @@ def test_draws_into_a_given_axes():
     assert ax is axes[1] and len(axes[0].images) == 0
 
 
+@pytest.mark.slow
 def test_grid_one_panel_per_head_with_shared_colour_bar():
     w = np.stack([W, W.T, np.full((3, 3), 1 / 3), np.eye(3), W, W])  # 6 heads
     fig = px.plot_attention_grid(w, TOKENS, ncols=4, suptitle="six heads")
@@ -112,6 +113,7 @@ def test_grid_one_panel_per_head_with_shared_colour_bar():
     assert all(len(ax.texts) == 0 for ax in panels)  # no annotation by default
 
 
+@pytest.mark.slow
 def test_grid_custom_titles_and_annotation():
     fig = px.plot_attention_grid(np.stack([W, W]), TOKENS, titles=["a", "b"], annotate=True)
     panels = [ax for ax in fig.axes if ax.images]
@@ -173,6 +175,7 @@ def test_decode_step_outlines_the_new_row():
                                                                  "head 1"]
 
 
+@pytest.mark.slow
 def test_tile_step_shows_tiles_and_state():
     rng = np.random.default_rng(3)
     q, k, v = (rng.standard_normal((8, 4)) for _ in range(3))
@@ -193,6 +196,7 @@ def test_tile_step_shows_tiles_and_state():
         plt.close(fig)
 
 
+@pytest.mark.slow
 def test_stepper_figures_fit_the_website_column():
     """Drawn no wider than the column at 100 dpi (shown at their own size,
     text at its point size), the same size at every step, and described."""
@@ -227,6 +231,7 @@ def test_stepper_figures_fit_the_website_column():
     plt.close(wide)
 
 
+@pytest.mark.slow
 def test_rope_rotation_scores_depend_on_m_minus_n():
     a = px.plotting.plot_rope_rotation(5, 3)
     b = px.plotting.plot_rope_rotation(7, 5)
@@ -251,6 +256,7 @@ def test_kv_cache_memory_lines_follow_the_heads():
     plt.close(fig)
 
 
+@pytest.mark.slow
 def test_online_softmax_figure_marks_the_final_state():
     scores = np.arange(8.0)
     fig = px.plotting.plot_online_softmax(scores, 4, [3.0, 7.0], [1.5, 1.9])
@@ -294,6 +300,7 @@ def test_rope_decay_draws_the_decade_means():
     plt.close(fig)
 
 
+@pytest.mark.slow
 def test_rope_layout_bug_difference_is_diverging_and_own_scale():
     rng = np.random.default_rng(0)
     w = px.softmax(rng.standard_normal((3, 4, 4)), axis=-1)
@@ -355,6 +362,7 @@ def test_heatmap_numbers_read_on_their_cells():
     assert len(ratios) == 36 + 16 and min(ratios) >= 4.5, min(ratios)
 
 
+@pytest.mark.slow
 def test_head_scores_share_one_scale_readable_and_fit_a_window():
     """SmolLM2's maps (30 layers x 9 heads, two panels): one colour scale for
     both panels with one colour bar, the column's width, no taller than a
@@ -382,6 +390,7 @@ def test_head_scores_share_one_scale_readable_and_fit_a_window():
     assert "one colour scale" in fig.pyxis_alt
 
 
+@pytest.mark.slow
 def test_head_scores_choose_columns_that_fit_the_numbers():
     """By default as many panels a row as the column holds with each head
     27 px wide: real_model's five 4 x 8 maps come two a row."""
@@ -403,6 +412,7 @@ def _phone_text_px(fig, dpi=100):
     return min(points) * dpi / 72 * min(1.0, plotting.PHONE_COLUMN_PX / width)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("S", [2, 4, 6, 8, 10, 12, 16])
 def test_heatmap_text_is_legible_on_a_phone(S):
     """Issue #41, item 2: a heatmap in its own figure keeps every word and
@@ -470,6 +480,7 @@ FIGURES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FIGURES)
 def test_every_figure_reads_on_a_phone(name):
     """Issue #41, item 2: on a 390-px phone a figure is scaled to the

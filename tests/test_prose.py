@@ -43,7 +43,7 @@ cell index and the span; the tests are parametrized by page.
 
    * a code fragment: a Python keyword (``else``), or a span with a call,
      a subscript or an assignment (``np.tril(np.ones((T, S), dtype=bool),
-     k=...)``, ``cut=i1``, ``step = dict(past_key_values=cache, ...)``):
+     k=...)``, ``cut=i1``, ``step = dict(cache=cache, ...)``):
      every identifier in it, and every dotted name as written, must be in
      the listings;
    * a dotted name ``a.b`` whose head ``a`` the listings use

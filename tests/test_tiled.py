@@ -418,26 +418,31 @@ def test_small_work_stays_on_one_thread(rng, monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("B, H, H_kv, S", [(1, 9, 3, 50), (2, 8, 8, 7),
-                                           (1, 6, 1, 1), (3, 4, 2, 300)])
-def test_one_new_query_gives_the_loops_numbers(rng, monkeypatch, dtype, B, H,
+@pytest.mark.parametrize("B, H, H_kv, S", [(1, 9, 3, 512), (1, 9, 3, 50),
+                                           (2, 8, 8, 7), (1, 6, 1, 1),
+                                           (3, 4, 2, 300)])
+def test_a_decode_step_is_the_loops_one_tile(rng, monkeypatch, dtype, B, H,
                                              H_kv, S):
-    """A decode step (one query per head, every key allowed, one key tile)
-    skips the loop's machinery: the same numbers, bit for bit, as the loop
-    (which ``stats`` makes the kernel run)."""
+    """A decode step (one query per head, every key in one tile) runs the
+    loop once, on one thread: one online update from the empty state, which
+    gives the numbers of one plain softmax over the tile (as a shortcut
+    that bypassed the loop did, before issue 50), bit for bit."""
     import pyxis_nb.tiled as tiled
     q = rng.standard_normal((B, H, 1, 16)).astype(dtype)
     k = rng.standard_normal((B, H_kv, S, 16)).astype(dtype)
     v = rng.standard_normal((B, H_kv, S, 24)).astype(dtype)
-    calls, one_query = [], tiled._one_query
-    monkeypatch.setattr(tiled, "_one_query",
-                        lambda *a: calls.append(a) or one_query(*a))
+    updates, update = [], tiled.online_softmax_update
+    monkeypatch.setattr(tiled, "online_softmax_update",
+                        lambda *a: updates.append(a) or update(*a))
     step = tiled.tiled_attention_core(q, k, v)
-    loop = tiled.tiled_attention_core(
-        q, k, v, stats=tiled.TileStats.empty(1, S, 64, 1024))
-    assert len(calls) == 1  # the step took the short way, the loop did not
+    assert len(updates) == 1  # one tile, through the loop
     assert step.shape == (B, H, 1, 24) and step.dtype == dtype
-    np.testing.assert_array_equal(step, loop)
+    # the one-tile softmax, as the shortcut wrote it: (B, H_kv, n_rep, .)
+    rows = q.reshape(B, H_kv, H // H_kv, 16) * dtype(1 / np.sqrt(16))
+    s = rows @ np.swapaxes(k, -1, -2)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    want = np.divide(p @ v, p @ np.ones((S, 1), dtype))
+    assert step.tobytes() == want.reshape(B, H, 1, 24).tobytes()
 
 
 def test_the_fast_path_equals_the_loop_it_shows(rng):

@@ -136,7 +136,8 @@ def test_positions_default_to_0_to_T(monkeypatch):
     layer = px.variants.Gemma2Attention.from_state_dict(
         module.state_dict(), config, 0)
     x = np.random.default_rng(0).standard_normal((B, T, D))
-    np.testing.assert_array_equal(layer(x), layer(x, np.arange(T)))
+    np.testing.assert_array_equal(layer(x),
+                                  layer(x, position_ids=np.arange(T)))
 
 
 # ----------------------------------- the kernel against torch's flex_attention

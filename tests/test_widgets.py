@@ -161,6 +161,7 @@ FIGURES = pytest.mark.parametrize("make", [
 ], ids=["heatmap", "grid", "rope"])
 
 
+@pytest.mark.slow
 @FIGURES
 def test_figure_png_draws_the_tight_picture_once(make):
     """One draw, cut to the tight box: savefig's picture, with its size and
@@ -174,6 +175,7 @@ def test_figure_png_draws_the_tight_picture_once(make):
     assert differ.mean() < 0.05, f"{differ.mean():.1%} of pixels differ"
 
 
+@pytest.mark.slow
 @FIGURES
 def test_figure_png_keeps_every_colour(make):
     """The palette PNG keeps every pixel within 16 of 255 levels of the
@@ -350,6 +352,7 @@ def test_explorer_one_prerendered_heatmap_per_view_and_query(explorer):
         assert len(pngs) == len(TOKENS), "each frame outlines a different row"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tokens", [TOKENS, "The cat sat on the mat".split()],
                          ids=["3 tokens", "6 tokens"])
 def test_explorer_frames_on_one_figure_are_fresh_figures_frames(tokens):
@@ -468,6 +471,7 @@ def test_control_labels_are_not_clipped(control, cls):
         assert ctrl.style.description_width == "initial"
 
 
+@pytest.mark.slow
 def test_tile_step_frames_are_fresh_figures_frames():
     """tile_step_frames draws every step on one figure; each frame is the
     PNG of plot_tile_step drawn for that step alone, alt text included."""
@@ -491,6 +495,7 @@ def test_tile_step_frames_are_fresh_figures_frames():
                                f"({step.q_block}, {step.k_block}) is {done};")
 
 
+@pytest.mark.slow
 def test_rope_rotation_frames_are_fresh_figures_frames():
     """rope_rotation_frames draws every (n, m) on one figure; each frame is
     the picture of plot_rope_rotation(m, n) drawn alone, alt text included.

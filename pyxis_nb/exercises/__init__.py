@@ -2,13 +2,11 @@
 
     px.exercises.check("qkv", 1, answer)
 
-Each chapter with exercises has a module here, named as its notebook
-(``exercises/qkv.py`` for ``book/qkv.ipynb``), whose ``CHECKS`` maps an
-exercise's number to a function of the reader's answer. That function
-returns ``None`` when the answer is right, or a hint: what is off, and where
-to look, without the solution. An answer may be a number, an array or a
-function the reader wrote; a function is run on inputs the check makes, and
-compared with the package's own.
+Each chapter's module here (``exercises/qkv.py`` for ``book/qkv.ipynb``)
+maps in ``CHECKS`` an exercise's number to a function of the reader's
+answer: None when it is right, else a hint (what is off, where to look,
+not the solution). An answer may be a number, an array or a function, run
+on inputs the check makes and compared with the package's own.
 """
 
 from __future__ import annotations
@@ -22,13 +20,11 @@ __all__ = ["check", "chapters", "Verdict"]
 class Verdict:
     """What :func:`check` said: true when the answer is right.
 
-    ``check`` prints the verdict; in a notebook the cell shows that line
-    alone, not the returned value after it.
+    ``check`` prints it, so a notebook cell shows that line alone.
 
     Parameters
     ----------
-    hint : str or None
-        None for a right answer; else what is off, and where to look.
+    hint : str or None, None for a right answer, else what is off
     """
 
     def __init__(self, hint: str | None):
@@ -52,20 +48,14 @@ def chapters() -> list[str]:
 def check(chapter: str, exercise: int, answer) -> Verdict:
     """Say whether ``answer`` solves exercise ``exercise`` of ``chapter``.
 
+    Prints "Right." or "Not yet:" with a hint; the :class:`Verdict` is true
+    when the answer is right.
+
     Parameters
     ----------
-    chapter : str
-        The chapter's notebook name, e.g. ``"qkv"`` for ``book/qkv.ipynb``.
-    exercise : int
-        The exercise's number in the chapter.
-    answer : object
-        The reader's answer: what the exercise asks for.
-
-    Returns
-    -------
-    Verdict
-        True (as a bool) when the answer is right. Prints "Right." or "Not
-        yet:" with a hint.
+    chapter : str, the notebook's name, e.g. ``"qkv"`` for ``book/qkv.ipynb``
+    exercise : int, the exercise's number in the chapter
+    answer : the reader's answer: what the exercise asks for
     """
     if chapter not in chapters():
         raise ValueError(f"chapter must be one of {chapters()}, "

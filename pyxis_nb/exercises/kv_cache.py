@@ -1,9 +1,5 @@
 """Checks for the exercises of "The KV cache: prefill and decode"
-(book/kv_cache.ipynb).
-
-Each answer is a function the reader writes; the check runs it on sizes or
-arrays it makes and compares with the package's own.
-"""
+(book/kv_cache.ipynb)."""
 
 from __future__ import annotations
 

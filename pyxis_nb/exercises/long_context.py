@@ -1,9 +1,5 @@
 """Checks for the exercises of "Long contexts: attention in tiles"
-(book/long_context.ipynb).
-
-Each answer is a function the reader writes; the check runs it on sizes or
-arrays it makes and compares with the package's own.
-"""
+(book/long_context.ipynb)."""
 
 from __future__ import annotations
 

