@@ -489,13 +489,13 @@ def _across_cores(attend, work: tuple, parallel: bool = True) -> None:
     (``heads = ()``) when not ``parallel``, with one head, or when no BLAS
     library whose threads can be limited is loaded.
     """
-    if not parallel:  # small work (a decode step): no pool, no BLAS query
-        return attend(())
+    axis = next((a for a, n in enumerate(work) if n > 1), None)
+    if not parallel or axis is None:  # small work, or one head: no pool
+        return attend(())  # and no BLAS query (it loads threadpoolctl)
     blas = _blas()
     cores = 1 if blas is None else max(
         (c.num_threads for c in blas.lib_controllers), default=1)
-    axis = next((a for a, n in enumerate(work) if n > 1), None)
-    if axis is None or cores < 2:
+    if cores < 2:
         return attend(())
     n_parts = min(2 * cores, work[axis])
     cuts = np.linspace(0, work[axis], n_parts + 1).astype(int)
