@@ -23,7 +23,6 @@ post-attention, pre- and post-feedforward), a GELU-tanh MLP, tied embeddings.
 
 from __future__ import annotations
 
-import functools
 import math
 import pathlib
 from dataclasses import dataclass, replace
@@ -33,7 +32,8 @@ import numpy as np
 from ._checks import (check_choice, check_config_value, check_float_dtype,
                       check_found, check_model_config, check_needs,
                       check_same_dtype, check_state_shapes)
-from .gguf_file import gguf_metadata, gguf_tensor_data, gguf_tensor_types
+from .gguf_file import (dequantizable_types, generation_config,
+                        gguf_metadata, gguf_tensor_data, gguf_tensor_types)
 from .kv_cache import DynamicCache
 from .loading import GEMMA3_FETCH_HINT, GEMMA3_GGUF
 from .model import (Qwen3DecoderLayer, Qwen3ForCausalLM, Qwen3MLP,
@@ -260,22 +260,6 @@ def _gemma3_config(fields: dict, name: str) -> Gemma3TextConfig:
     return config
 
 
-@functools.cache
-def _dequantizable() -> tuple:
-    """The ggml types ``gguf.quants.dequantize`` reads, by name."""
-    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
-    from gguf.quants import dequantize
-    names = []
-    for qtype in GGMLQuantizationType:
-        try:  # one block of zeros
-            dequantize(np.zeros((1, GGML_QUANT_SIZES[qtype][1]), np.uint8),
-                       qtype)
-            names.append(qtype.name)
-        except NotImplementedError:
-            pass
-    return tuple(names)
-
-
 def read_gemma3_gguf(path, *, dtype=np.float32):
     """A Gemma 3 GGUF file: (config, generation config, state dict).
 
@@ -312,7 +296,7 @@ def read_gemma3_gguf(path, *, dtype=np.float32):
                        ("lm_head.weight",), against="its metadata")
     for n, (qtype, _) in types.items():
         check_choice(f"{n} in {file.name}: ggml type", qtype,
-                     _dequantizable())
+                     dequantizable_types())
     state_dict = {}
     for n, (qtype, shape) in types.items():  # all checked: now read
         w = dequantize(gguf_tensor_data(file, n),
@@ -323,11 +307,7 @@ def read_gemma3_gguf(path, *, dtype=np.float32):
         # has no permute, and llama.cpp rotates gemma3 in NeoX's halves);
         # checked: the dequantized rows equal transformers' weights
         state_dict[_hf_name(n)] = w.astype(dtype, weight_order(shape))
-    generation = {f"{k}_token_id": fields[f"tokenizer.ggml.{g}_token_id"]
-                  for k, g in (("bos", "bos"), ("eos", "eos"),
-                               ("pad", "padding"))
-                  if f"tokenizer.ggml.{g}_token_id" in fields}
-    return config, generation, state_dict
+    return config, generation_config(fields), state_dict
 
 
 class Gemma3ForCausalLM(Qwen3ForCausalLM):

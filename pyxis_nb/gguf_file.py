@@ -33,6 +33,8 @@ from .rope import permute_qk_proj
 __all__ = [
     "SMOLLM2_GGUF",
     "GGUFCheckpoint",
+    "dequantizable_types",
+    "generation_config",
     "gguf_metadata",
     "gguf_tensor_data",
     "gguf_tensor_types",
@@ -224,15 +226,20 @@ def _config(fields: dict, tensors: dict, name: str):
         max_position_embeddings=key("context_length",
                                     spec["context_length"]))
     check_model_config(config)
-    generation = {f"{k}_token_id": fields[f"tokenizer.ggml.{g}_token_id"]
-                  for k, g in (("bos", "bos"), ("eos", "eos"),
-                               ("pad", "padding"))
-                  if f"tokenizer.ggml.{g}_token_id" in fields}
-    return arch, config, "output.weight" not in tensors, generation
+    return (arch, config, "output.weight" not in tensors,
+            generation_config(fields))
+
+
+def generation_config(fields: dict) -> dict:
+    """``generation_config.json``'s token ids from a GGUF's metadata
+    ``fields``: ``bos_token_id``, ``eos_token_id``, ``pad_token_id``."""
+    return {f"{k}_token_id": fields[f"tokenizer.ggml.{g}_token_id"]
+            for k, g in (("bos", "bos"), ("eos", "eos"), ("pad", "padding"))
+            if f"tokenizer.ggml.{g}_token_id" in fields}
 
 
 @functools.cache
-def _handled_types() -> tuple:
+def dequantizable_types() -> tuple:
     """The ggml types ``gguf.quants.dequantize`` reads, by name."""
     from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
     from gguf.quants import dequantize
@@ -279,7 +286,7 @@ def read_gguf(path, *, dtype=np.float32, unpermute_qk: bool = True,
                            f"{architecture} files")
     for t in tensors.values():
         check_choice(f"{t.name} in {file.name}: ggml type",
-                     t.tensor_type.name, _handled_types())
+                     t.tensor_type.name, dequantizable_types())
     spec = ARCHITECTURES[arch]
     want = state_shapes(config, tied, qk_norm=spec["qk_norm"])
     names = get_tensor_name_map(

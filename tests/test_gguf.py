@@ -495,7 +495,7 @@ def test_qwen3_class_refuses_a_llama_folder_and_back(tmp_path):
 @pytest.fixture
 def dequantized(monkeypatch):
     """The tensors ``gguf.quants.dequantize`` was asked to read."""
-    gguf_file._handled_types()  # its probe blocks are not weights
+    gguf_file.dequantizable_types()  # its probe blocks are not weights
     calls, real = [], gguf.quants.dequantize
     monkeypatch.setattr(gguf.quants, "dequantize",
                         lambda data, qtype: calls.append(qtype) or
