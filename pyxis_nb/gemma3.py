@@ -32,7 +32,7 @@ import numpy as np
 from ._checks import (check_choice, check_config_value, check_float_dtype,
                       check_found, check_model_config, check_needs,
                       check_same_dtype, check_state_shapes)
-from .gguf_file import (dequantizable_types, generation_config,
+from .gguf_file import (dequantizable_types, dequantized, generation_config,
                         gguf_metadata, gguf_tensor_data, gguf_tensor_types)
 from .kv_cache import DynamicCache
 from .loading import GEMMA3_FETCH_HINT, GEMMA3_GGUF
@@ -277,8 +277,6 @@ def read_gemma3_gguf(path, *, dtype=np.float32):
     --------
     transformers.modeling_gguf_pytorch_utils.load_gguf_checkpoint
     """
-    from gguf import GGMLQuantizationType
-    from gguf.quants import dequantize
     dtype = check_float_dtype("dtype", dtype)
     file = pathlib.Path(path)
     check_found(file.is_file(), f"path {str(path)!r} is not a file: expected "
@@ -290,8 +288,9 @@ def read_gemma3_gguf(path, *, dtype=np.float32):
                        "Gemma3ForCausalLM reads gemma3 files")
     config = _gemma3_config(fields, file.name)
     types = gguf_tensor_types(file)  # {name: (ggml type, shape)}
+    hf = {n: _hf_name(n) for n in types}
     want = state_shapes(config)
-    check_state_shapes(file.name, {_hf_name(n): shape for n, (_, shape)
+    check_state_shapes(file.name, {hf[n]: shape for n, (_, shape)
                                    in types.items()}, want,
                        ("lm_head.weight",), against="its metadata")
     for n, (qtype, _) in types.items():
@@ -299,14 +298,15 @@ def read_gemma3_gguf(path, *, dtype=np.float32):
                      dequantizable_types())
     state_dict = {}
     for n, (qtype, shape) in types.items():  # all checked: now read
-        w = dequantize(gguf_tensor_data(file, n),
-                       GGMLQuantizationType[qtype]).reshape(shape)
+        data = gguf_tensor_data(file, n)
         if n.endswith("norm.weight"):  # llama.cpp stored 1 + w (its
-            w = w - np.float32(1)  # norm_shift): HF's w, as HF subtracts
-        # llama.cpp leaves gemma3's q/k rows in HF's order (its Gemma3Model
-        # has no permute, and llama.cpp rotates gemma3 in NeoX's halves);
-        # checked: the dequantized rows equal transformers' weights
-        state_dict[_hf_name(n)] = w.astype(dtype, weight_order(shape))
+            w = dequantized(data, qtype, shape) - np.float32(1)  # norm_shift)
+            state_dict[hf[n]] = w.astype(dtype)  # HF's w, as HF subtracts
+        else:  # llama.cpp leaves gemma3's q/k rows in HF's order (its
+            # Gemma3Model has no permute, and llama.cpp rotates gemma3 in
+            # NeoX's halves); checked: the rows equal transformers' weights
+            state_dict[hf[n]] = dequantized(data, qtype, shape, dtype,
+                                            weight_order(shape))
     return config, generation_config(fields), state_dict
 
 

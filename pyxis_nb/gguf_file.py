@@ -11,7 +11,8 @@ Shape legend:
 A GGUF holds metadata (sizes, the tokenizer, a chat template) and tensors
 in ggml types: F32, F16, or blocks of 32 quantized weights (Q4_1: an f16
 scale ``d``, an f16 minimum ``m``, 32 4-bit codes ``q``; weight ``d * q +
-m``). Read with llama.cpp's ``gguf`` package, imported only when used.
+m``). The header is read here (``_read_header``); llama.cpp's ``gguf``
+package, imported only when used, names the types and dequantizes.
 llama.cpp permutes Llama's q/k rows for its interleaved RoPE (not Qwen's);
 :func:`read_gguf` undoes that, as transformers' GGUF loader does.
 """
@@ -19,7 +20,10 @@ llama.cpp permutes Llama's q/k rows for its interleaved RoPE (not Qwen's);
 from __future__ import annotations
 
 import functools
+import math
+import mmap
 import pathlib
+import struct
 from typing import NamedTuple
 
 import numpy as np
@@ -88,11 +92,19 @@ class GGUFCheckpoint(NamedTuple):
     state_dict: dict  # Hugging Face's names -> float arrays, (out, in)
 
 
-def _reader(path):
-    """(``gguf.GGUFReader``, metadata, file) of ``path``, or a named error.
+class GGUFTensor(NamedTuple):
+    """One tensor of a GGUF file: what its header says, and a view of it."""
 
-    Opening parses every metadata field (seconds for 49,152 tokens), so the
-    last few files are cached, by path, size and modification time."""
+    name: str  # llama.cpp's, such as "blk.0.attn_q.weight"
+    tensor_type: object  # gguf.GGMLQuantizationType
+    shape: tuple  # numpy's order: (out, in), ggml's dims reversed
+    data: np.ndarray  # read-only view: blocks (uint8) or F16/F32 values
+
+
+def _reader(path):
+    """(metadata, ``{name: GGUFTensor}``, file) of ``path``, or a named error.
+
+    Cached for the last few files, by path, size and modification time."""
     file = pathlib.Path(path)
     check_found(file.is_file(), f"path {str(path)!r} is not a file: "
                 "expected a GGUF file" + (
@@ -102,52 +114,158 @@ def _reader(path):
     return _open(str(file.resolve()), stat.st_size, stat.st_mtime_ns)
 
 
-@functools.cache
-def _reader_class():
-    """``gguf.GGUFReader``, reading through a plain view of its memmap.
-
-    Each slice of a memmap runs a Python-level ``__array_finalize__``: most of
-    the time to open SmolLM2's 98,000 strings. A plain view slices in C: 3x
-    faster. ``_get`` overrides a private method of gguf 0.19.0, its body but
-    for the view, so pyproject.toml pins ``gguf==0.19.0``; before moving the
-    pin, run tests/test_gguf.py's
-    test_the_fast_reader_reads_what_the_library_reads (every field and tensor
-    against gguf's own reader)."""
-    from gguf import GGUFReader
-
-    class ArrayReader(GGUFReader):
-        def _get(self, offset, dtype, count=1, override_order=None):
-            if "_array" not in self.__dict__:
-                self._array = np.asarray(self.data)  # a view, not a copy
-            count = int(count)
-            end = offset + np.dtype(dtype).itemsize * count
-            arr = self._array[offset:end].view(dtype=dtype)[:count]
-            return arr.view(arr.dtype.newbyteorder(
-                self.byte_order if override_order is None
-                else override_order))
-
-    return ArrayReader
-
-
 @functools.lru_cache(maxsize=4)
 def _open(file: str, size: int, mtime_ns: int):
     file = pathlib.Path(file)
     try:
-        reader = _reader_class()(file)
-    except Exception as err:  # the reader fails in many ways on bad bytes
+        fields, tensors = _read_header(file)
+    except Exception as err:  # bad bytes fail in many ways: name the file
         _check_file_error(file.name, err, "GGUF file")
-    fields = {k: f.contents() for k, f in reader.fields.items()
-              if not k.startswith("GGUF.")}
-    return reader, fields, file
+    return fields, tensors, file
+
+
+# The header is read here, not by gguf.GGUFReader: that reader makes each
+# element of an array a field of its own (numpy views, Python calls each),
+# and Gemma 3's 262,144 tokens, scores and token types are such arrays: 39 s
+# to open its file (25 s through the plain-array views this module used
+# before), 0.45 s read as below (this 2-core machine, shared). gguf still
+# names the ggml types and dequantizes. The layout (GGUF v2 and v3):
+# "GGUF", u32 version, u64 tensor count, u64 key count; each key a string
+# (u64 length, utf-8 bytes), a u32 value type and its value (an array: u32
+# element type, u64 count, the elements); each tensor a string name, u32
+# n_dims, n_dims u64 sizes (the row first), u32 ggml type, u64 offset into
+# the data, which starts at the first multiple of ``general.alignment``
+# (default 32) after the header.
+_STRING, _ARRAY = 8, 9  # gguf.GGUFValueType's, and its scalars':
+_SCALARS = {0: "u1", 1: "i1", 2: "u2", 3: "i2", 4: "u4", 5: "i4", 6: "f4",
+            7: "?", 10: "u8", 11: "i8", 12: "f8"}
+#: ggml types whose data gguf.GGUFReader views as numbers, not as bytes
+_NUMBERS = {"F16": "f2", "F32": "f4", "F64": "f8", "I8": "i1",
+            "I16": "i2", "I32": "i4", "I64": "i8"}
+
+
+class _Header:
+    """A cursor over a GGUF file's bytes ``buf``: each method reads one
+    item of ``what`` (for errors), in byte order ``endian``."""
+
+    def __init__(self, buf, endian: str):
+        self.buf, self.end, self.at, self.endian = buf, len(buf), 0, endian
+        self.u64 = struct.Struct(endian + "Q").unpack_from
+
+    def skip(self, n: int, what: str) -> int:
+        """Move past ``n`` bytes; the offset they start at."""
+        if self.at + n > self.end:
+            raise ValueError(f"{what} at byte {self.at} runs past the "
+                             f"file's end ({self.end} bytes)")
+        self.at += n
+        return self.at - n
+
+    def numbers(self, kind: int, count: int, what: str) -> list:
+        dtype = np.dtype(_SCALARS[kind]).newbyteorder(self.endian)
+        return np.frombuffer(self.buf, dtype, count, self.skip(
+            dtype.itemsize * count, what)).tolist()
+
+    def string(self, what: str) -> str:
+        n = self.numbers(10, 1, what)[0]
+        return str(self.buf[self.skip(n, what):self.at], "utf-8")
+
+    def strings(self, count: int, what: str) -> list:
+        """``count`` strings: the one loop that runs per token."""
+        buf, at, u64, out = self.buf, self.at, self.u64, []
+        self.skip(8 * count, what)  # each string has its 8-byte length
+        self.at = at
+        try:
+            for _ in range(count):
+                n = u64(buf, at)[0]
+                at += 8 + n
+                out.append(str(buf[at - n:at], "utf-8"))
+        except struct.error:  # a length read past the end
+            at = self.end + 1
+        self.skip(at - self.at, what)  # raises if a string ran past it
+        return out
+
+    def value(self, kind: int, what: str):
+        """One value of GGUF type ``kind``, as gguf's ``contents()`` gives
+        it: Python scalars, lists (an array of arrays flattened)."""
+        if kind == _STRING:
+            return self.string(what)
+        if kind in _SCALARS:
+            return self.numbers(kind, 1, what)[0]
+        if kind != _ARRAY:
+            raise ValueError(f"{what} has value type {kind}, not a GGUF one")
+        kind, count = self.numbers(4, 1, what)[0], self.numbers(10, 1, what)[0]
+        if kind == _STRING:
+            return self.strings(count, what)
+        if kind in _SCALARS:
+            return self.numbers(kind, count, what)
+        if kind != _ARRAY:
+            raise ValueError(f"{what} has elements of type {kind}, not a "
+                             "GGUF one")
+        out = []
+        for _ in range(count):  # each array's elements, in one list
+            out += self.value(_ARRAY, what)
+        return out
+
+
+def _read_header(file: pathlib.Path) -> tuple[dict, dict]:
+    """(metadata, ``{name: GGUFTensor}``) of ``file``, as gguf.GGUFReader
+    reads them; a ValueError saying where the bytes stop making sense."""
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+    from gguf.quants import quant_shape_to_byte_shape
+    with open(file, "rb") as f:  # a read-only map: views, not copies
+        buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    if buf[:4] != b"GGUF":
+        raise ValueError("GGUF magic invalid")
+    h = _Header(buf, "<")
+    h.skip(4, "the magic")
+    if h.numbers(4, 1, "the version")[0] & 0xFFFF == 0:  # the other order
+        h.endian, h.u64 = ">", struct.Struct(">Q").unpack_from
+    version = np.frombuffer(buf, h.endian + "u4", 1, 4)[0]
+    if version not in (2, 3):
+        raise ValueError(f"GGUF version {version}: only 2 and 3 are read")
+    n_tensors, n_keys = h.numbers(10, 2, "the tensor and key counts")
+    if 13 * n_keys + 24 * n_tensors > h.end - h.at:  # their least sizes
+        raise ValueError(f"{n_keys} keys and {n_tensors} tensors cannot "
+                         f"fit in the file's {h.end} bytes")
+    fields, kinds = {}, {}
+    for _ in range(n_keys):
+        key = h.string("a metadata key")
+        if key in fields:
+            raise ValueError(f"metadata key {key!r} is there twice")
+        kinds[key] = h.numbers(4, 1, key)[0]
+        fields[key] = h.value(kinds[key], f"metadata key {key}")
+    infos = []
+    for _ in range(n_tensors):
+        name = h.string("a tensor name")
+        dims = h.numbers(10, h.numbers(4, 1, name)[0], f"tensor {name}")
+        infos.append((name, dims, *h.numbers(4, 1, f"tensor {name}"),
+                      *h.numbers(10, 1, f"tensor {name}")))
+    align = fields.get("general.alignment", 32)
+    if "general.alignment" in fields and (kinds["general.alignment"] != 4
+                                          or align & (align - 1) or not align):
+        raise ValueError(f"general.alignment {align!r}: a u32 power of two")
+    start, tensors = -(-h.at // align) * align, {}  # the data, aligned
+    for name, dims, kind, offset in infos:
+        kind = GGMLQuantizationType(kind)
+        if name in tensors:
+            raise ValueError(f"tensor {name!r} is there twice")
+        block, size = GGML_QUANT_SIZES[kind]
+        shape, n = tuple(dims[::-1]), math.prod(dims)
+        item = _NUMBERS.get(kind.name)
+        stored = shape if item else quant_shape_to_byte_shape(shape, kind)
+        h.at = start + offset
+        at = h.skip(n * size // block, f"tensor {name}'s data")
+        data = np.frombuffer(buf, np.dtype(item or "u1").newbyteorder(
+            h.endian), n if item else n * size // block, at)
+        tensors[name] = GGUFTensor(name, kind, shape, data.reshape(stored))
+    return fields, tensors
 
 
 def gguf_metadata(path) -> dict:
     """Every metadata key of a GGUF file, as Python values (lists, str).
 
-    Parameters
-    ----------
-    path : str or os.PathLike, a GGUF file"""
-    return dict(_reader(path)[1])
+    ``path``: a GGUF file, str or os.PathLike."""
+    return dict(_reader(path)[0])
 
 
 def gguf_tensor_types(path) -> dict:
@@ -156,8 +274,8 @@ def gguf_tensor_types(path) -> dict:
     Parameters
     ----------
     path : str or os.PathLike, a GGUF file"""
-    return {t.name: (t.tensor_type.name, tuple(int(n) for n in t.shape[::-1]))
-            for t in _reader(path)[0].tensors}
+    return {t.name: (t.tensor_type.name, t.shape)
+            for t in _reader(path)[1].values()}
 
 
 def gguf_tensor_data(path, name: str) -> np.ndarray:
@@ -171,7 +289,7 @@ def gguf_tensor_data(path, name: str) -> np.ndarray:
     ----------
     path : str or os.PathLike, a GGUF file
     name : str, llama.cpp's tensor name, such as ``"blk.0.attn_q.weight"``"""
-    tensors = {t.name: t for t in _reader(path)[0].tensors}
+    tensors = _reader(path)[1]
     if name not in tensors:
         raise ValueError(f"name {name!r} is not a tensor of "
                          f"{pathlib.Path(path).name}; it has "
@@ -274,11 +392,9 @@ def read_gguf(path, *, dtype=np.float32, unpermute_qk: bool = True,
     --------
     transformers.modeling_gguf_pytorch_utils.load_gguf_checkpoint"""
     from gguf import MODEL_ARCH_NAMES, get_tensor_name_map
-    from gguf.quants import dequantize
     dtype = check_float_dtype("dtype", dtype)
     unpermute_qk = check_bool("unpermute_qk", unpermute_qk)
-    reader, fields, file = _reader(path)
-    tensors = {t.name: t for t in reader.tensors}
+    fields, tensors, file = _reader(path)
     arch, config, tied, generation = _config(fields, tensors, file.name)
     if architecture is not None:
         check_config_value(file.name, "general.architecture", arch,
@@ -294,16 +410,54 @@ def read_gguf(path, *, dtype=np.float32, unpermute_qk: bool = True,
         config.num_hidden_layers)
     hf = {names.get_name(k.removesuffix(".weight")) + ".weight": k
           for k in want}  # gguf name -> HF name
-    check_state_shapes(file.name, {
-        hf.get(n, n): tuple(int(s) for s in t.shape[::-1])
-        for n, t in tensors.items()}, want,
-        ("lm_head.weight",) if tied else (), against="its metadata")
-    c, out = config, {}
+    check_state_shapes(file.name, {hf.get(n, n): t.shape
+                                   for n, t in tensors.items()}, want,
+                       ("lm_head.weight",) if tied else (),
+                       against="its metadata")
+    out = {}
     for name, t in tensors.items():  # all checked: now read
-        shape = want[hf[name]]  # (out, in), as torch's Linear
-        w = dequantize(t.data, t.tensor_type).reshape(shape)  # F32: a view
-        if spec["permuted"] and unpermute_qk and (  # of the file
+        order = weight_order(t.shape)  # (out, in), as torch's Linear
+        if spec["permuted"] and unpermute_qk and (
                 ".attn_q." in name or ".attn_k." in name):
-            w = permute_qk_proj(w, head_dim=c.head_dim)  # -> half layout
-        out[hf[name]] = w.astype(dtype, weight_order(shape))  # its own
+            w = permute_qk_proj(dequantized(t.data, t.tensor_type, t.shape),
+                                head_dim=config.head_dim)  # -> half layout
+            out[hf[name]] = w.astype(dtype, order)
+        else:
+            out[hf[name]] = dequantized(t.data, t.tensor_type, t.shape,
+                                        dtype, order)
     return GGUFCheckpoint(arch, config, tied, generation, out)
+
+
+#: Weights a ``gguf.quants.dequantize`` call reads: whole tensors up to
+#: this size, bigger ones in runs of rows this size. gguf's own loop takes
+#: 16 rows a call (2.7 s for Gemma 3's Q8_0 embedding), all the rows in one
+#: call as long, and 3 GB; 2**16 weights, 0.43 s: a call's temporaries
+#: (256 KB of float32 each) stay in the cache (512 KB of L2 here; from
+#: 2**17 for Q4_1, 2**18 for Q8_0, it runs 2-3x slower).
+DEQUANTIZE_CHUNK = 1 << 16
+
+
+def dequantized(data: np.ndarray, qtype, shape: tuple, dtype=np.float32,
+                order: str = "C") -> np.ndarray:
+    """A tensor's weights, dequantized into a new array of their own.
+
+    ``data``: its stored blocks (:func:`gguf_tensor_data`); ``qtype``: its
+    ggml type (``gguf.GGMLQuantizationType`` or its name); ``shape``: the
+    weights', (out, in); ``dtype`` and ``order``: the new array's. Each
+    row's weights are gguf's, bit for bit: its dequantize runs block by
+    block, on as many rows as DEQUANTIZE_CHUNK holds."""
+    from gguf import GGMLQuantizationType
+    from gguf.quants import dequantize  # here: a test counts its calls
+    if isinstance(qtype, str):
+        qtype = GGMLQuantizationType[qtype]
+    out = np.empty(shape, dtype, order)
+    if len(shape) != 2:
+        out[...] = dequantize(data, qtype).reshape(shape)
+        return out
+    rows = data.reshape(shape[0], -1)  # a view: the file's rows
+    step = max(1, DEQUANTIZE_CHUNK // max(1, shape[1]))
+    for a in range(0, shape[0], step):  # one row of blocks a call: one
+        part = rows[a:a + step]  # dequantize_blocks on all of them
+        out[a:a + len(part)] = dequantize(part.reshape(1, -1),
+                                          qtype).reshape(len(part), -1)
+    return out

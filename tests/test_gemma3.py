@@ -98,6 +98,50 @@ def relative_error(got, want) -> float:
     return float(np.abs(got - want).max() / np.abs(want).max())
 
 
+# ------------------------------------------------ the file, read fast
+@needs_file
+@pytest.mark.slow
+def test_the_header_read_by_hand_is_gguf_readers():
+    """Every metadata value (262,144 tokens, scores, token types) with its
+    Python type, and every tensor, as gguf.GGUFReader reads them (which
+    takes it 20 to 40 s: why the package reads the header itself)."""
+    gguf = pytest.importorskip("gguf", reason="gguf is not installed")
+    fields, tensors = px.gguf_file._read_header(GGUF)
+    reader = gguf.GGUFReader(GGUF)
+    want = {k: f.contents() for k, f in reader.fields.items()
+            if not k.startswith("GGUF.")}
+    assert list(fields) == list(want)
+    def types(value):  # of a value, or of each element of a list
+        return list(map(type, value if isinstance(value, list) else [value]))
+
+    for key, value in want.items():
+        assert fields[key] == value and types(fields[key]) == types(value), key
+    assert len(tensors) == len(reader.tensors) == 236
+    for t, r in zip(tensors.values(), reader.tensors):
+        assert (t.name, t.tensor_type, t.shape) == (
+            r.name, r.tensor_type, tuple(int(n) for n in r.shape[::-1]))
+        assert (t.data.dtype, t.data.shape) == (r.data.dtype, r.data.shape)
+        assert np.array_equal(t.data, r.data), t.name
+
+
+@needs_file
+@pytest.mark.slow
+def test_the_merges_are_transformers_generate_merges():
+    """The 514,906 merges of Gemma's vocabulary, in the order the loop of
+    transformers' generate_merges (the score ``-position``) gives them."""
+    tokens = ["\u2581" * len(t) if " " in t and not t.strip() else t for t
+              in px.gguf_file.gguf_metadata(GGUF)["tokenizer.ggml.tokens"]]
+    vocab = {t: i for i, t in enumerate(tokens)}
+    want = []
+    for token, score in {t: -i for i, t in enumerate(tokens)}.items():
+        pairs = [(token[:k], token[k:], score) for k in range(1, len(token))
+                 if token[:k] in vocab and token[k:] in vocab]
+        want += sorted(pairs, key=lambda m: (vocab[m[0]], vocab[m[1]]))
+    want.sort(key=lambda m: (m[2], len(m[0]), len(m[1])), reverse=True)
+    got = loading._gemma_merges(tokens, vocab)
+    assert len(got) == 514_906 and got == [m[:2] for m in want]
+
+
 # ----------------------------------------------------------- equal to HF
 @needs_file
 @pytest.mark.slow
@@ -263,7 +307,10 @@ def test_a_gguf_of_another_architecture_is_refused(tmp_path):
 
 def test_a_truncated_gguf_is_refused(tmp_path):
     small_gguf(tmp_path / "cut.gguf", truncate=40)
-    with pytest.raises(ValueError, match="not a valid GGUF file"):
+    with pytest.raises(ValueError, match=r"^cut.gguf is not a valid GGUF "
+                       r"file \(truncated or corrupt\?\): ValueError: "
+                       r"tensor token_embd.weight's data at byte \d+ runs "
+                       r"past the file's end"):
         px.Gemma3ForCausalLM.from_pretrained(tmp_path, gguf_file="cut.gguf")
 
 

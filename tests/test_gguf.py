@@ -305,6 +305,95 @@ def shakespeare_gguf(tmp_path_factory):
     return model, folder
 
 
+def library_header(file) -> tuple:
+    """What ``gguf.GGUFReader`` reads: the metadata (its own ``GGUF.*``
+    keys left out) and each tensor's name, type, shape (out, in), data."""
+    reader = gguf.GGUFReader(file)
+    return ({k: f.contents() for k, f in reader.fields.items()
+             if not k.startswith("GGUF.")},
+            [(t.name, t.tensor_type, tuple(int(n) for n in t.shape[::-1]),
+              t.data) for t in reader.tensors])
+
+
+def typed(value):
+    """A value with the Python type of it and of each element."""
+    if isinstance(value, list):
+        return [typed(v) for v in value]
+    return type(value).__name__, repr(value)
+
+
+def assert_header_is_the_library_s(file):
+    fields, tensors = gguf_file._read_header(file)
+    want_fields, want_tensors = library_header(file)
+    assert list(fields) == list(want_fields)
+    for key, value in want_fields.items():
+        assert typed(fields[key]) == typed(value), key
+    assert [(t.name, t.tensor_type, t.shape) for t in tensors.values()] == [
+        want[:3] for want in want_tensors]
+    for t, (*_, data) in zip(tensors.values(), want_tensors):
+        assert (t.data.dtype, t.data.shape) == (data.dtype, data.shape)
+        assert t.data.tobytes() == data.tobytes(), t.name
+        assert not t.data.flags.writeable
+
+
+def stored_blocks(x: np.ndarray, kind: str) -> np.ndarray:
+    """``x`` quantized to ``kind``; for the K-quants, which gguf only
+    dequantizes, random blocks of its shape (bytes < 60: finite scales)."""
+    Q = gguf.GGMLQuantizationType[kind]
+    if kind.endswith("_K"):
+        shape = gguf.quants.quant_shape_to_byte_shape(x.shape, Q)
+        return np.random.default_rng(2).integers(0, 60, shape, np.uint8)
+    return gguf.quants.quantize(x, Q)
+
+
+def every_kind_of_gguf(path, endian="LITTLE", alignment=None):
+    """A GGUF with a value of each GGUF type, arrays of them (an array of
+    arrays too) and tensors of six ggml types."""
+    Q, V = gguf.GGMLQuantizationType, gguf.GGUFValueType
+    w = gguf.GGUFWriter(str(path), "llama",
+                        endianess=gguf.GGUFEndian[endian])
+    if alignment:
+        w.add_custom_alignment(alignment)
+    for kind, value in [("UINT8", 200), ("INT8", -5), ("UINT16", 60_000),
+                        ("INT16", -300), ("UINT32", 4_000_000_000),
+                        ("INT32", -2_000_000_000), ("FLOAT32", 0.1),
+                        ("UINT64", 2**63 + 5), ("INT64", -2**62),
+                        ("FLOAT64", 0.1), ("BOOL", True),
+                        ("STRING", "naïve 🎉\n\x00 end")]:
+        w.add_key_value(f"t.{kind.lower()}", value, V[kind])
+        w.add_key_value(f"t.{kind.lower()}_array", [value, value],
+                        V.ARRAY, sub_type=V[kind])
+    w.add_array("t.strings", ["a", "", "é🎉", "x\x00y", " "])
+    w.add_array("t.nested", [[1, 2], [3]])
+    w.add_array("t.nested_strings", [["a", "b"], ["c"]])
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 256), dtype=np.float32)
+    w.add_tensor("f32", x)
+    w.add_tensor("vector", x[0])
+    w.add_tensor("f16", x.astype(np.float16))
+    for kind in ("Q8_0", "Q4_1", "Q4_K", "Q6_K"):
+        w.add_tensor(kind.lower(), stored_blocks(x, kind), raw_dtype=Q[kind])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+@pytest.mark.parametrize("endian, alignment", [("LITTLE", None),
+                                               ("BIG", None),
+                                               ("LITTLE", 64)])
+def test_the_header_read_by_hand_is_the_library_s(tmp_path, endian,
+                                                  alignment):
+    """Every value type, as gguf's reader gives it, and every tensor's
+    bytes, in either byte order and another alignment."""
+    file = every_kind_of_gguf(tmp_path / "all.gguf", endian, alignment)
+    assert_header_is_the_library_s(file)
+    fields = px.gguf_file.gguf_metadata(file)
+    assert fields["t.uint64"] == 2**63 + 5 and fields["t.bool"] is True
+    assert fields["t.nested"] == [1, 2, 3]
+
+
 def test_the_fast_reader_reads_what_the_library_reads(tmp_path):
     model = px.Qwen3ForCausalLM.from_pretrained(px.SHAKESPEARE_CHECKPOINT)
     tok = json.loads((px.SHAKESPEARE_CHECKPOINT / "tokenizer.json")
@@ -313,15 +402,92 @@ def test_the_fast_reader_reads_what_the_library_reads(tmp_path):
              for k, v in model.state_dict().items() if np.ndim(v) == 2}
     file = write_gguf(tmp_path / "q.gguf", model.state_dict(), model.config,
                       tokenizer=tok, types=types)
-    fast, slow = gguf_file._reader_class()(file), gguf.GGUFReader(file)
-    assert ({k: f.contents() for k, f in fast.fields.items()}
-            == {k: f.contents() for k, f in slow.fields.items()})
-    assert [(t.name, t.tensor_type, list(t.shape)) for t in fast.tensors] \
-        == [(t.name, t.tensor_type, list(t.shape)) for t in slow.tensors]
-    for a, b in zip(fast.tensors, slow.tensors):
-        assert np.array_equal(a.data, b.data), a.name
-    assert {t.tensor_type.name for t in fast.tensors} == {
-        "Q4_1", "Q8_0", "F16", "F32"}
+    assert_header_is_the_library_s(file)
+    assert {t for t, _ in px.gguf_file.gguf_tensor_types(file).values()} \
+        == {"Q4_1", "Q8_0", "F16", "F32"}
+
+
+@needs_smol
+def test_smollm2_header_read_by_hand_is_the_library_s():
+    """All 49,152 tokens and merges, every tensor (gguf's reader: 8 s)."""
+    assert_header_is_the_library_s(SMOL)
+
+
+def test_a_cut_gguf_fails_where_the_library_fails_naming_it(tmp_path):
+    """Cut anywhere: a ValueError naming the file where gguf's reader
+    fails; where it does not (in the padding at the end), the same file."""
+    whole = every_kind_of_gguf(tmp_path / "whole.gguf").read_bytes()
+    cuts = sorted({*range(0, 64), *range(64, 1600, 7),  # the header
+                   *range(1600, len(whole), 101), len(whole) - 1})
+    for n in cuts:
+        file = tmp_path / f"cut{n}.gguf"
+        file.write_bytes(whole[:n])
+        try:
+            library_header(file)
+        except Exception:  # noqa: BLE001 (any of its errors)
+            with pytest.raises(ValueError, match=rf"^cut{n}.gguf is not a "
+                               r"valid GGUF file \(truncated or corrupt"):
+                px.gguf_file.gguf_metadata(file)
+        else:
+            assert_header_is_the_library_s(file)
+        file.unlink()
+
+
+@pytest.mark.parametrize("kind", ["F32", "F16", "Q8_0", "Q4_1", "Q5_0",
+                                  "Q4_K", "Q6_K"])
+def test_dequantized_in_runs_of_rows_is_gguf_s(monkeypatch, kind):
+    """A few rows a call, a remainder last: gguf's whole-tensor weights,
+    bit for bit, in either order and another dtype."""
+    Q = gguf.GGMLQuantizationType[kind]
+    x = np.random.default_rng(1).standard_normal((11, 512), np.float32)
+    data = stored_blocks(x, kind)
+    want = gguf.quants.dequantize(data, Q).reshape(x.shape)
+    monkeypatch.setattr(gguf_file, "DEQUANTIZE_CHUNK", 3 * 512)
+
+    def bits(w):  # bit for bit, NaN from random K-quant scales included
+        return np.ascontiguousarray(w).view(f"u{w.itemsize}")
+
+    for order in "CF":
+        got = gguf_file.dequantized(data, kind, x.shape, order=order)
+        assert got.flags[f"{order}_CONTIGUOUS"] and got.dtype == np.float32
+        assert np.array_equal(bits(got), bits(want))
+    half = gguf_file.dequantized(data, Q, x.shape, np.float16, "F")
+    assert np.array_equal(bits(half), bits(want.astype(np.float16)))
+    assert np.array_equal(bits(gguf_file.dequantized(data[0], Q, (512,))),
+                          bits(want[0]))
+
+
+def gemma_merges_reference(tokens: list) -> list:
+    """transformers' ``generate_merges`` as this package ran it before,
+    scores ``-position``: the order ``_gemma_merges`` must give."""
+    vocab = {t: i for i, t in enumerate(tokens)}
+    merges = []
+    for token, score in {t: -i for i, t in enumerate(tokens)}.items():
+        pairs = [(token[:k], token[k:], score) for k in range(1, len(token))
+                 if token[:k] in vocab and token[k:] in vocab]
+        merges += sorted(pairs, key=lambda m: (vocab[m[0]], vocab[m[1]]))
+    merges.sort(key=lambda m: (m[2], len(m[0]), len(m[1])), reverse=True)
+    return [m[:2] for m in merges]
+
+
+@pytest.mark.parametrize("base", [None, 1], ids=["hashed", "colliding"])
+def test_gemma_merges_are_transformers_merges(monkeypatch, base):
+    """Random vocabularies: repeated and empty tokens, NUL, astral and
+    lone-surrogate characters; with a hash base of 1 (a hash is then the
+    sum of the codes: collisions everywhere), still exact."""
+    import random
+    if base is not None:
+        monkeypatch.setattr(loading, "_HASH_BASE", np.uint64(base))
+    rng = random.Random(0)
+    letters = "ab\x00\n é▁🎉\ud800"
+    for _ in range(300):
+        alphabet = letters[:rng.randint(1, len(letters))]
+        tokens = ["".join(rng.choice(alphabet)
+                          for _ in range(rng.randint(0, 6)))
+                  for _ in range(rng.randint(0, 60))]
+        got = loading._gemma_merges(tokens, dict(zip(tokens,
+                                                     range(len(tokens)))))
+        assert got == gemma_merges_reference(tokens), tokens
 
 
 def test_qwen3_gguf_loads_as_its_safetensors(shakespeare_gguf):
