@@ -20,7 +20,7 @@ tests/test_conventions.py, drawn in CONTRIBUTING.md)::
                  linear_attention  variants  gemma3
       |
     model stack  stable_softmax  masks  tiled  attention  norms  rope
-                 kv_cache  multihead  qwen3  gguf_file  loading  model
+                 kv_cache  paged  multihead  qwen3  gguf_file  loading  model
 
 Only numpy is imported with the package: ``plotting`` and ``widgets`` (and
 so matplotlib and ipywidgets) load on first use of one of their names,
@@ -30,8 +30,8 @@ e.g. ``px.plot_attention(...)`` or ``px.widgets`` (PEP 562).
 import importlib as _importlib
 
 from . import (stable_softmax, masks, tiled, attention, norms,  # noqa
-               rope, kv_cache, multihead, qwen3, gguf_file, loading,
-               model)
+               rope, kv_cache, paged, multihead, qwen3, gguf_file,
+               loading, model)
 from . import (positions, head, engine, batching, source,  # noqa
                linear_attention, variants, gemma3)
 from . import (circuits, evaluation, attention_only, experiments,  # noqa
@@ -61,8 +61,8 @@ from .tiled import tiled_attention
 #: before it in this order (tests/test_conventions.py).
 LAYERS = {
     "model stack": ["stable_softmax", "masks", "tiled", "attention", "norms",
-                    "rope", "kv_cache", "multihead", "qwen3", "gguf_file",
-                    "loading", "model"],
+                    "rope", "kv_cache", "paged", "multihead", "qwen3",
+                    "gguf_file", "loading", "model"],
     "chapter kit": ["positions", "head", "engine", "batching", "source",
                     "linear_attention", "variants", "gemma3"],
     "analysis": ["circuits", "evaluation", "attention_only", "experiments",
