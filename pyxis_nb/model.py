@@ -806,11 +806,12 @@ class TinyDecoder(Qwen3ForCausalLM):
 
 
 def _held_columns(attention_mask, past: int, held: int):
-    """A (B, past + T) padding mask's last ``held + T`` columns: the keys a
-    layer that holds ``held`` of the ``past`` cached tokens attends."""
-    if held == past or attention_mask is None or np.ndim(attention_mask) != 2:
+    """A mask's last ``held + T`` columns, (B, past + T) or 4-D (B or 1, 1,
+    T, past + T): the keys a layer that holds ``held`` of the ``past``
+    cached tokens attends."""
+    if held == past or attention_mask is None:
         return attention_mask
-    return np.asarray(attention_mask)[:, past - held:]
+    return np.asarray(attention_mask)[..., past - held:]
 
 
 def _choose(logits, rng, sampling):

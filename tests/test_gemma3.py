@@ -7,6 +7,7 @@ transformers; the fetch and bad-file tests need neither: they build small
 fake wheels and GGUF files.
 """
 
+import copy
 import hashlib
 import pathlib
 import shutil
@@ -200,6 +201,52 @@ def test_logits_past_the_window_equal_transformers(ours, prompt, hf_logits,
         ours.set_attn_implementation("flex_attention")
     assert relative_error(got, hf_logits) < 1e-4
     assert (got.argmax(-1) == hf_logits.argmax(-1)).all()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel", ["flex_attention", "eager"])
+def test_a_left_padded_batch_past_the_window_equals_transformers(
+        ours, hf, torch, prompt, kernel):
+    """Two rows, the second left-padded by 24 and still past the window:
+    a prefill with the cache (its last 8 logits), then one decode step
+    through the sliding layers' trimmed cache, equal to transformers'
+    logits over the 561 tokens in one pass."""
+    pad, n = 24, 560
+    ids = np.stack([prompt[0, :n + 1],
+                    np.r_[np.zeros(pad, int), prompt[0, :n + 1 - pad]]])
+    mask = np.ones_like(ids)
+    mask[1, :pad] = 0
+    hf.set_attn_implementation("eager")
+    with torch.no_grad():
+        want = hf(torch.tensor(ids), attention_mask=torch.tensor(mask),
+                  logits_to_keep=9).logits.numpy()  # (2, 9, V)
+    ours.set_attn_implementation(kernel)
+    try:
+        out = ours(ids[:, :n], attention_mask=mask[:, :n], use_cache=True,
+                   logits_to_keep=8)
+        step = ours(ids[:, n:], attention_mask=mask, cache=out.cache)
+    finally:
+        ours.set_attn_implementation("flex_attention")
+    assert relative_error(out.logits, want[:, :8]) < 1e-4
+    assert relative_error(step.logits, want[:, 8:]) < 1e-4
+    held = [out.cache.get_held_length(i) for i in range(len(ours.layers))]
+    assert sorted(set(held)) == [WINDOW - 1, n + 1]
+
+
+@needs_file
+@pytest.mark.slow
+def test_a_4d_mask_reaches_the_sliding_layers_cut_to_what_they_hold(
+        ours, prompt):
+    """Past the window a sliding layer holds 511 keys, a full one all: a
+    4-D mask over every position is cut to each layer's keys, and a
+    decode step with it equals the step without a mask."""
+    n = 560
+    cache = ours(prompt[:, :n], use_cache=True, logits_to_keep=1).cache
+    again = copy.deepcopy(cache)
+    plain = ours(prompt[:, n:n + 1], cache=cache).logits
+    full = np.ones((1, 1, 1, n + 1), bool)  # True = may attend
+    masked = ours(prompt[:, n:n + 1], cache=again, attention_mask=full)
+    np.testing.assert_array_equal(masked.logits, plain)
 
 
 @pytest.fixture(scope="module")
