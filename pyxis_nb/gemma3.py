@@ -133,7 +133,9 @@ class Gemma3MLP(Qwen3MLP):
     def forward(self, x: np.ndarray) -> np.ndarray:
         """Unchecked: ``x`` (B, T, d_model) -> (B, T, d_model)."""
         # (B, T, d_model) @ (d_model, 2 d_ff) -> gate, up: (B, T, d_ff) each
-        gate, up = np.split(x @ self.gate_up_proj.T, 2, axis=-1)
+        gate_up = x @ self.gate_up_proj.T
+        d_ff = gate_up.shape[-1] // 2
+        gate, up = gate_up[..., :d_ff], gate_up[..., d_ff:]  # two views
         return (gelu_tanh(gate) * up) @ self.down_proj.T
 
     __call__ = forward

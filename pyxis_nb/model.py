@@ -158,7 +158,9 @@ class Qwen3MLP:
 
         ``x``: of the weights' dtype."""
         # (B, T, d_model) @ (d_model, 2 d_ff) -> gate, up: (B, T, d_ff) each
-        gate, up = np.split(x @ self.gate_up_proj.T, 2, axis=-1)
+        gate_up = x @ self.gate_up_proj.T
+        d_ff = gate_up.shape[-1] // 2
+        gate, up = gate_up[..., :d_ff], gate_up[..., d_ff:]  # two views
         h = silu_mul(gate, up)  # silu(gate) * up, (B, T, d_ff)
         return h @ self.down_proj.T  # (B, T, d_ff) @ (d_ff, d_model)
 

@@ -42,14 +42,14 @@ def rms_norm_core(x: np.ndarray, weight: np.ndarray, eps: float = 1e-6):
     ----------
     x, weight, eps : as :func:`rms_norm` takes them, checked
     """
-    work = np.float32 if x.dtype.itemsize < 4 else x.dtype  # float16 -> 32
-    h = x.astype(work, copy=False)
+    h = x if x.dtype.itemsize >= 4 else x.astype(np.float32)  # float16: 32
     squares = h * h
     # the mean over the last axis (np.mean's arithmetic, without its wrapper)
     ms = np.add.reduce(squares, axis=-1, keepdims=True) / h.shape[-1]
     # h / rms, written over the squares: one temporary array, not three
-    h = np.divide(h, np.sqrt(ms + np.dtype(work).type(eps)), out=squares)
-    h = h.astype(x.dtype, copy=False)
+    h = np.divide(h, np.sqrt(ms + h.dtype.type(eps)), out=squares)
+    if h.dtype != x.dtype:
+        h = h.astype(x.dtype)
     if getattr(weight, "dtype", None) != h.dtype or weight.ndim > 1:
         return weight * h  # a weight that would widen or broadcast h
     return np.multiply(h, weight, out=h)  # weight * h, in place

@@ -109,16 +109,25 @@ def online_softmax_update(state: OnlineSoftmaxState, scores,
     value : ndarray, shape (..., block_k, d_head), needed if ``state.acc``
     """
     m_new = np.maximum(state.row_max, scores.max(axis=-1, keepdims=True))
-    shift = np.where(np.isneginf(m_new), 0, m_new)  # only -inf: exp -> 0
+    shift = np.where(m_new == -np.inf, 0, m_new)  # only -inf: exp -> 0
     alpha = np.exp(state.row_max - shift)  # how much the old sums shrink
     p = np.exp(np.subtract(scores, shift, out=scores), out=scores)
-    ones = np.ones(p.shape[-1:] + (1,), dtype=p.dtype)  # p @ 1: row sums
+    ones = _ones(p.shape[-1], p.dtype)  # p @ 1: row sums
     state.row_sum = alpha * state.row_sum + p @ ones  # (BLAS, one pass)
     if state.acc is not None:  # in place: acc is as large as a tile of q
         state.acc *= alpha
         state.acc += p @ value  # (..., block_q, block_k) @ (..., block_k, d)
     state.row_max = m_new
     return state
+
+
+@functools.lru_cache(maxsize=16)
+def _ones(n: int, dtype) -> np.ndarray:
+    """A read-only (n, 1) column of ones of ``dtype``, made once for each
+    ``n``: ``p @ _ones(...)`` sums the rows of ``p``."""
+    ones = np.ones((n, 1), dtype)
+    ones.flags.writeable = False
+    return ones
 
 
 def online_softmax(x, block_size: int) -> np.ndarray:
@@ -489,8 +498,9 @@ def _across_cores(attend, work: tuple, parallel: bool = True) -> None:
     (``heads = ()``) when not ``parallel``, with one head, or when no BLAS
     library whose threads can be limited is loaded.
     """
-    axis = next((a for a, n in enumerate(work) if n > 1), None)
-    if not parallel or axis is None:  # small work, or one head: no pool
+    axis = None if not parallel else next(
+        (a for a, n in enumerate(work) if n > 1), None)
+    if axis is None:  # small work, or one head: no pool
         return attend(())  # and no BLAS query (it loads threadpoolctl)
     blas = _blas()
     cores = 1 if blas is None else max(
@@ -617,8 +627,7 @@ class _TileMasks:
         self.mask_mod, self.user_score_mod = mask_mod, score_mod
         self.is_causal, self.S = is_causal, S
         self.offset = causal_offset  # query i sits at key i + offset
-        self.b = np.arange(B)[:, None, None, None]  # (B, 1, 1, 1)
-        self.g = np.arange(H_kv)[None, :, None, None]  # (1, H_kv, 1, 1)
+        self.B, self.H_kv = B, H_kv
         self.sinks = None if sinks is None else sinks.reshape(H_kv, n_rep)
         self.mask = self.bias = None
         if attn_mask is not None:  # (B|1, H|1, T|1, S|1) -> grouped heads
@@ -634,20 +643,19 @@ class _TileMasks:
     def tiles(self, heads: tuple, block_q: int, block_k: int, scale,
               buffer) -> Tiles:
         """The :class:`Tiles` of the batch and head slice ``heads``."""
-        part = _TilePart(self, heads)
+        part = _TilePart(self, heads, block_k)
         score_mod = (None if self.user_score_mod is None
                      and self.bias is None else part.score_mod)
         return Tiles(block_q, block_k, scale, self.n_rep, part.keep, score_mod,
-                     functools.partial(part.keys, block_k=block_k),
-                     part.start, buffer)
+                     part.keys, part.start, buffer)
 
 
 class _TilePart:
     """:class:`_TileMasks` for one core's slice ``heads`` of (B, H_kv)."""
 
-    def __init__(self, masks: _TileMasks, heads: tuple):
-        self.m, heads = masks, heads + (slice(None),) * (2 - len(heads))
-        self.b, self.g = masks.b[heads[0]], masks.g[:, heads[1]]
+    def __init__(self, masks: _TileMasks, heads: tuple, block_k: int):
+        self.m, self.block_k = masks, block_k
+        self.heads = heads = heads + (slice(None),) * (2 - len(heads))
         self.sinks = None if masks.sinks is None else masks.sinks[heads[1]]
         self.mask = None if masks.mask is None else _part(masks.mask, heads)
         self.bias = None if masks.bias is None else _part(masks.bias, heads)
@@ -655,10 +663,12 @@ class _TilePart:
     def indices(self, i0, i1, j0, j1):
         """b, h, q_idx, kv_idx of a tile, broadcasting to (B, H_kv, rows,
         cols)."""
-        n = self.m.n_rep
-        r = np.arange(i0 * n, i1 * n)[:, None]  # (rows, 1)
-        h = self.g if n == 1 else self.g * n + r % n  # (1, H_kv, rows, 1)
-        return self.b, h, r // n, np.arange(j0, j1)
+        m, (bs, gs) = self.m, self.heads
+        b = np.arange(m.B)[bs, None, None, None]  # (B, 1, 1, 1)
+        g = np.arange(m.H_kv)[None, gs, None, None]  # (1, H_kv, 1, 1)
+        r = np.arange(i0 * m.n_rep, i1 * m.n_rep)[:, None]  # (rows, 1)
+        h = g if m.n_rep == 1 else g * m.n_rep + r % m.n_rep  # (1, H_kv, ..)
+        return b, h, r // m.n_rep, np.arange(j0, j1)
 
     def keep(self, i0, i1, j0, j1):
         """The tile's kept scores (.., rows, cols), or None for all."""
@@ -674,7 +684,7 @@ class _TilePart:
                                        np.arange(j0, j1))
         if m.mask_mod is not None:
             b, h, q_idx, kv_idx = self.indices(i0, i1, j0, j1)
-            want = (len(self.b), self.g.shape[1], len(q_idx), j1 - j0)
+            want = (len(b), h.shape[1], len(q_idx), j1 - j0)
             tile = check_mask_mod_tile(m.mask_mod(b, h, q_idx, kv_idx), want)
             keep = tile if keep is None else keep & tile
         if self.mask is not None:
@@ -682,7 +692,7 @@ class _TilePart:
             keep = tile if keep is None else keep & tile
         return None if keep is None or keep.all() else keep
 
-    def keys(self, i0: int, i1: int, block_k: int) -> tuple[int, int]:
+    def keys(self, i0: int, i1: int) -> tuple[int, int]:
         """The keys the queries ``i0:i1`` may see lie in ``lo:hi``; ``lo``
         on a tile's border (tiles stay where the stats draw them)."""
         m = self.m
@@ -695,7 +705,7 @@ class _TilePart:
         if not seen.any():
             return 0, 0
         lo, hi = int(seen.argmax()), hi - int(seen[::-1].argmax())
-        return lo - lo % block_k, hi
+        return lo - lo % self.block_k, hi
 
     def score_mod(self, s, i0, i1, j0, j1):
         """The tile's scores after ``score_mod`` and a float mask."""

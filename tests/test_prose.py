@@ -1363,10 +1363,10 @@ def test_spans_about_other_code_are_not_said_of_the_listing(tmp_path):
     assert check_listing_spans(path) == []
     lying = _notebook(tmp_path, [
         ("code", "px.show_source(px.rope.rotate_pairs)", listing),
-        ("md", "It rotates with `x2 * sin` (`skip`), and the layers take "
+        ("md", "It rotates with `x2 * sin` (`bypass`), and the layers take "
                "the `else` branch."),
     ], name="lying.ipynb")
     # ``x2 * sin`` is maths the listing need not spell (no call, no
     # assignment); the name in parentheses and the keyword must be there
     assert [b.split("`")[1] for b in check_listing_spans(lying)] == [
-        "skip", "else"]
+        "bypass", "else"]  # not a package name (gguf_file has a `skip`)
