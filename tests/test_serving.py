@@ -1,0 +1,245 @@
+"""Tests of pyxis_nb.serving: the document mask, the flat-batch cache,
+and continuous batching equal, greedy, to each request generated alone
+(Shakespeare, SmolLM2) and to transformers' ``generate_batch``; one
+(1, N) forward a step within the token budget; every block returned;
+every refusal."""
+
+import numpy as np
+import pytest
+
+import pyxis_nb as px
+from pyxis_nb.paged import PagedCache
+from pyxis_nb.serving import FlatBatchCache, document_mask_mod, \
+    generate_batch
+
+CKPT = px.SHAKESPEARE_CHECKPOINT
+SMOL = px.loading.cache_folder() / "smollm2" / px.SMOLLM2_GGUF
+needs_shakespeare = pytest.mark.skipif(
+    not (CKPT / "model.safetensors").is_file(),
+    reason="the shipped checkpoint is not built (make real-model)")
+needs_smollm2 = pytest.mark.skipif(
+    not SMOL.is_file(), reason=f"{SMOL} is not in the cache (make smollm2)")
+
+LENGTHS = [3, 40, 11, 27, 5, 64, 18, 33, 9, 50]  # ten prompts
+ARRIVALS = [0, 0, 1, 1, 2, 4, 6, 6, 9, 12]  # the step each arrives at
+
+
+@pytest.fixture(scope="module")
+def shakespeare():
+    return px.Qwen3ForCausalLM.from_pretrained(CKPT)
+
+
+@pytest.fixture(scope="module")
+def prompts():
+    """Windows of the held-out plays, of LENGTHS tokens."""
+    ids = px.load_tokenizer(CKPT).encode(
+        (CKPT / "heldout.txt").read_text()).ids
+    return [ids[1000 * i:1000 * i + n] for i, n in enumerate(LENGTHS)]
+
+
+def alone(model, prompt, max_new_tokens, eos):
+    """``model.generate`` on one prompt: its new tokens, to the first eos."""
+    new = model.generate(np.array(prompt), max_new_tokens,
+                         eos_token_id=eos)[len(prompt):].tolist()
+    ends = [i for i, t in enumerate(new) if t in eos]
+    return new[:ends[0] + 1] if ends else new
+
+
+class Spy:
+    """Records each forward's input shape and each step's chunks and
+    cache."""
+
+    def __init__(self, monkeypatch, model):
+        self.shapes, self.chunks, self.caches = [], [], []
+        forward, begin = model.forward, FlatBatchCache.begin_step
+
+        def spy_forward(input_ids, **kwargs):
+            self.shapes.append(np.shape(input_ids))
+            return forward(input_ids, **kwargs)
+
+        def spy_begin(cache, chunks):
+            self.chunks.append(list(chunks))
+            self.caches.append(cache)
+            return begin(cache, chunks)
+
+        monkeypatch.setattr(model, "forward", spy_forward)
+        monkeypatch.setattr(FlatBatchCache, "begin_step", spy_begin)
+
+
+# ------------------------------------------------------- the pieces
+def test_the_document_mask_keeps_each_query_to_its_request():
+    # request 0 holds 2 tokens and adds 1; request 1 holds 0 and adds 2
+    mask_mod = document_mask_mod([0, 1, 1], [2, 0, 1],
+                                 [0, 0, 0, 1, 1], [0, 1, 2, 0, 1])
+    mask = mask_mod(0, 0, np.arange(3)[:, None], np.arange(5))
+    np.testing.assert_array_equal(mask, [[1, 1, 1, 0, 0],
+                                         [0, 0, 0, 1, 0],
+                                         [0, 0, 0, 1, 1]])
+
+
+def test_the_flat_cache_writes_and_returns_each_requests_own_tokens():
+    rng = np.random.default_rng(0)
+    cache = FlatBatchCache(PagedCache(2, 3, 4, num_blocks=8, block_size=4))
+    kv = {r: rng.standard_normal((2, 1, 3, 9, 4)) for r in "ab"}  # k, v
+    for chunks, starts in ([("a", 5)], [0]), ([("b", 4), ("a", 2)], [0, 5]):
+        pos, mask = cache.begin_step(chunks)
+        assert cache.get_held_length() == sum(starts)
+        N = sum(t for _, t in chunks)
+        S = cache.get_held_length() + N
+        assert pos.shape == (1, N) and mask.shape == (1, 1, N, S)
+        new = [kv[r][:, :, :, s:s + t] for (r, t), s in zip(chunks, starts)]
+        k, v = (np.concatenate([x[i] for x in new], axis=2) for i in (0, 1))
+        for layer in range(2):
+            keys, values = cache.update(k, v, layer)
+        want = [kv[r][:, :, :, :s + t] for (r, t), s in zip(chunks, starts)]
+        np.testing.assert_array_equal(
+            keys, np.concatenate([x[0] for x in want], axis=2))
+        np.testing.assert_array_equal(
+            values, np.concatenate([x[1] for x in want], axis=2))
+    np.testing.assert_array_equal(pos, [[0, 1, 2, 3, 5, 6]])
+    assert cache.lengths == {"a": 7, "b": 4}
+    cache.free("a")
+    assert cache.pool.num_free_blocks == 8 - 1  # b's one block of 4
+    with pytest.raises(ValueError, match=r"key_states .*T = 6"):
+        cache.update(k[:, :, :5], v[:, :, :5], 0)
+
+
+def test_the_flat_cache_refuses_what_the_pool_cannot_hold():
+    cache = FlatBatchCache(PagedCache(1, 1, 2, num_blocks=2, block_size=4))
+    with pytest.raises(ValueError, match="chunks needs 3 free blocks: the "
+                       "pool has 2"):
+        cache.begin_step([("a", 5), ("b", 1)])
+    assert cache.pool.num_free_blocks == 2  # nothing taken
+    with pytest.raises(ValueError, match="chunks needs at least one"):
+        cache.begin_step([])
+    with pytest.raises(ValueError, match=r"chunks\[0\] tokens must be an "
+                       "integer >= 1"):
+        cache.begin_step([("a", 0)])
+    with pytest.raises(TypeError, match="paged must be a PagedCache"):
+        FlatBatchCache(object())
+
+
+# ------------------------------------------- continuous batching, greedy
+@needs_shakespeare
+@pytest.mark.slow
+def test_continuous_batching_equals_each_request_alone(
+        shakespeare, prompts, monkeypatch):
+    spy = Spy(monkeypatch, shakespeare)
+    budget, blocks = 24, 20  # 20 blocks of 8: not every request at once
+    out = generate_batch(shakespeare, prompts, max_new_tokens=10,
+                         block_size=8, num_blocks=blocks,
+                         max_batch_tokens=budget, arrivals=ARRIVALS)
+    assert list(out) == [f"req_{i}" for i in range(len(prompts))]
+    monkeypatch.undo()  # the references run unwatched
+    eos = [shakespeare.generation_config["eos_token_id"]]
+    for i, prompt in enumerate(prompts):
+        assert out[f"req_{i}"].prompt_ids == prompt
+        assert out[f"req_{i}"].generated_tokens == alone(
+            shakespeare, prompt, 10, eos), i
+    # each step is one forward of (1, N), N <= the budget
+    assert len(spy.shapes) == len(spy.chunks)
+    for shape, chunks in zip(spy.shapes, spy.chunks):
+        assert shape == (1, sum(t for _, t in chunks)) and shape[1] <= budget
+    assert any(len(c) > 1 and 1 in {t for _, t in c} and max(
+        t for _, t in c) > 1 for c in spy.chunks)  # decode beside prefill
+    assert max(len(c) for c in spy.chunks) < len(prompts)  # some waited
+    cache = spy.caches[0]  # one cache for the whole run
+    assert all(c is cache for c in spy.caches)
+    assert cache.pool.num_free_blocks == blocks
+    assert cache.pool.block_tables == {} and cache.lengths == {}
+
+
+@needs_shakespeare
+@pytest.mark.slow
+def test_a_request_ends_at_eos_and_frees_its_blocks_early(shakespeare,
+                                                          prompts):
+    eos = [199]  # "\n": most requests meet it within 12 tokens
+    out = generate_batch(shakespeare, prompts[:8], max_new_tokens=12,
+                         eos_token_id=eos, max_batch_tokens=48,
+                         arrivals=ARRIVALS[:8])
+    got = [out[f"req_{i}"].generated_tokens for i in range(8)]
+    assert got == [alone(shakespeare, p, 12, eos) for p in prompts[:8]]
+    assert sum(len(g) < 12 for g in got) >= 4  # ended at eos
+
+
+@needs_smollm2
+@pytest.mark.slow
+def test_continuous_batching_equals_each_request_alone_on_smollm2():
+    model = px.LlamaForCausalLM.from_pretrained(SMOL.parent,
+                                                gguf_file=SMOL.name)
+    tokenizer = px.load_tokenizer(SMOL.parent, gguf_file=SMOL.name)
+    texts = ["The capital of France is", "def square(x):\n    return",
+             "Once upon a time, in a small village by the sea, there",
+             "1, 2, 3, 4,", "The three primary colours are red,",
+             "Water boils at a temperature of", "Hello! My name is",
+             "A list of the planets of the solar system: Mercury, Venus,"]
+    prompts = [tokenizer.encode(t).ids for t in texts]
+    assert len({len(p) for p in prompts}) >= 5  # different lengths
+    out = generate_batch(model, prompts, max_new_tokens=4, block_size=4,
+                         max_batch_tokens=20, arrivals=[0, 0, 1, 1, 2, 3,
+                                                        5, 5])
+    eos = np.ravel(model.generation_config["eos_token_id"]).tolist()
+    for i, prompt in enumerate(prompts):
+        assert out[f"req_{i}"].generated_tokens == alone(
+            model, prompt, 4, eos), texts[i]
+
+
+# ---------------------------------------------------------- refusals
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(do_sample=True), "do_sample: only greedy"),
+    (dict(max_new_tokens=0), "max_new_tokens must be an integer >= 1"),
+    (dict(block_size=0), "block_size must be an integer >= 1"),
+    (dict(max_batch_tokens=0), "max_batch_tokens must be an integer >= 1"),
+    (dict(num_blocks=3), r"num_blocks must be an integer 4 <= num_blocks"),
+    (dict(arrivals=[0]), r"arrivals .*one step per request \(2,\)"),
+    (dict(arrivals=[0, -1]), "arrivals must lie in 0 .."),
+    (dict(eos_token_id=64), r"eos_token_id must be an integer .* <= 63"),
+    (dict(inputs=[]), "inputs must be a non-empty list of prompts"),
+    (dict(inputs=[[1, 2], []]), r"inputs\[1\] must be a non-empty"),
+    (dict(inputs=[[1, 64]]), r"inputs\[0\] must lie in 0 .. 63"),
+])
+def test_bad_arguments_say_what_they_want(kwargs, message):
+    model = px.TinyDecoder()  # vocabulary of 64
+    args = dict(inputs=[[1, 2, 3], [4] * 9], max_new_tokens=4,
+                block_size=4) | kwargs  # the longest: 13 tokens, 4 blocks
+    with pytest.raises(ValueError, match=message):
+        generate_batch(model, args.pop("inputs"), **args)
+
+
+def test_a_tiny_model_batches_as_it_generates_alone():
+    model = px.TinyDecoder(seed=3)
+    rng = np.random.default_rng(1)
+    prompts = [rng.integers(0, 64, n).tolist() for n in (1, 7, 3, 12, 5)]
+    out = generate_batch(model, prompts, max_new_tokens=5, block_size=2,
+                         num_blocks=12, max_batch_tokens=4,
+                         eos_token_id=[], arrivals=[3, 0, 0, 1, 9])
+    for i, prompt in enumerate(prompts):
+        assert out[f"req_{i}"].generated_tokens == alone(model, prompt, 5,
+                                                         [])
+
+
+# ---------------------------------------- transformers' generate_batch
+@needs_shakespeare
+@pytest.mark.slow
+def test_generate_batch_matches_transformers_reference(shakespeare,
+                                                       prompts):
+    torch = pytest.importorskip(
+        "torch", reason="torch is not installed: HF reference skipped")
+    transformers = pytest.importorskip(
+        "transformers",
+        reason="transformers is not installed: HF reference skipped")
+    theirs = transformers.Qwen3ForCausalLM.from_pretrained(
+        CKPT, dtype=torch.float32, attn_implementation="sdpa").eval()
+    config = transformers.ContinuousBatchingConfig(
+        page_size=16, num_blocks=64, max_batch_tokens=32,
+        allow_block_sharing=False)
+    generation = transformers.GenerationConfig(
+        max_new_tokens=10, do_sample=False, eos_token_id=0, pad_token_id=0)
+    want = theirs.generate_batch(prompts, generation_config=generation,
+                                 continuous_batching_config=config)
+    got = generate_batch(shakespeare, prompts, max_new_tokens=10,
+                         max_batch_tokens=32, arrivals=ARRIVALS)
+    assert list(want) == list(got)
+    for request_id, output in want.items():
+        assert output.generated_tokens == got[request_id].generated_tokens
+        assert output.prompt_ids == got[request_id].prompt_ids
