@@ -13,6 +13,12 @@ every layer (as vLLM's and transformers' ``PagedAttentionCache``).
 package's one attention kernel runs unchanged, and the results are equal
 bit for bit. :func:`fragmentation` measures what each kind of cache holds.
 
+With ``enable_prefix_caching`` (vLLM's automatic prefix caching) the pool
+keys every full block by its tokens and the key of the block before it,
+counts the tables that hold each block, and hands a new request whose
+tokens start alike the blocks already computed; freed keyed blocks stay
+shareable until the pool needs them, least recently freed first.
+
 Shape legend:
     B       batch (a row is a request; its block table is its own)
     H_kv    key/value heads
@@ -24,6 +30,7 @@ Shape legend:
 
 from __future__ import annotations
 
+import hashlib
 from collections import deque
 
 import numpy as np
@@ -42,21 +49,45 @@ def blocks_for(num_tokens: int, block_size: int) -> int:
     return -(-num_tokens // block_size)
 
 
+def block_hash(parent: bytes, token_ids) -> bytes:
+    """The key of a full block: sha256 of the key of the block before it
+    (``b""`` for the first) and its tokens, so equal keys mean equal
+    prefixes (vLLM's block hash, with its sha256 option)."""
+    tokens = np.asarray(token_ids, dtype=np.int64).tobytes()
+    return hashlib.sha256(parent + tokens).digest()
+
+
 class BlockPool:
     """Block ids ``0 .. num_blocks - 1``: a free list and the block table
     of each request (any hashable id: a batch row, a request's name).
 
-    ``num_blocks``: blocks in the pool; ``block_size``: tokens a block."""
+    ``num_blocks``: blocks in the pool; ``block_size``: tokens a block;
+    ``enable_prefix_caching`` (vLLM's name): key full blocks by
+    :func:`block_hash` so a later request whose tokens start alike shares
+    them (:meth:`match_prefix`, :meth:`share`).
 
-    def __init__(self, num_blocks: int, block_size: int = 16):
+    Each block counts the tables that hold it (``ref_counts``); at 0 it
+    is free, but keeps its key and can still be shared until
+    :meth:`allocate` takes it, least recently freed first. Only full
+    blocks get keys, and a request writes only past its held tokens, so
+    a shared block is never written (:meth:`check_writable` refuses).
+    """
+
+    def __init__(self, num_blocks: int, block_size: int = 16,
+                 enable_prefix_caching: bool = False):
         self.num_blocks = check_positive_int("num_blocks", num_blocks)
         self.block_size = check_positive_int("block_size", block_size)
+        self.enable_prefix_caching = bool(enable_prefix_caching)
         self.free_blocks = deque(range(self.num_blocks))  # oldest first
         self.block_tables = {}  # request id -> its block ids, in order
+        self.ref_counts = [0] * self.num_blocks  # tables holding a block
+        self.block_hashes = {}  # block id -> its key, once it is full
+        self.cached_blocks = {}  # key -> the block that holds its tokens
+        self.blocks_taken = 0  # blocks allocate handed out, all told
 
     @property
     def num_free_blocks(self) -> int:
-        """Blocks no request holds."""
+        """Blocks no request holds (keyed ones among them)."""
         return len(self.free_blocks)
 
     def blocks_needed(self, request_id, num_tokens: int) -> int:
@@ -78,25 +109,115 @@ class BlockPool:
                 f"{len(needed)} rows; build the cache with more num_blocks")
         for r, n in zip(request_ids, needed):
             table = self.block_tables.setdefault(r, [])
-            table += [self.free_blocks.popleft() for _ in range(n)]
+            table += [self.take() for _ in range(n)]
+
+    def take(self) -> int:
+        """The least recently freed block, its key forgotten (evicted
+        from the prefix cache), held once."""
+        block = self.free_blocks.popleft()
+        self.forget(block)
+        self.ref_counts[block] = 1
+        self.blocks_taken += 1
+        return block
+
+    def forget(self, block: int) -> None:
+        """Drop ``block``'s key: its tokens are about to change."""
+        key = self.block_hashes.pop(block, None)
+        if self.cached_blocks.get(key) == block:
+            del self.cached_blocks[key]
+
+    def release(self, blocks) -> None:
+        """One table fewer holds each of ``blocks``; those no table holds
+        go to the end of the free list, the last block first (a prefix's
+        tail is evicted before its head)."""
+        for block in reversed(blocks):
+            self.ref_counts[block] -= 1
+            if self.ref_counts[block] == 0:
+                self.free_blocks.append(block)
 
     def crop(self, request_id, num_tokens: int) -> None:
         """Keep the blocks of request ``request_id``'s first ``num_tokens``
-        tokens; return the rest to the free list."""
+        tokens; release the rest. A last block cut inside will be written
+        again: it must be the request's alone, and loses its key."""
         table = self.block_tables.get(request_id, [])
         keep = blocks_for(check_int("num_tokens", num_tokens, low=0),
                           self.block_size)
-        self.free_blocks.extend(table[keep:])
+        if num_tokens % self.block_size and keep <= len(table):
+            last = table[keep - 1]
+            check_needs(self.ref_counts[last] == 1, "num_tokens", f"a cut "
+                        f"in a block of request {request_id!r} alone",
+                        f"block {last} is shared by "
+                        f"{self.ref_counts[last]} requests")
+            self.forget(last)
+        self.release(table[keep:])
         del table[keep:]
 
     def free(self, request_id) -> None:
-        """Return every block of request ``request_id`` (none: nothing)."""
-        self.free_blocks.extend(self.block_tables.pop(request_id, []))
+        """Release every block of request ``request_id`` (none: nothing);
+        keyed ones stay shareable until taken."""
+        self.release(self.block_tables.pop(request_id, []))
 
     def reset(self) -> None:
-        """Return every block."""
+        """Return every block; forget every key."""
         for request_id in list(self.block_tables):
             self.free(request_id)
+        self.block_hashes, self.cached_blocks = {}, {}
+
+    def match_prefix(self, token_ids) -> list:
+        """The keyed blocks that hold the longest run of ``token_ids``'
+        first full blocks (vLLM's computed blocks); [] without prefix
+        caching."""
+        blocks, key, size = [], b"", self.block_size
+        for i in range(len(token_ids) // size
+                       if self.enable_prefix_caching else 0):
+            key = block_hash(key, token_ids[i * size:(i + 1) * size])
+            if key not in self.cached_blocks:
+                break
+            blocks.append(self.cached_blocks[key])
+        return blocks
+
+    def share(self, request_id, blocks) -> None:
+        """Start request ``request_id``'s table with ``blocks`` (from
+        :meth:`match_prefix`), one more table holding each."""
+        check_needs(not self.block_tables.get(request_id), "request_id",
+                    "a request that holds no block", f"{request_id!r} "
+                    f"holds {self.block_tables.get(request_id)}")
+        for block in blocks:
+            if self.ref_counts[block] == 0:
+                self.free_blocks.remove(block)
+            self.ref_counts[block] += 1
+        self.block_tables[request_id] = list(blocks)
+
+    def cache_blocks(self, request_id, token_ids) -> None:
+        """Key each full block of request ``request_id`` that holds
+        ``token_ids`` (its first tokens, written) and has no key yet; a
+        key another block holds already is not cached twice."""
+        if not self.enable_prefix_caching:
+            return
+        table, key, size = self.block_tables[request_id], b"", \
+            self.block_size
+        for i in range(len(token_ids) // size):
+            if table[i] not in self.block_hashes:
+                self.block_hashes[table[i]] = block_hash(
+                    key, token_ids[i * size:(i + 1) * size])
+                self.cached_blocks.setdefault(self.block_hashes[table[i]],
+                                              table[i])
+            key = self.block_hashes[table[i]]
+
+    def check_writable(self, request_ids, start: int, stop: int) -> None:
+        """Refuse a write of positions ``start`` up to ``stop`` (not
+        included) of any of ``request_ids`` into a held block that is
+        shared or keyed."""
+        first, size = start // self.block_size, self.block_size
+        for r in request_ids:
+            for b in self.block_tables.get(r, [])[first:blocks_for(stop,
+                                                                   size)]:
+                check_needs(self.ref_counts[b] == 1 and b not in
+                            self.block_hashes, "key_states", f"block {b} "
+                            f"of request {r!r} to be its own and unkeyed",
+                            f"{self.ref_counts[b]} requests hold it, and "
+                            f"it is {'' if b in self.block_hashes else 'un'}"
+                            "keyed: a shared block is never written")
 
     def table(self, request_ids, num_tokens: int) -> np.ndarray:
         """The blocks that hold the first ``num_tokens`` tokens of each of
@@ -107,8 +228,10 @@ class BlockPool:
                         dtype=np.intp).reshape(len(request_ids), n)
 
     def __repr__(self) -> str:
+        cached = (f", cached={len(self.cached_blocks)}"
+                  if self.enable_prefix_caching else "")
         return (f"BlockPool(num_blocks={self.num_blocks}, block_size="
-                f"{self.block_size}, free={self.num_free_blocks}, "
+                f"{self.block_size}, free={self.num_free_blocks}{cached}, "
                 f"tables={self.block_tables})")
 
 
@@ -208,6 +331,7 @@ class PagedLayer(CacheLayer):
         ``key_states``, ``value_states``: (len(request_ids), H_kv, T,
         d_head)."""
         S = start + key_states.shape[2]
+        self.pool.check_writable(request_ids, start, S)
         self.pool.allocate(request_ids, S)  # raises before any write
         blocks = self.pool.table(request_ids, S)  # (B, ceil(S / size))
         pos = np.arange(start, S)  # the new tokens' positions
@@ -244,7 +368,8 @@ class PagedCache(Cache):
     ``num_hidden_layers``, ``num_key_value_heads``, ``head_dim``: L, H_kv,
     d_head; ``num_blocks``: blocks in the pool (each layer stores them
     all); ``block_size``: tokens a block (16); ``dtype`` (float64): the
-    model's. Row ``b`` of a batch holds ``ceil(S / block_size)`` blocks;
+    model's; ``enable_prefix_caching``: the pool's (:class:`BlockPool`).
+    Row ``b`` of a batch holds ``ceil(S / block_size)`` blocks;
     :meth:`free` returns them when its request ends.
 
     See Also
@@ -254,19 +379,20 @@ class PagedCache(Cache):
 
     def __init__(self, num_hidden_layers: int, num_key_value_heads: int,
                  head_dim: int, *, num_blocks: int, block_size: int = 16,
-                 dtype=np.float64):
+                 dtype=np.float64, enable_prefix_caching: bool = False):
         L = check_positive_int("num_hidden_layers", num_hidden_layers)
-        self.pool = BlockPool(num_blocks, block_size)
+        self.pool = BlockPool(num_blocks, block_size, enable_prefix_caching)
         super().__init__([PagedLayer(self.pool, num_key_value_heads,
                                      head_dim, dtype) for _ in range(L)])
         self.dtype = self.layers[0].key_cache.dtype
 
     @classmethod
     def from_config(cls, config, *, num_blocks: int, block_size: int = 16,
-                    dtype=np.float64):
+                    dtype=np.float64, enable_prefix_caching: bool = False):
         """A cache that fits ``config`` (a ``ModelConfig``, a transformers
         config or a dict) of full-attention layers; ``num_blocks``,
-        ``block_size``, ``dtype``: as :class:`PagedCache`."""
+        ``block_size``, ``dtype``, ``enable_prefix_caching``: as
+        :class:`PagedCache`."""
         c = as_config_dict(config, ("num_hidden_layers",
                                     "num_key_value_heads"))
         full = {"full_attention"}
@@ -278,7 +404,7 @@ class PagedCache(Cache):
             c["hidden_size"] // c["num_attention_heads"]
         return cls(c["num_hidden_layers"], c["num_key_value_heads"],
                    head_dim, num_blocks=num_blocks, block_size=block_size,
-                   dtype=dtype)
+                   dtype=dtype, enable_prefix_caching=enable_prefix_caching)
 
     @property
     def num_blocks(self) -> int:

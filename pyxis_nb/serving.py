@@ -13,7 +13,10 @@ and values into its own blocks of a :class:`~.paged.PagedCache` and hands
 the attention every held key of the step's requests, end to end. A
 request that ends (``eos_token_id`` or ``max_new_tokens``) returns its
 blocks, and a waiting one takes them. :func:`generate_batch` runs it all,
-shaped like ``transformers``' ``generate_batch``. Greedy only.
+shaped like ``transformers``' ``generate_batch``. Greedy only. With
+``enable_prefix_caching`` a request whose prompt starts like an earlier
+one's (a shared system prompt) shares its full blocks and prefills only
+the rest; :class:`PrefixStats` counts what that saved.
 
 Shape legend:
     T       tokens of one step, all requests together (<= max_batch_tokens)
@@ -36,7 +39,7 @@ from .masks import causal_mask_mod
 from .paged import PagedCache, blocks_for
 
 __all__ = ["document_mask_mod", "FlatBatchCache", "GenerationOutput",
-           "Scheduler", "generate_batch"]
+           "PrefixStats", "Scheduler", "generate_batch"]
 
 
 def document_mask_mod(query_requests, query_positions, key_requests,
@@ -157,6 +160,20 @@ class FlatBatchCache(Cache):
                 self.lengths[r] = self.lengths.get(r, 0) + t
         return np.concatenate(keys, axis=2), np.concatenate(values, axis=2)
 
+    def reuse_prefix(self, request_id, token_ids) -> int:
+        """Share with request ``request_id``, new, the keyed blocks that
+        hold the start of ``token_ids`` but its last token (whose logits
+        the step needs); returns the tokens they hold."""
+        blocks = self.pool.match_prefix(token_ids[:-1])
+        self.pool.share(request_id, blocks)
+        self.lengths[request_id] = len(blocks) * self.pool.block_size
+        return self.lengths[request_id]
+
+    def cache_blocks(self, request_id, token_ids) -> None:
+        """Key the full blocks of request ``request_id``'s written
+        ``token_ids`` for later requests (with prefix caching)."""
+        self.pool.cache_blocks(request_id, token_ids)
+
     def free(self, request_id) -> None:
         """Return request ``request_id``'s blocks: it ended."""
         self.pool.free(request_id)
@@ -185,6 +202,26 @@ class GenerationOutput:
 
 
 @dataclass
+class PrefixStats:
+    """What prefix caching saved in a run: ``prompt_tokens`` (every
+    prompt's), ``prefill_tokens`` (those the forwards computed),
+    ``reused_blocks`` (blocks shared instead of computed), ``new_blocks``
+    (blocks taken from the free list)."""
+
+    prompt_tokens: int = 0
+    prefill_tokens: int = 0
+    reused_blocks: int = 0
+    new_blocks: int = 0
+
+
+class BatchOutputs(dict):
+    """``{request id: GenerationOutput}`` with the run's ``stats``, a
+    :class:`PrefixStats`."""
+
+    stats: PrefixStats
+
+
+@dataclass
 class Request:
     """A request in the scheduler: its tokens, what its cache holds."""
 
@@ -192,7 +229,8 @@ class Request:
     prompt_ids: list
     arrival: int  # the first step it may join
     generated_tokens: list = field(default_factory=list)
-    cached: int = 0  # tokens written into its blocks
+    cached: int = 0  # tokens written into its blocks, or shared
+    started: bool = False  # its prefix looked up, its table begun
 
     @property
     def tokens(self) -> list:
@@ -217,6 +255,8 @@ class Scheduler:
     for blocks (vLLM preempts one instead). A step gives each running
     request, oldest first, what it wants (a decode token, or the rest of
     its prompt) while the budget lasts: decodes and prefill chunks mixed.
+    A request's first step looks up its prompt's cached prefix (when the
+    cache's pool keys blocks) and starts after it.
     """
 
     def __init__(self, cache: FlatBatchCache, max_batch_tokens: int,
@@ -226,6 +266,7 @@ class Scheduler:
         self.max_new_tokens = max_new_tokens
         self.eos = set(eos_token_id)
         self.waiting, self.running, self.finished = [], [], []
+        self.prompt_tokens = self.reused_blocks = 0  # for stats
 
     def reserve(self, request: Request) -> int:
         """Blocks ``request`` may reach: prompt and new tokens."""
@@ -246,17 +287,38 @@ class Scheduler:
         """This step's ``[(request, tokens), ...]`` within the budget."""
         chunks, left = [], self.max_batch_tokens
         for request in self.running:
+            if left and not request.started:
+                self.start(request)
             n = min(request.wants, left)
             if n:
                 chunks.append((request, n))
                 left -= n
         return chunks
 
+    def start(self, request: Request) -> None:
+        """Begin ``request``'s table with its prompt's cached prefix."""
+        request.cached = self.cache.reuse_prefix(request.request_id,
+                                                 request.prompt_ids)
+        request.started = True
+        self.prompt_tokens += len(request.prompt_ids)
+        self.reused_blocks += request.cached // self.cache.pool.block_size
+
+    @property
+    def stats(self) -> PrefixStats:
+        """The prompts started so far: their tokens, those computed or to
+        compute, the blocks shared; the blocks taken."""
+        reused = self.reused_blocks * self.cache.pool.block_size
+        return PrefixStats(self.prompt_tokens, self.prompt_tokens - reused,
+                           self.reused_blocks, self.cache.pool.blocks_taken)
+
     def finish_step(self, chunks, next_ids) -> None:
         """Append each request of ``chunks`` its next token (``next_ids``,
-        one a chunk) once its prompt is in; free the requests that ended."""
+        one a chunk) once its prompt is in; key its full blocks; free the
+        requests that ended."""
         for (request, n), token in zip(chunks, next_ids):
             request.cached += n
+            self.cache.cache_blocks(request.request_id,
+                                    request.tokens[:request.cached])
             if request.wants:  # a prompt chunk that is not the last
                 continue
             request.generated_tokens.append(int(token))
@@ -289,7 +351,8 @@ def generate_batch(model, inputs, *, max_new_tokens: int,
                    do_sample: bool = False, block_size: int = 16,
                    num_blocks: int | None = None,
                    max_batch_tokens: int = 256, eos_token_id=None,
-                   arrivals=None) -> dict:
+                   arrivals=None,
+                   enable_prefix_caching: bool = False) -> BatchOutputs:
     """Greedy continuous batching: every request of ``inputs``, as it
     arrives, in steps of at most ``max_batch_tokens`` tokens.
 
@@ -304,9 +367,10 @@ def generate_batch(model, inputs, *, max_new_tokens: int,
     max_batch_tokens : int, tokens a step runs, all requests together
     eos_token_id : int or list of int; default: the model's
     arrivals : list of int, the step each request arrives at (default 0)
+    enable_prefix_caching : bool, share the full blocks of equal prefixes
 
     Returns ``{"req_0": GenerationOutput, ...}`` in the order of
-    ``inputs``.
+    ``inputs``, and its ``.stats`` (:class:`PrefixStats`).
 
     See Also
     --------
@@ -314,7 +378,7 @@ def generate_batch(model, inputs, *, max_new_tokens: int,
     """
     scheduler, requests = _new_scheduler(
         model, inputs, max_new_tokens, do_sample, block_size, num_blocks,
-        max_batch_tokens, eos_token_id, arrivals)
+        max_batch_tokens, eos_token_id, arrivals, enable_prefix_caching)
     step = 0
     while scheduler.waiting or scheduler.running:
         if not scheduler.running:  # idle: jump to the next arrival
@@ -322,12 +386,15 @@ def generate_batch(model, inputs, *, max_new_tokens: int,
         scheduler.admit(step)
         run_step(model, scheduler)
         step += 1
-    return {r.request_id: GenerationOutput(
-        r.request_id, r.prompt_ids, r.generated_tokens) for r in requests}
+    out = BatchOutputs({r.request_id: GenerationOutput(
+        r.request_id, r.prompt_ids, r.generated_tokens) for r in requests})
+    out.stats = scheduler.stats
+    return out
 
 
 def _new_scheduler(model, inputs, max_new_tokens, do_sample, block_size,
-                   num_blocks, max_batch_tokens, eos_token_id, arrivals):
+                   num_blocks, max_batch_tokens, eos_token_id, arrivals,
+                   enable_prefix_caching):
     """generate_batch's door: the arguments checked; a scheduler over a
     new cache, the requests waiting in order of arrival; the requests in
     order of ``inputs``."""
@@ -346,8 +413,9 @@ def _new_scheduler(model, inputs, max_new_tokens, do_sample, block_size,
     everyone = sum(blocks_for(len(p) + n, size) for p in prompts)
     blocks = everyone if num_blocks is None else check_int(
         "num_blocks", num_blocks, low=longest)
-    paged = PagedCache.from_config(model.config, num_blocks=blocks,
-                                   block_size=size, dtype=model.dtype)
+    paged = PagedCache.from_config(
+        model.config, num_blocks=blocks, block_size=size, dtype=model.dtype,
+        enable_prefix_caching=enable_prefix_caching)
     scheduler = Scheduler(FlatBatchCache(paged), budget, n,
                           _eos_ids(model, eos_token_id))
     requests = [Request(f"req_{i}", p, int(a))

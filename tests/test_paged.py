@@ -86,6 +86,128 @@ def test_the_pool_never_hands_out_a_block_twice(ops, block_size, num_blocks):
     assert sorted(pool.free_blocks) == list(range(num_blocks))
 
 
+# ------------------------------------------------------ prefix caching
+def test_full_blocks_are_keyed_shared_counted_and_evicted_last():
+    pool = BlockPool(num_blocks=6, block_size=4, enable_prefix_caching=True)
+    system = [7, 7, 1, 2, 3, 4, 5, 6, 9]  # 2 full blocks and 1 token
+    pool.allocate(["a"], 9)
+    pool.cache_blocks("a", system)  # only the full blocks get keys
+    assert pool.block_tables["a"] == [0, 1, 2]
+    assert set(pool.block_hashes) == {0, 1} and len(pool.cached_blocks) == 2
+    assert pool.match_prefix(system + [8]) == [0, 1]
+    assert pool.match_prefix([7, 7, 1, 2, 0, 0, 0, 0]) == [0]  # a chain
+    assert pool.match_prefix([0, 0, 0, 0, 3, 4, 5, 6]) == []
+    pool.share("b", [0, 1])
+    assert pool.ref_counts[:3] == [2, 2, 1]
+    with pytest.raises(ValueError, match="key_states needs block 1 of "
+                       "request 'b' to be its own and unkeyed: 2 requests"):
+        pool.check_writable(["b"], 7, 9)  # into the shared block 1
+    pool.check_writable(["b"], 8, 9)  # past it: its own new block
+    with pytest.raises(ValueError, match="num_tokens needs a cut in a "
+                       "block of request 'b' alone: block 1 is shared"):
+        pool.crop("b", 6)
+    with pytest.raises(ValueError, match="request_id needs a request that "
+                       "holds no block"):
+        pool.share("b", [2])
+    pool.free("a")  # 0 and 1 still held by b; 2 returns, keyless
+    assert pool.ref_counts[:3] == [1, 1, 0]
+    assert list(pool.free_blocks) == [3, 4, 5, 2]
+    pool.free("b")  # the tail first: 1 is evicted before 0
+    assert list(pool.free_blocks) == [3, 4, 5, 2, 1, 0]
+    assert pool.match_prefix(system) == [0, 1]  # free, still shareable
+    pool.share("c", [0])  # taken back out of the free list
+    assert list(pool.free_blocks) == [3, 4, 5, 2, 1]
+    pool.allocate(["d"], 20)  # every free block: 1 is evicted
+    assert pool.match_prefix(system) == [0] and pool.blocks_taken == 3 + 5
+    assert "cached=1" in repr(pool)
+    pool.reset()
+    assert pool.cached_blocks == {} and pool.num_free_blocks == 6
+
+
+def test_without_prefix_caching_nothing_is_keyed():
+    pool = BlockPool(num_blocks=4, block_size=2)
+    pool.allocate(["a"], 4)
+    pool.cache_blocks("a", [1, 2, 3, 4])
+    assert pool.block_hashes == {} and pool.match_prefix([1, 2, 3]) == []
+
+
+COMMON = [0, 1, 1, 0, 1, 0, 0, 1, 1, 0]  # a system prompt, cut anywhere
+STARTS = st.builds(lambda k, tail: COMMON[:k] + tail, st.integers(0, 10),
+                   st.lists(st.integers(0, 1), max_size=5))
+PREFIX_OPS = st.lists(st.tuples(
+    st.sampled_from(["start", "grow", "crop", "free"]), st.integers(0, 3),
+    STARTS, st.integers(0, 14)), max_size=30)
+
+
+def write(pool, storage, held, r, tokens):
+    """Request ``r`` writes ``tokens`` after its held ones, as a paged
+    layer does, into ``storage`` (block -> {offset: token}); False when
+    the pool is out of blocks."""
+    start, stop = len(held[r]), len(held[r]) + len(tokens)
+    pool.check_writable([r], start, stop)
+    try:
+        pool.allocate([r], stop)
+    except ValueError:
+        return False
+    size, table = pool.block_size, pool.block_tables[r]
+    for pos, token in zip(range(start, stop), tokens):
+        block = table[pos // size]
+        assert pool.ref_counts[block] == 1 and block not in pool.block_hashes
+        storage[block][pos % size] = token
+    held[r] = held[r] + tokens
+    pool.cache_blocks(r, held[r])
+    return True
+
+
+def read(pool, storage, r, n):
+    size, table = pool.block_size, pool.block_tables[r]
+    return [storage[table[p // size]][p % size] for p in range(n)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(ops=PREFIX_OPS, block_size=st.integers(1, 3),
+       num_blocks=st.integers(1, 14))
+def test_shared_blocks_are_counted_and_never_written(ops, block_size,
+                                                     num_blocks):
+    pool = BlockPool(num_blocks, block_size, enable_prefix_caching=True)
+    storage = collections.defaultdict(dict)  # what each block holds
+    held = {}  # each request's written tokens, by hand
+    for op, r, tokens, n in ops:
+        if op == "start" and r not in held:
+            shared = pool.match_prefix(tokens[:-1])
+            assert read_blocks_of(storage, shared, block_size) == \
+                tokens[:len(shared) * block_size]
+            pool.share(r, shared)
+            held[r] = tokens[:len(shared) * block_size]
+            if not write(pool, storage, held, r, tokens[len(held[r]):]):
+                pool.free(r), held.pop(r)
+        elif op == "grow" and r in held:
+            write(pool, storage, held, r, tokens)
+        elif op == "crop" and r in held:
+            try:
+                pool.crop(r, n)
+            except ValueError as error:
+                assert "shared" in str(error)
+                continue
+            held[r] = held[r][:n]
+        elif op == "free":
+            pool.free(r), held.pop(r, None)
+        tables = [b for table in pool.block_tables.values() for b in table]
+        counts = collections.Counter(tables)
+        assert pool.ref_counts == [counts[b] for b in range(num_blocks)]
+        assert sorted(pool.free_blocks) == [b for b in range(num_blocks)
+                                            if counts[b] == 0]  # each once
+        for r, tokens in held.items():  # nobody wrote over anyone's
+            assert read(pool, storage, r, len(tokens)) == tokens
+            shared = pool.match_prefix(tokens)
+            assert read_blocks_of(storage, shared, block_size) == \
+                tokens[:len(shared) * block_size]
+
+
+def read_blocks_of(storage, blocks, size):
+    return [storage[b][i] for b in blocks for i in range(size)]
+
+
 # ------------------------------------------ the cache against the dense
 @settings(deadline=None)
 @given(chunks=st.lists(st.integers(1, 9), min_size=1, max_size=6),

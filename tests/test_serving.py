@@ -2,15 +2,16 @@
 and continuous batching equal, greedy, to each request generated alone
 (Shakespeare, SmolLM2) and to transformers' ``generate_batch``; one
 (1, N) forward a step within the token budget; every block returned;
-every refusal."""
+prefix caching: the same tokens, and what it saves on 16 chats; every
+refusal."""
 
 import numpy as np
 import pytest
 
 import pyxis_nb as px
 from pyxis_nb.paged import PagedCache
-from pyxis_nb.serving import FlatBatchCache, document_mask_mod, \
-    generate_batch
+from pyxis_nb.serving import FlatBatchCache, PrefixStats, \
+    document_mask_mod, generate_batch
 
 CKPT = px.SHAKESPEARE_CHECKPOINT
 SMOL = px.loading.cache_folder() / "smollm2" / px.SMOLLM2_GGUF
@@ -216,6 +217,100 @@ def test_a_tiny_model_batches_as_it_generates_alone():
     for i, prompt in enumerate(prompts):
         assert out[f"req_{i}"].generated_tokens == alone(model, prompt, 5,
                                                          [])
+
+
+# -------------------------------------------------------- prefix caching
+# 40 blocks: req_1 starts when req_0 has 4 blocks in, later ones share 5
+# (the 21-token prompt too: its last token is computed for its logits);
+# 12: req_1 waits for blocks until req_0 has 5, and blocks are evicted
+@pytest.mark.parametrize("num_blocks, reused, new", [(40, 4 + 5 * 4, 23),
+                                                     (12, 5 * 5, 22)])
+def test_prefix_caching_gives_the_same_tokens_and_computes_less(
+        num_blocks, reused, new, monkeypatch):
+    model = px.TinyDecoder(seed=3)
+    rng = np.random.default_rng(0)
+    system = rng.integers(0, 64, 21).tolist()  # 5 full blocks of 4 and 1
+    prompts = [system + rng.integers(0, 64, n).tolist()
+               for n in (1, 7, 3, 12, 5, 0)]
+    kwargs = dict(max_new_tokens=5, block_size=4, num_blocks=num_blocks,
+                  max_batch_tokens=8, eos_token_id=[],
+                  arrivals=[0, 0, 2, 3, 9, 9])
+    plain = generate_batch(model, prompts, **kwargs)
+    spy = Spy(monkeypatch, model)
+    shared = generate_batch(model, prompts, enable_prefix_caching=True,
+                            **kwargs)
+    for i, prompt in enumerate(prompts):
+        want = alone(model, prompt, 5, [])
+        assert plain[f"req_{i}"].generated_tokens == want
+        assert shared[f"req_{i}"].generated_tokens == want
+    assert plain.stats == PrefixStats(154, 154, 0, 47)
+    assert shared.stats == PrefixStats(154, 154 - 4 * reused, reused, new)
+    ran = sum(t for step in spy.chunks for _, t in step)  # forwards' T
+    decoded = sum(len(o.generated_tokens) - 1 for o in shared.values())
+    assert ran == shared.stats.prefill_tokens + decoded  # only the rest
+    cache = spy.caches[0]
+    assert cache.pool.num_free_blocks == num_blocks
+    assert cache.pool.block_tables == {} and cache.lengths == {}
+    assert sum(cache.pool.ref_counts) == 0
+
+
+SYSTEM = ("You are a patient tutor for a reading group on Shakespeare. "
+          "Answer in one or two plain sentences, quote the play when it "
+          "helps, name the act and scene, and say so when you are not sure.")
+QUESTIONS = [
+    "Who is Hamlet?", "Where is Elsinore?", "Who kills Polonius?",
+    "What is a soliloquy?", "Who is Ophelia's brother?",
+    "Why does Macbeth kill Duncan?", "Who are the three witches?",
+    "What is Birnam Wood?", "Who is Lady Macbeth?", "Who is Prospero?",
+    "What is the tempest?", "Who is Caliban?", "Who is Puck?",
+    "Who loves Hermia?", "What is a sonnet?", "Who is Falstaff?"]
+
+
+@needs_shakespeare
+@pytest.mark.slow
+def test_prefix_caching_on_a_long_shared_opening(shakespeare, prompts):
+    opening = prompts[5][:45]  # 5 full blocks of 8 and 5 tokens
+    requests = [opening + p[:n] for p, n in zip(prompts, LENGTHS)]
+    kwargs = dict(max_new_tokens=6, block_size=8, num_blocks=24,
+                  max_batch_tokens=32, arrivals=ARRIVALS)
+    plain = generate_batch(shakespeare, requests, **kwargs)
+    shared = generate_batch(shakespeare, requests, **kwargs,
+                            enable_prefix_caching=True)
+    for request_id, output in plain.items():
+        assert shared[request_id].generated_tokens == \
+            output.generated_tokens, request_id
+    assert shared.stats.reused_blocks >= 8 * 5  # all but the first two
+    assert shared.stats.prefill_tokens <= plain.stats.prefill_tokens - 320
+    assert shared.stats.new_blocks < plain.stats.new_blocks
+
+
+@needs_smollm2
+@pytest.mark.slow
+def test_sixteen_chats_with_one_system_prompt_on_smollm2():
+    model = px.LlamaForCausalLM.from_pretrained(SMOL.parent,
+                                                gguf_file=SMOL.name)
+    tokenizer = px.load_tokenizer(SMOL.parent, gguf_file=SMOL.name)
+    template = px.gguf_file.gguf_metadata(SMOL)["tokenizer.chat_template"]
+    prompts = [tokenizer.encode(px.loading.apply_chat_template(
+        [{"role": "system", "content": SYSTEM},
+         {"role": "user", "content": q}], chat_template=template,
+        add_generation_prompt=True)).ids for q in QUESTIONS]
+    common = min(next(i for i, (a, b) in enumerate(zip(prompts[0], p))
+                      if a != b) for p in prompts[1:])
+    assert common == 50  # the template's opening and the system prompt
+    # the first chat warms the cache; the 15 others arrive a step later
+    kwargs = dict(max_new_tokens=2, max_batch_tokens=256,
+                  arrivals=[0] + [1] * 15)
+    plain = generate_batch(model, prompts, **kwargs)
+    shared = generate_batch(model, prompts, enable_prefix_caching=True,
+                            **kwargs)
+    for request_id, output in plain.items():
+        assert shared[request_id].generated_tokens == \
+            output.generated_tokens, request_id
+    # 15 chats x 3 blocks of 16 (48 of the 50 common tokens) reused:
+    # prefill computes 267 of 987 prompt tokens (27 %), 21 blocks of 66
+    assert plain.stats == PrefixStats(987, 987, 0, 66)
+    assert shared.stats == PrefixStats(987, 987 - 15 * 48, 15 * 3, 21)
 
 
 # ---------------------------------------- transformers' generate_batch
