@@ -17,7 +17,7 @@ tests/test_conventions.py, drawn in CONTRIBUTING.md)::
                  exercises
       |
     chapter kit  positions  head  engine  batching  source
-                 linear_attention  variants  gemma3  serving
+                 linear_attention  variants  gemma3  serving  speculative
       |
     model stack  stable_softmax  masks  tiled  attention  norms  rope
                  kv_cache  paged  multihead  qwen3  gguf_file  loading  model
@@ -33,7 +33,7 @@ from . import (stable_softmax, masks, tiled, attention, norms,  # noqa
                rope, kv_cache, paged, multihead, qwen3, gguf_file,
                loading, model)
 from . import (positions, head, engine, batching, source,  # noqa
-               linear_attention, variants, gemma3, serving)
+               linear_attention, variants, gemma3, serving, speculative)
 from . import (circuits, evaluation, attention_only, experiments,  # noqa
                memory, exercises)
 from .attention import scaled_dot_product_attention
@@ -64,7 +64,8 @@ LAYERS = {
                     "rope", "kv_cache", "paged", "multihead", "qwen3",
                     "gguf_file", "loading", "model"],
     "chapter kit": ["positions", "head", "engine", "batching", "source",
-                    "linear_attention", "variants", "gemma3", "serving"],
+                    "linear_attention", "variants", "gemma3", "serving",
+                    "speculative"],
     "analysis": ["circuits", "evaluation", "attention_only", "experiments",
                  "memory", "exercises"],
     "views": ["plotting", "widgets"],
