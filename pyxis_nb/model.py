@@ -29,7 +29,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ._checks import (as_float_array, check_01_mask, check_bool,
-                      check_callable, check_float_dtype, check_int, check_keys,
+                      check_callable, check_float_dtype, check_int,
+                      check_int_array, check_keys,
                       check_model_config, check_needs, check_number,
                       check_positive_int, check_same_dtype, check_shape,
                       check_state_shapes, check_token_ids)
@@ -553,8 +554,8 @@ class Qwen3ForCausalLM:
             Holds the keys and values of earlier calls; this call appends.
         use_cache : bool, default False
             Without ``cache``: start a new ``DynamicCache`` and return it.
-        logits_to_keep : int, default 0
-            The last this many positions only (0: all).
+        logits_to_keep : int or 1-D array of int, default 0
+            The last this many positions only (0: all), or these positions.
         output_attentions : bool, default False
             Needs the eager kernel: the tiled one holds no (B, H, T, S).
         output_hidden_states : bool, default False
@@ -611,7 +612,11 @@ class Qwen3ForCausalLM:
             h = residual_hook(len(self.layers), h)
         h = self.norm(h)
         hidden_states.append(h)
-        logits = (h[:, -keep:] if keep else h) @ self.lm_head.T  # (B, T, V)
+        if isinstance(keep, np.ndarray):  # positions (K,), as HF takes them
+            h = h[:, keep]
+        elif keep:  # the last ``keep`` positions
+            h = h[:, -keep:]
+        logits = h @ self.lm_head.T  # (B, T or K, V)
         return CausalLMOutputWithPast(
             logits, cache, np.stack(attentions) if output_attentions else None,
             np.stack(hidden_states) if output_hidden_states else None)
@@ -626,7 +631,10 @@ class Qwen3ForCausalLM:
         hooks (a dict)."""
         ids = check_token_ids("input_ids", input_ids, self.vocab_size,
                               batch=True)
-        keep = check_int("logits_to_keep", logits_to_keep, low=0)
+        keep = check_int("logits_to_keep", logits_to_keep, low=0) if np.ndim(
+            logits_to_keep) == 0 else check_int_array(
+            "logits_to_keep", logits_to_keep, ndim=1, low=0,
+            high=ids.shape[1] - 1, want="(K,) positions of input_ids")
         check_output_attentions(output_attentions,
                                 self.config._attn_implementation)
         check_bool("output_hidden_states", output_hidden_states)

@@ -339,11 +339,11 @@ def run_step(model, scheduler: Scheduler) -> int:
         [(r.request_id, n) for r, n in chunks])
     ids = np.concatenate([r.tokens[r.cached:r.cached + n]
                           for r, n in chunks])[None]  # (1, T)
-    logits = model.forward(ids, attention_mask=mask,
-                           position_ids=position_ids,
-                           cache=scheduler.cache).logits[0]  # (T, V)
     last = np.cumsum([n for _, n in chunks]) - 1  # each chunk's last token
-    scheduler.finish_step(chunks, np.argmax(logits[last], axis=-1))
+    logits = model.forward(ids, attention_mask=mask,
+                           position_ids=position_ids, cache=scheduler.cache,
+                           logits_to_keep=last).logits[0]  # (chunks, V)
+    scheduler.finish_step(chunks, np.argmax(logits, axis=-1))
     return ids.shape[1]
 
 

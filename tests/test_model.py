@@ -336,3 +336,19 @@ def test_the_shipped_model_loads_with_either_kernel():
     with pytest.raises(ValueError, match="attn_implementation must be one "
                        "of"):
         px.Qwen3ForCausalLM.from_pretrained(ckpt, attn_implementation="sdpa")
+
+
+def test_logits_to_keep_takes_positions_as_transformers_does():
+    """A 1-D array keeps those positions' logits (continuous batching keeps
+    each request's last token), equal to the whole run's at them."""
+    model = px.Qwen3ForCausalLM.from_pretrained(px.SHAKESPEARE_CHECKPOINT)
+    ids = np.arange(1, 21)[None]
+    full = model(ids).logits  # (1, 20, V)
+    kept = model(ids, logits_to_keep=np.array([3, 7, 19])).logits
+    np.testing.assert_allclose(kept, full[:, [3, 7, 19]], rtol=1e-5,
+                               atol=1e-5)
+    np.testing.assert_array_equal(
+        model(ids, logits_to_keep=4).logits,
+        model(ids, logits_to_keep=np.arange(16, 20)).logits)
+    with pytest.raises(ValueError, match=r"logits_to_keep must lie in 0 \.\. 19"):
+        model(ids, logits_to_keep=np.array([20]))
