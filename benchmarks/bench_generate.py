@@ -94,13 +94,7 @@ def smollm2_pair(torch, transformers):
     # px's config fields are Hugging Face's names (the chapter does the same)
     config = transformers.LlamaConfig(**ours.config.to_dict(),
                                       tie_word_embeddings=True)
-    theirs = transformers.LlamaForCausalLM(config)
-    theirs.load_state_dict({k: torch.from_numpy(v) for k, v in ours.state_dict().items()},
-                           strict=False, assign=True)
-    theirs.tie_weights()
-    theirs.eval()
-    assert theirs.lm_head.weight.data_ptr() == ours.embed_tokens.ctypes.data
-    return ours, theirs
+    return ours, viewing(torch, ours, transformers.LlamaForCausalLM(config))
 
 
 def gemma3_pair(torch, transformers):
@@ -112,13 +106,18 @@ def gemma3_pair(torch, transformers):
         **{k: list(v) if isinstance(v, tuple) else v
            for k, v in ours.config.to_dict().items()},
         tie_word_embeddings=True)
-    theirs = transformers.Gemma3ForCausalLM(config)
+    return ours, viewing(torch, ours, transformers.Gemma3ForCausalLM(config))
+
+
+def viewing(torch, ours, theirs):
+    """``theirs`` (a transformers model) with ``ours``'s arrays as its
+    weights, no copy, the output head tied to the embedding; eval mode."""
     theirs.load_state_dict({k: torch.from_numpy(v) for k, v in ours.state_dict().items()},
                            strict=False, assign=True)
     theirs.tie_weights()
     theirs.eval()
     assert theirs.lm_head.weight.data_ptr() == ours.embed_tokens.ctypes.data
-    return ours, theirs
+    return theirs
 
 
 def read_bandwidth(repeats: int = 5) -> dict:
