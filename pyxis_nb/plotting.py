@@ -35,7 +35,7 @@ __all__ = ["plot_attention", "plot_attention_grid", "plot_gqa_mapping",
            "plot_decode_step", "plot_tile_step", "plot_rope_rotation",
            # inference chapters
            "plot_decode_times", "plot_kv_cache_memory",
-           "plot_online_softmax", "plot_tiled_cost",
+           "plot_online_softmax", "plot_tiled_cost", "plot_block_pool",
            # foundations chapters
            "plot_max_weight", "plot_std_growth", "plot_position_encodings",
            # heads chapters
@@ -641,6 +641,83 @@ def plot_decode_times(contexts: Sequence[int], cached_s, full_s):
                  "this page")
     ax.legend()
     return legible(fig)
+
+
+def _request_number(request_id, order: dict) -> int:
+    """A request's number for its colour and label: the digits its id
+    ends in ("req_7": 7), else its place among the ids seen."""
+    digits = re.search(r"(\d+)$", str(request_id))
+    return int(digits[1]) if digits else order.setdefault(request_id,
+                                                          len(order))
+
+
+def plot_block_pool(pool, lengths=None, *, title: str = "",
+                    columns: int = 10):
+    """Every block of a paged cache's pool: whose, how full, shared, free.
+
+    A held block has its request's colour and number, its tokens filled in
+    from below; a block that several requests hold has a thick black edge
+    and their count ("x3"); a free block that keeps the key of its tokens (a
+    prefix cache can still hand it out) is grey, marked "c"; a free one is
+    white.
+
+    Parameters
+    ----------
+    pool : a ``BlockPool`` (``px.paged``)
+    lengths : dict of request id to tokens held, optional; default full
+    title : str
+    columns : int, blocks a row"""
+    columns = check_positive_int("columns", columns)
+    N, size = pool.num_blocks, pool.block_size
+    rows = -(-N // columns)
+    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH, 0.5 + 0.55 * rows),
+                           facecolor="white", layout="constrained")
+    ax.set(xlim=(-0.05, columns + 0.05), ylim=(rows + 0.05, -0.05),
+           aspect="equal")
+    ax.axis("off")
+    owners, fill, order = {}, np.zeros(N), {}
+    for request, table in pool.block_tables.items():
+        held = len(table) * size if lengths is None else lengths.get(
+            request, 0)
+        for i, block in enumerate(table):
+            owners.setdefault(block, []).append(request)
+            fill[block] = max(fill[block], np.clip(held - i * size, 0, size)
+                              / size)
+    # tab20 without its greys, which mark the free keyed blocks
+    palette = [c for i, c in enumerate(plt.get_cmap("tab20").colors)
+               if i not in (14, 15)]
+    for block in range(N):
+        x, y = block % columns, block // columns
+        edge, lw, text = "0.6", 1, ""
+        if block in owners and len(owners[block]) > 1:
+            edge, lw, text = "black", 3, f"x{len(owners[block])}"
+        elif block in owners:
+            number = _request_number(owners[block][0], order)
+            colour = palette[(2 * number) % 18 + (number // 9) % 2]
+            ax.add_patch(Rectangle((x + 0.05, y + 0.05), 0.9, 0.9,
+                                   color=colour, alpha=0.3, lw=0))
+            ax.add_patch(Rectangle((x + 0.05, y + 0.95 - 0.9 * fill[block]),
+                                   0.9, 0.9 * fill[block], color=colour,
+                                   lw=0))
+            text = str(number)
+        elif block in pool.block_hashes:
+            ax.add_patch(Rectangle((x + 0.05, y + 0.05), 0.9, 0.9,
+                                   color="0.85", lw=0))
+            text = "c"
+        ax.add_patch(Rectangle((x + 0.05, y + 0.05), 0.9, 0.9, fill=False,
+                               ec=edge, lw=lw))
+        box = dict(boxstyle="round,pad=0.15", fc="white", ec="none")
+        ax.text(x + 0.5, y + 0.5, text, ha="center", va="center",
+                fontsize=10, bbox=box if block in owners else None)
+    if title:
+        ax.set_title(title, fontsize=11, loc="left")
+    shared = sum(len(o) > 1 for o in owners.values())
+    cached = len(set(pool.block_hashes) - set(owners))
+    return _describe(legible(fig), (
+        f"The {N} blocks of a paged cache's pool, {size} tokens each: "
+        f"{len(owners)} held by {len(pool.block_tables)} requests "
+        f"({shared} shared), {cached} free with their tokens still keyed, "
+        f"{N - len(owners) - cached} free." + (f" {title}" if title else "")))
 
 
 def plot_kv_cache_memory(config, kv_heads, *, dtype_bytes: int = 2):

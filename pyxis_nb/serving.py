@@ -329,12 +329,12 @@ class Scheduler:
                 self.finished.append(request)
 
 
-def run_step(model, scheduler: Scheduler) -> int:
+def run_step(model, scheduler: Scheduler) -> list:
     """One step: schedule, one forward of (1, T), the greedy next tokens;
-    returns T (0: nothing ran)."""
+    returns the step's ``[(request, tokens), ...]`` (empty: none ran)."""
     chunks = scheduler.schedule()
     if not chunks:
-        return 0
+        return chunks
     position_ids, mask = scheduler.cache.begin_step(
         [(r.request_id, n) for r, n in chunks])
     ids = np.concatenate([r.tokens[r.cached:r.cached + n]
@@ -344,7 +344,7 @@ def run_step(model, scheduler: Scheduler) -> int:
                            position_ids=position_ids, cache=scheduler.cache,
                            logits_to_keep=last).logits[0]  # (chunks, V)
     scheduler.finish_step(chunks, np.argmax(logits, axis=-1))
-    return ids.shape[1]
+    return chunks
 
 
 def generate_batch(model, inputs, *, max_new_tokens: int,

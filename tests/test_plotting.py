@@ -13,6 +13,7 @@ import pytest  # noqa: E402
 
 import pyxis_nb as px  # noqa: E402
 from pyxis_nb import plotting  # noqa: E402
+from pyxis_nb.paged import BlockPool  # noqa: E402
 
 TOKENS = ["The", "cat", "sat"]
 W = np.array([[1.0, 0.0, 0.0], [0.4, 0.6, 0.0], [0.03, 0.26, 0.71]])
@@ -431,6 +432,20 @@ def test_phone_pt_is_the_size_a_phone_shows_at_9_px():
     assert plotting.phone_pt(6.5) * 100 / 72 * 356 / 650 == pytest.approx(9)
 
 
+def _pool():
+    """A pool of 24 blocks of 4: two requests sharing two blocks, a third
+    alone, a finished one whose full block stays keyed."""
+    pool = BlockPool(24, 4, enable_prefix_caching=True)
+    pool.allocate(["req_0"], 10)
+    pool.allocate(["req_1"], 7)
+    pool.allocate(["req_12"], 16)
+    pool.share("req_3", pool.block_tables["req_0"][:2])
+    pool.allocate(["req_3"], 9)
+    pool.cache_blocks("req_1", list(range(7)))
+    pool.free("req_1")
+    return pool
+
+
 def _tile_stats():
     rng = np.random.default_rng(3)
     q, k, v = (rng.standard_normal((8, 4)) for _ in range(3))
@@ -454,6 +469,8 @@ FIGURES = {
     "plot_rope_pairs": lambda: plotting.plot_rope_pairs(8),
     "plot_attention_layer": lambda: plotting.plot_attention_layer(),
     "plot_head_split": lambda: plotting.plot_head_split(),
+    "plot_block_pool": lambda: plotting.plot_block_pool(
+        _pool(), {"req_0": 10, "req_3": 9, "req_12": 15}, title="step 5"),
     "plot_decode_times": lambda: plotting.plot_decode_times(
         [64, 256, 1024], [1e-3, 1.1e-3, 1.3e-3], [2e-3, 8e-3, 3e-2]),
     "plot_kv_cache_memory": lambda: plotting.plot_kv_cache_memory(
@@ -490,3 +507,28 @@ def test_every_figure_reads_on_a_phone(name):
     fig = FIGURES[name]()
     assert fig.get_figwidth() <= plotting.COLUMN_WIDTH + 1e-9
     assert _phone_text_px(fig) >= plotting.PHONE_TEXT_PX, name
+
+
+def test_block_pool_labels_each_block_by_what_holds_it():
+    """Held blocks carry their request's number, shared ones the count of
+    their holders, free keyed ones "c"; the alt text counts each kind."""
+    pool = _pool()
+    fig = plotting.plot_block_pool(pool, {"req_0": 10, "req_3": 9,
+                                          "req_12": 15}, columns=8)
+    labels = [t.get_text() for t in fig.axes[0].texts]
+    assert len(labels) == 24
+    shared = pool.block_tables["req_0"][:2]
+    assert [labels[b] for b in shared] == ["x2", "x2"]
+    assert labels[pool.block_tables["req_0"][2]] == "0"
+    assert labels[pool.block_tables["req_3"][2]] == "3"
+    assert [labels[b] for b in pool.block_tables["req_12"]] == ["12"] * 4
+    assert labels.count("c") == 1 and labels.count("") == 24 - 9
+    assert fig.pyxis_alt.startswith(
+        "The 24 blocks of a paged cache's pool, 4 tokens each: 8 held by 3 "
+        "requests (2 shared), 1 free with their tokens still keyed, 15 free.")
+    plt.close(fig)
+
+
+def test_block_pool_refuses_a_bad_column_count():
+    with pytest.raises(ValueError, match="columns"):
+        plotting.plot_block_pool(_pool(), columns=0)
