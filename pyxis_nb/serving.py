@@ -91,6 +91,7 @@ class FlatBatchCache(Cache):
         self.pool = paged.pool
         self.lengths = {}  # request id -> tokens written in every layer
         self.chunks = []  # this step's (request id, new tokens)
+        self.slots = None  # where they lie: step_slots
 
     def begin_step(self, chunks):
         """Take blocks for this step's ``chunks``, ``[(request id, new
@@ -105,10 +106,28 @@ class FlatBatchCache(Cache):
         check_needs(needed <= self.pool.num_free_blocks, "chunks",
                     f"{needed} free blocks", f"the pool has "
                     f"{self.pool.num_free_blocks}")
+        for r, t in chunks:  # a shared block is never written
+            held = self.lengths.get(r, 0)
+            self.pool.check_writable([r], held, held + t)
         for r, t in chunks:
             self.pool.allocate([r], self.lengths.get(r, 0) + t)
         self.chunks = chunks
+        self.slots = self.step_slots()
         return self.step_inputs()
+
+    def step_slots(self):
+        """Where the step's tokens lie in the blocks, the same in every
+        layer: the new tokens' block ids and offsets, (T,) each, and every
+        held and new token's, (S,) each, in the order of ``chunks``."""
+        size, new, every = self.pool.block_size, [], []
+        for r, t in self.chunks:
+            held = self.lengths.get(r, 0)
+            table = np.asarray(self.pool.block_tables[r], dtype=np.intp)
+            pos = np.arange(held + t)
+            every.append((table[pos // size], pos % size))
+            new.append((every[-1][0][held:], every[-1][1][held:]))
+        return (*(np.concatenate(x) for x in zip(*new)),
+                *(np.concatenate(x) for x in zip(*every)))
 
     def step_inputs(self):
         """``position_ids`` (1, T) and the mask (1, 1, T, S) of the step:
@@ -147,18 +166,19 @@ class FlatBatchCache(Cache):
         check_shape("key_states", key_states, key_states.shape[0] == 1
                     and key_states.shape[2] == T, f"(1, H_kv, T = {T}, "
                     "d_head): the tokens of begin_step's chunks")
-        keys, values, start = [], [], 0
-        for r, t in self.chunks:
-            held, new = self.lengths.get(r, 0), slice(start, start + t)
-            layer.write([r], held, key_states[:, :, new],
-                        value_states[:, :, new])
-            k, v = layer.read([r], held + t)  # (1, H_kv, held + t, d_head)
-            keys.append(k), values.append(v)
-            start += t
+        new_blocks, new_offsets, blocks, offsets = self.slots
+        heads = np.arange(layer.key_cache.shape[1])[:, None]  # (H_kv, 1)
+        out = []  # one gather a layer, not one read a request
+        for storage, states in ((layer.key_cache, key_states),
+                                (layer.value_cache, value_states)):
+            # the new (T, H_kv, d_head) into their slots, then all S
+            storage[new_blocks, :, new_offsets] = states[0].transpose(1, 0,
+                                                                      2)
+            out.append(storage[blocks, heads, offsets][None])
         if layer_idx == len(self.layers) - 1:
             for r, t in self.chunks:
                 self.lengths[r] = self.lengths.get(r, 0) + t
-        return np.concatenate(keys, axis=2), np.concatenate(values, axis=2)
+        return out[0], out[1]  # (1, H_kv, S, d_head) each
 
     def reuse_prefix(self, request_id, token_ids) -> int:
         """Share with request ``request_id``, new, the keyed blocks that
@@ -182,7 +202,7 @@ class FlatBatchCache(Cache):
     def reset(self) -> None:
         """Forget every request; return every block."""
         self.pool.reset()
-        self.lengths, self.chunks = {}, []
+        self.lengths, self.chunks, self.slots = {}, [], None
 
     def __repr__(self) -> str:
         used = self.pool.num_blocks - self.pool.num_free_blocks

@@ -120,6 +120,31 @@ def test_the_flat_cache_refuses_what_the_pool_cannot_hold():
         FlatBatchCache(object())
 
 
+def test_a_step_reads_shared_blocks_and_never_writes_them():
+    rng = np.random.default_rng(1)
+    cache = FlatBatchCache(PagedCache(1, 2, 3, num_blocks=6, block_size=4,
+                                      enable_prefix_caching=True))
+    ids = list(range(9))
+    k, v = rng.standard_normal((2, 1, 2, 9, 3))
+    cache.begin_step([("a", 9)])
+    cache.update(k, v, 0)
+    cache.cache_blocks("a", ids)  # a's two full blocks keyed
+    assert cache.reuse_prefix("b", ids + [7]) == 8  # b shares them
+    k1, v1 = rng.standard_normal((2, 1, 2, 3, 3))
+    cache.begin_step([("b", 2), ("a", 1)])  # b's 9th and 10th, a's 10th
+    keys, values = cache.update(k1, v1, 0)
+    for got, old, new in ((keys, k, k1), (values, v, v1)):
+        np.testing.assert_array_equal(got, np.concatenate(  # b's, then a's
+            [old[:, :, :8], new[:, :, :2], old, new[:, :, 2:]], axis=2))
+    assert cache.lengths == {"a": 10, "b": 10}
+    free = cache.pool.num_free_blocks
+    cache.lengths["b"] = 7  # as if b held 7: its next token is in block 1
+    with pytest.raises(ValueError, match="key_states needs block 1 of "
+                       "request 'b' to be its own and unkeyed"):
+        cache.begin_step([("b", 1)])
+    assert cache.pool.num_free_blocks == free  # refused before any block
+
+
 # ------------------------------------------- continuous batching, greedy
 @needs_shakespeare
 @pytest.mark.slow
