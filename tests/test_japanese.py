@@ -12,7 +12,8 @@ the English text; CONTRIBUTING.md says how to translate). Checked here:
   an English paragraph changed without its translation fails here;
 * the catalogs name no path of the machine that made them;
 * every number of a message is in its translation, as written ("26%",
-  "1,000", "-0.5"), and its maths, inline code, link targets and MyST roles
+  "1,000", "-0.5") or, with its scale, in Japanese units ("1.8 million"
+  as 180万, "1.7 billion" as 17億), and its maths, inline code, link targets and MyST roles
   are kept;
 * the glossary (``locale/ja/GLOSSARY.md``) holds: wherever a message uses a
   glossary term, its translation uses the term's one rendering, except in
@@ -33,6 +34,7 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -164,23 +166,87 @@ def test_the_japanese_build_reads_the_catalogs_as_extracted():
 # too ("まず12"), so the letter before it is an ASCII one
 NUMBER = re.compile(r"(?<![A-Za-z0-9_.])[-−]?\d[\d,]*(?:\.\d+)?")
 
+# a number with its scale, in words ("1.8 million", "2 trillion") or in
+# Japanese units ("180万", "17億", "2兆"): the same number, written
+# differently in each language
+SCALE = {"million": 10**6, "billion": 10**9, "trillion": 10**12,
+         "万": 10**4, "億": 10**8, "兆": 10**12}
+SCALED = re.compile(rf"{NUMBER.pattern}\s?(?:million|billion|trillion)(?![A-Za-z])"
+                    rf"|(?:{NUMBER.pattern}[兆億万])+")  # 2億6,800万 too
+
+
+def value(written: str) -> Decimal:
+    """The number a written one stands for: "1,800,000", "1.8 million",
+    "180万" and "1億8,000万" / "2億6,800万" as their sums of parts."""
+    total = Decimal(0)
+    for digits, unit in re.findall(rf"({NUMBER.pattern})\s?(million|billion|trillion|[兆億万])?",
+                                   written):
+        total += Decimal(digits.replace("−", "-").replace(",", "")) * SCALE.get(unit, 1)
+    return total
+
 
 def numbers(text: str) -> Counter:
     """The numbers written in ``text`` as digits, as written ("1,000",
-    "0.5", "-3"); a minus sign counts as a hyphen."""
-    return Counter(n.replace("−", "-").rstrip(",") for n in NUMBER.findall(text))
+    "0.5", "-3"); a minus sign counts as a hyphen. A number with its
+    scale ("1.8 million", "180万") is kept whole, with its scale."""
+    scaled = [m.group() for m in SCALED.finditer(text)]
+    rest = SCALED.sub(" ", text)
+    return Counter([n.replace("−", "-").rstrip(",") for n in NUMBER.findall(rest)]
+                   + [re.sub(r"\s", "", n.replace("−", "-")) for n in scaled])
+
+
+def lost_numbers(english: str, japanese: str) -> Counter:
+    """The numbers of ``english`` that ``japanese`` does not write. A
+    number is kept if written the same, or if one side writes it with a
+    scale and the other has the same value ("1.8 million" as "180万" or
+    "1,800,000", "1,800,000" as "180万"): Japanese counts in 万, 億, 兆."""
+    en, ja = numbers(english), numbers(japanese)
+    lost, spare = en - ja, ja - en
+    for number in list(lost.elements()):
+        same = next((other for other in spare
+                     if (SCALED.fullmatch(number) or SCALED.fullmatch(other))
+                     and value(other) == value(number)), None)
+        if same is not None:
+            lost[number] -= 1
+            spare[same] -= 1
+            spare += Counter()  # drop what is used up
+    return +lost
 
 
 @pytest.mark.parametrize("catalog", CATALOGS, ids=IDS)
 def test_every_number_is_in_the_translation(catalog):
-    """Every number the English quotes is in the Japanese, as written; a
-    number spelled out in English words is free."""
+    """Every number the English quotes is in the Japanese, as written or,
+    with a scale, as Japanese writes it (1.8 million as 180万, 1.7 billion
+    as 17億); a number spelled out in English words is free."""
     missing = []
     for e in entries(catalog):
-        lost = numbers(e.msgid) - numbers(e.msgstr)
+        lost = lost_numbers(e.msgid, e.msgstr)
         if e.msgstr and lost:
             missing.append(f"{e.msgid[:50]!r}: {dict(lost)}")
     assert missing == [], f"{page(catalog)}: numbers missing: {missing[:5]}"
+
+
+@pytest.mark.parametrize(("english", "japanese"), [
+    ("learned from 1.8 million tokens", "180万トークンから学習"),
+    ("1.7 billion parameters", "17億個のパラメータ"),
+    ("trained on 2 trillion tokens", "2兆トークンで学習"),
+    ("1,800,000 tokens", "180万トークン"),
+    ("1.8 million tokens", "1,800,000トークン"),
+    ("3.7 million and 26%", "370万と26%"),
+    ("268 million parameters", "2億6,800万個のパラメータ"),
+])
+def test_a_number_may_be_written_in_japanese_units(english, japanese):
+    assert lost_numbers(english, japanese) == Counter()
+
+
+@pytest.mark.parametrize(("english", "japanese"), [
+    ("1.8 million tokens", "18万トークン"),
+    ("1.7 billion parameters", "1.7個のパラメータ"),
+    ("0.50 of the weight", "0.5の重み"),
+    ("1,000 steps", "1000ステップ"),
+])
+def test_a_number_written_otherwise_is_lost(english, japanese):
+    assert lost_numbers(english, japanese) != Counter()
 
 
 # the markup a translation keeps as it is: maths, inline code, link targets,
@@ -250,6 +316,21 @@ def term_pattern(term: str) -> re.Pattern:
 
 PATTERNS = {row["en"]: term_pattern(row["en"]) for row in TERMS}
 
+# the longer terms that hold a term ("permutation" in "permutation
+# equivariance"): where one of them is used, the message is asked for its
+# rendering, not the shorter term's
+HOLDERS = {row["en"]: [PATTERNS[other["en"]] for other in TERMS
+                       if other["en"] != row["en"] and PATTERNS[row["en"]].search(other["en"])]
+           for row in TERMS}
+
+
+def uses(english: str, term: str) -> bool:
+    """Whether the English prose uses the term, not only inside a longer
+    glossary term that holds it."""
+    for holder in HOLDERS[term]:
+        english = holder.sub(" ", english)
+    return bool(PATTERNS[term].search(english))
+
 
 def exceptions() -> dict[str, list[dict]]:
     """glossary_exceptions.yml: ``terms`` not asked for anywhere, and
@@ -272,7 +353,7 @@ def glossary_misses() -> list[tuple[str, str, str]]:
             for row in TERMS:
                 if row["ja"] == row["en"] or row["en"] in exempt:
                     continue  # kept in Latin letters, or exempt
-                if PATTERNS[row["en"]].search(english) and row["ja"] not in japanese:
+                if uses(english, row["en"]) and row["ja"] not in japanese:
                     misses.append((page(catalog), row["en"], e.msgid))
     return misses
 
