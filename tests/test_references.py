@@ -47,6 +47,10 @@ ALLOWED = [
     re.compile(r"https://transformer-circuits\.pub/\d{4}/[\w/.-]+"),
     re.compile(r"https://huggingface\.co/(?:blog/[\w.-]+|[\w.-]+/[\w.-]+)"),
     re.compile(r"https://pypi\.org/project/[\w.-]+/"),
+    # a paper with no arXiv copy and no DOI (Orca, OSDI 2022): its page at
+    # the conference; a method published as a repository (prompt lookup)
+    re.compile(r"https://www\.usenix\.org/conference/\w+/presentation/[\w-]+"),
+    re.compile(r"https://github\.com/[\w.-]+/[\w.-]+"),
 ]
 
 
