@@ -670,10 +670,12 @@ def plot_block_pool(pool, lengths=None, *, title: str = "",
     columns = check_positive_int("columns", columns)
     N, size = pool.num_blocks, pool.block_size
     rows = -(-N // columns)
-    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH, 0.5 + 0.55 * rows),
-                           facecolor="white", layout="constrained")
+    height = 0.5 + 0.55 * rows
+    fig = plt.figure(figsize=(COLUMN_WIDTH, height), facecolor="white")
+    # a fixed grid of squares: placed by hand, no layout engine to run
+    ax = fig.add_axes((0.01, 0.02, 0.98, 1 - 0.5 / height))
     ax.set(xlim=(-0.05, columns + 0.05), ylim=(rows + 0.05, -0.05),
-           aspect="equal")
+           aspect="equal", anchor="NW")
     ax.axis("off")
     owners, fill, order = {}, np.zeros(N), {}
     for request, table in pool.block_tables.items():
@@ -710,7 +712,7 @@ def plot_block_pool(pool, lengths=None, *, title: str = "",
         ax.text(x + 0.5, y + 0.5, text, ha="center", va="center",
                 fontsize=10, bbox=box if block in owners else None)
     if title:
-        ax.set_title(title, fontsize=11, loc="left")
+        fig.text(0.02, 1 - 0.1 / height, title, fontsize=11, va="top")
     shared = sum(len(o) > 1 for o in owners.values())
     cached = len(set(pool.block_hashes) - set(owners))
     return _describe(legible(fig), (
