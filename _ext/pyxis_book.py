@@ -21,7 +21,9 @@
   event, when both are there.
 * The model view's output keeps the height the view will take (its
   ``pyxis-reserve-N-W`` class) from the start, so the page does not jump
-  when the widgets appear.
+  when the widgets appear. Every other view (a view switcher, an explorer)
+  keeps the height of its first picture, the one the chapter stores, shown
+  at the column's width, and of its controls (``pyxis-reserve-picture``).
 * ``_static/pyxis-figures.js`` (the "Full size" button of a figure scaled
   to its column), which Jupyter Book adds to every page, is deferred.
 * Static figures (matplotlib PNGs in ``_images/``) are stored as 256-colour
@@ -103,28 +105,93 @@ def _reserve_heights(app, pagename, templatename, context, doctree):
     below it does not move when it appears (pyxis.css)."""
     import json
 
-    heights = {}
+    heights, models = {}, {}
     for js in context.get("script_files", []):
         attributes = getattr(js, "attributes", {})
         if attributes.get("type") != WIDGET_STATE:
             continue
         state = json.loads(attributes["body"])  # its "<\\/" is JSON too
+        models.update(state.get("state", {}))
         for model_id, model in state.get("state", {}).items():
             classes = " ".join(model.get("state", {}).get("_dom_classes", []))
             found = RESERVE.search(classes)
             if found:
                 heights[model_id] = found.groups()
-    if not heights or "body" not in context:
+    if not models or "body" not in context:
         return
 
     def reserve(match):
         if match.group(2) not in heights:
-            return match.group(0)
+            found = _picture_view(models, match.group(2))
+            if found is None:
+                return match.group(0)
+            controls, (width, height) = found
+            return ('<div class="cell_output docutils container '
+                    'pyxis-reserve-picture" style="--pyxis-controls:'
+                    f'{controls}px;--pyxis-picture-w:{width}px;'
+                    f'--pyxis-picture-ratio:{height / width:.5f}">'
+                    + match.group(1))
         narrow, wide = heights[match.group(2)]
         return ('<div class="cell_output docutils container pyxis-reserve" '
                 f'style="--pyxis-narrow:{narrow}px;--pyxis-wide:{wide}px">'
                 + match.group(1))
     context["body"] = VIEW_OUTPUT.sub(reserve, context["body"])
+
+
+# The heights (CSS px) a view's parts take on the page, the least they take
+# on any screen: a control's row (a toggle's buttons may wrap to more rows on
+# a phone), a dropdown's with its margins, a stack of sentences (the
+# explorer's, one line at 1280 px); a hidden Output takes none. The picture's
+# own height depends on the column's width: pyxis.css works it out.
+CONTROL_PX = 28
+CONTROL_PX_BY_MODEL = {"DropdownModel": 32, "OutputModel": 0}
+TEXT_STACK_PX = 40
+PNG_DATA = re.compile(r'src="data:image/png;base64,([A-Za-z0-9+/]{32})')
+
+
+def _children(models: dict, model_id: str) -> list[str]:
+    children = models.get(model_id, {}).get("state", {}).get("children", [])
+    return [c.removeprefix("IPY_MODEL_") for c in children]
+
+
+def _first_picture(models: dict, model_id: str) -> tuple[int, int] | None:
+    """The width and height of the first picture a view shows, the one the
+    chapter stores as its picture (pyxis_nb.widgets._default_frame)."""
+    import base64
+    import struct
+
+    model = models.get(model_id, {})
+    state = model.get("state", {})
+    if model.get("model_name") == "StackModel":
+        children, index = _children(models, model_id), state.get("selected_index")
+        return (None if index is None or index >= len(children)
+                else _first_picture(models, children[index]))
+    if model.get("model_name") == "HTMLModel":
+        found = PNG_DATA.search(str(state.get("value", "")))
+        return (struct.unpack(">II", base64.b64decode(found.group(1))[16:24])
+                if found else None)
+    for child in _children(models, model_id):
+        found = _first_picture(models, child)
+        if found is not None:
+            return found
+    return None
+
+
+def _picture_view(models: dict, model_id: str):
+    """A view of controls over a picture (view_switcher, view_grid,
+    attention_explorer): the least height of its controls in px, and its
+    first picture's width and height; None for any other widget."""
+    picture, controls = None, 0
+    for child in _children(models, model_id):
+        found = _first_picture(models, child)
+        if found is not None and picture is None:
+            picture = found
+        elif models.get(child, {}).get("model_name") == "StackModel":
+            controls += TEXT_STACK_PX
+        else:
+            name = models.get(child, {}).get("model_name")
+            controls += CONTROL_PX_BY_MODEL.get(name, CONTROL_PX)
+    return None if picture is None else (controls, picture)
 
 
 TABLE = re.compile(r'<table class="table">.*?</table>', re.S)

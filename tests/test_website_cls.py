@@ -1,0 +1,87 @@
+"""Pages that hold still (issue #55, item 2): a reader who follows a link to
+a section below a view (every search result is such a link), on a slow
+phone, sees the section stay where it landed while the page finishes
+loading, in both editions.
+
+Measured as the browser's Cumulative Layout Shift: every layout shift the
+page makes, summed, from the start of the load until the load event, the
+views drawn and a fixed wait after them; at most ``MAX_CLS`` ("good" is
+0.1 or less). The phone is throttled, moderately (a CPU 2x slower, a slow
+network), so the page is still loading when the browser scrolls to the
+section. Its own file so that pytest-xdist runs it beside the other website
+checks. Shared parts: website.py, website_phone.py.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from website import PHONE, SITE, PageWatch, base_url, browser  # noqa: F401 (fixtures)
+from website_phone import PHONE_CONTEXT
+
+MAX_CLS = 0.1
+# the chapters where a jump was seen (CLS 0.15 to 0.49, issue #55)
+PAGES = ["book/causal_mask.html", "book/kv_cache.html", "book/modern_attention.html"]
+EDITIONS = ["", "ja/"]
+CPU_SLOWDOWN = 2
+NETWORK = {"offline": False, "latency": 40,  # ms, and bytes per second
+           "downloadThroughput": 16e6 / 8, "uploadThroughput": 4e6 / 8}
+SETTLE_MS = 1000  # after the views are drawn
+
+# every layout shift not caused by the reader, from the start of the load
+OBSERVE_SHIFTS = """
+window.pyxisShifts = [];
+new PerformanceObserver(list => {
+  for (const e of list.getEntries()) {
+    if (!e.hadRecentInput) window.pyxisShifts.push({value: e.value, at: Math.round(e.startTime),
+      moved: (e.sources || []).map(s => s.node ? (s.node.id || s.node.className || s.node.nodeName) : '')});
+  }
+}).observe({type: 'layout-shift', buffered: true});
+"""
+
+VIEW_OUTPUT = re.compile(r'<script type="application/vnd\.jupyter\.widget-view\+json">')
+SECTION = re.compile(r'<section id="([^"]+)"')
+
+
+def section_below_a_view(path: str) -> str:
+    """The id of the first section that starts after the page's first view."""
+    text = (SITE / path).read_text()
+    view = VIEW_OUTPUT.search(text)
+    assert view, f"{path} has no view"
+    section = SECTION.search(text, view.end())
+    assert section, f"{path} has no section after its first view"
+    return section.group(1)
+
+
+@pytest.mark.parametrize("edition", EDITIONS, ids=["en", "ja"])
+@pytest.mark.parametrize("path", PAGES)
+def test_deep_link_below_a_view_holds_still(browser, base_url, path, edition):
+    """A section link below a view, on a throttled phone: the page's CLS is
+    at most MAX_CLS, and the section is where the reader landed."""
+    if not (SITE / edition / path).exists():
+        pytest.fail(f"{edition + path} is not built: run `make site` first")
+    anchor = section_below_a_view(edition + path)
+    watch = PageWatch(browser, base_url, **PHONE_CONTEXT)
+    try:
+        page = watch.page
+        cdp = watch.context.new_cdp_session(page)
+        cdp.send("Emulation.setCPUThrottlingRate", {"rate": CPU_SLOWDOWN})
+        cdp.send("Network.enable")
+        cdp.send("Network.emulateNetworkConditions", NETWORK)
+        page.add_init_script(OBSERVE_SHIFTS)
+        assert watch.open(f"{base_url}{edition}{path}#{anchor}"), "no view drawn"
+        page.wait_for_timeout(SETTLE_MS)
+        shifts = page.evaluate("window.pyxisShifts")
+        top = page.evaluate(f"document.getElementById({anchor!r}).getBoundingClientRect().top")
+    finally:
+        watch.close()
+    total = sum(s["value"] for s in shifts)
+    assert total <= MAX_CLS, (
+        f"{edition + path}#{anchor}: CLS {total:.3f} > {MAX_CLS}; the shifts: "
+        + "; ".join(f"{s['value']:.3f} at {s['at']} ms, moved {s['moved'][:3]}"
+                    for s in shifts if s["value"] >= 0.005))
+    # where the browser scrolled it: at the top, or lower where the page ends
+    assert -2 <= top <= PHONE["height"] / 2, (
+        f"{edition + path}#{anchor}: the section's top is at {top:.0f} px")
