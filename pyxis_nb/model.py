@@ -272,8 +272,10 @@ def _check_token_list(name: str, value, vocab_size: int) -> tuple[int, ...]:
                  for v in values)
 
 
-def _check_sampling(do_sample, temperature, top_k, top_p, seed) -> dict:
-    """``generate``'s sampling arguments, checked (HF's names and ranges)."""
+def check_sampling(do_sample, temperature, top_k, top_p, seed) -> dict:
+    """``generate``'s sampling arguments, checked (HF's names and ranges):
+    ``do_sample``, ``temperature``, ``top_k``, ``top_p``, ``seed``, as a
+    dict of them."""
     check_bool("do_sample", do_sample)
     check_number("temperature", temperature, above=0)
     if top_k is not None:
@@ -283,8 +285,8 @@ def _check_sampling(do_sample, temperature, top_k, top_p, seed) -> dict:
         raise ValueError(f"top_p must be a number in (0, 1], got {top_p!r}")
     if seed is not None:
         check_int("seed", seed, low=0)
-    return dict(temperature=float(temperature), top_k=top_k, top_p=top_p,
-                seed=seed)
+    return dict(do_sample=do_sample, temperature=float(temperature),
+                top_k=top_k, top_p=top_p, seed=seed)
 
 
 class Qwen3ForCausalLM:
@@ -760,9 +762,10 @@ class Qwen3ForCausalLM:
             eos_token_id = self.generation_config.get("eos_token_id")
         eos = np.array(_check_token_list("eos_token_id", eos_token_id,
                                          self.vocab_size) or (-1,))
-        sampling = _check_sampling(do_sample, temperature, top_k, top_p, seed)
+        sampling = check_sampling(do_sample, temperature, top_k, top_p, seed)
+        sampling.pop("do_sample")
         rng = np.random.default_rng(sampling.pop("seed"))
-        choose = functools.partial(_choose, rng=rng,
+        choose = functools.partial(choose_next, rng=rng,
                                    sampling=sampling if do_sample else None)
         chunk = P if prefill_chunk_size is None else check_positive_int(
             "prefill_chunk_size", prefill_chunk_size)
@@ -824,8 +827,9 @@ def _held_columns(attention_mask, past: int, held: int):
     return np.asarray(attention_mask)[..., past - held:]
 
 
-def _choose(logits, rng, sampling):
-    """One step's scores and next ids: (B, V) -> (B, V), (B,).
+def choose_next(logits, rng, sampling):
+    """One step's scores and next ids: ``logits`` (B, V) -> (B, V), (B,),
+    drawn with ``rng`` (a numpy Generator) when sampling.
 
     ``sampling`` None: greedy, the scores are the logits and the argmax is
     picked. Otherwise HF's warpers in HF's order: temperature, then top-k

@@ -13,7 +13,7 @@ and values into its own blocks of a :class:`~.paged.PagedCache` and hands
 the attention every held key of the step's requests, end to end. A
 request that ends (``eos_token_id`` or ``max_new_tokens``) returns its
 blocks, and a waiting one takes them. :func:`generate_batch` runs it all,
-shaped like ``transformers``' ``generate_batch``. Greedy only. With
+shaped like ``transformers``' ``generate_batch``, greedy or sampled. With
 ``enable_prefix_caching`` a request whose prompt starts like an earlier
 one's (a shared system prompt) shares its full blocks and prefills only
 the rest; :class:`PrefixStats` counts what that saved.
@@ -36,6 +36,7 @@ from ._checks import (check_int, check_int_array, check_needs,
                       check_positive_int, check_shape, check_token_ids)
 from .kv_cache import Cache
 from .masks import causal_mask_mod
+from .model import check_sampling, choose_next
 from .paged import PagedCache, blocks_for
 
 __all__ = ["document_mask_mod", "FlatBatchCache", "GenerationOutput",
@@ -251,6 +252,7 @@ class Request:
     generated_tokens: list = field(default_factory=list)
     cached: int = 0  # tokens written into its blocks, or shared
     started: bool = False  # its prefix looked up, its table begun
+    rng: object = None  # its own generator when sampling, else None
 
     @property
     def tokens(self) -> list:
@@ -267,7 +269,8 @@ class Scheduler:
 
     ``cache``: a :class:`FlatBatchCache`; ``max_batch_tokens``: tokens a
     step, all requests together; ``max_new_tokens``: tokens a request
-    generates at most; ``eos_token_id``: ids that end a request (a list).
+    generates at most; ``eos_token_id``: ids that end a request (a list);
+    ``sampling``: :func:`~.model.check_sampling`'s warpers, None: greedy.
 
     A request joins, first come first served, once it has arrived and the
     pool can hold its longest length (prompt + ``max_new_tokens``) beside
@@ -280,8 +283,9 @@ class Scheduler:
     """
 
     def __init__(self, cache: FlatBatchCache, max_batch_tokens: int,
-                 max_new_tokens: int, eos_token_id=()):
+                 max_new_tokens: int, eos_token_id=(), sampling=None):
         self.cache = cache
+        self.sampling = sampling  # generate's warpers (None: greedy)
         self.max_batch_tokens = max_batch_tokens
         self.max_new_tokens = max_new_tokens
         self.eos = set(eos_token_id)
@@ -350,8 +354,9 @@ class Scheduler:
 
 
 def run_step(model, scheduler: Scheduler) -> list:
-    """One step: schedule, one forward of (1, T), the greedy next tokens;
-    returns the step's ``[(request, tokens), ...]`` (empty: none ran)."""
+    """One step: schedule, one forward of (1, T), each request's next token
+    (greedy, or drawn); returns the step's ``[(request, tokens), ...]``
+    (empty: none ran)."""
     chunks = scheduler.schedule()
     if not chunks:
         return chunks
@@ -363,7 +368,14 @@ def run_step(model, scheduler: Scheduler) -> list:
     logits = model.forward(ids, attention_mask=mask,
                            position_ids=position_ids, cache=scheduler.cache,
                            logits_to_keep=last).logits[0]  # (chunks, V)
-    scheduler.finish_step(chunks, np.argmax(logits, axis=-1))
+    if scheduler.sampling is None:
+        next_ids = np.argmax(logits, axis=-1)
+    else:  # each request draws from its own generator, as generate would,
+        # once its prompt is in (a prompt's earlier chunks draw nothing)
+        next_ids = [choose_next(row[None], r.rng, scheduler.sampling)[1][0]
+                    if r.cached + n == len(r.tokens) else -1
+                    for row, (r, n) in zip(logits, chunks)]
+    scheduler.finish_step(chunks, next_ids)
     return chunks
 
 
@@ -371,23 +383,30 @@ def generate_batch(model, inputs, *, max_new_tokens: int,
                    do_sample: bool = False, block_size: int = 16,
                    num_blocks: int | None = None,
                    max_batch_tokens: int = 256, eos_token_id=None,
-                   arrivals=None,
-                   enable_prefix_caching: bool = False) -> BatchOutputs:
+                   arrivals=None, enable_prefix_caching: bool = False,
+                   temperature: float = 1.0, top_k=None, top_p=None,
+                   seed=None) -> BatchOutputs:
     """Greedy continuous batching: every request of ``inputs``, as it
     arrives, in steps of at most ``max_batch_tokens`` tokens.
+
+    Sampled (``do_sample=True``), request ``i`` draws from its own
+    generator, seeded ``seed + i``: its tokens are those of
+    ``model.generate(prompt, do_sample=True, seed=seed + i)``, whatever
+    the schedule.
 
     Parameters
     ----------
     model : a ``Qwen3ForCausalLM`` or ``LlamaForCausalLM``
     inputs : list of prompts, each a list of token ids
     max_new_tokens : int, tokens a request generates at most
-    do_sample : bool, default False; sampling is not written yet
+    do_sample : bool, default False: greedy; True: sample
     block_size : int, tokens a block of the paged cache (16)
     num_blocks : int, blocks in the pool; default: every request at once
     max_batch_tokens : int, tokens a step runs, all requests together
     eos_token_id : int or list of int; default: the model's
     arrivals : list of int, the step each request arrives at (default 0)
     enable_prefix_caching : bool, share the full blocks of equal prefixes
+    temperature, top_k, top_p, seed : generate's sampling arguments
 
     Returns ``{"req_0": GenerationOutput, ...}`` in the order of
     ``inputs``, and its ``.stats`` (:class:`PrefixStats`).
@@ -397,8 +416,9 @@ def generate_batch(model, inputs, *, max_new_tokens: int,
     transformers.GenerationMixin.generate_batch
     """
     scheduler, requests = _new_scheduler(
-        model, inputs, max_new_tokens, do_sample, block_size, num_blocks,
-        max_batch_tokens, eos_token_id, arrivals, enable_prefix_caching)
+        model, inputs, max_new_tokens, block_size, num_blocks,
+        max_batch_tokens, eos_token_id, arrivals, enable_prefix_caching,
+        check_sampling(do_sample, temperature, top_k, top_p, seed))
     step = 0
     while scheduler.waiting or scheduler.running:
         if not scheduler.running:  # idle: jump to the next arrival
@@ -412,15 +432,13 @@ def generate_batch(model, inputs, *, max_new_tokens: int,
     return out
 
 
-def _new_scheduler(model, inputs, max_new_tokens, do_sample, block_size,
-                   num_blocks, max_batch_tokens, eos_token_id, arrivals,
-                   enable_prefix_caching):
+def _new_scheduler(model, inputs, max_new_tokens, block_size, num_blocks,
+                   max_batch_tokens, eos_token_id, arrivals,
+                   enable_prefix_caching, sampling):
     """generate_batch's door: the arguments checked; a scheduler over a
     new cache, the requests waiting in order of arrival; the requests in
     order of ``inputs``."""
-    if do_sample is not False:
-        raise ValueError(f"do_sample: only greedy decoding (False) is "
-                         f"written, got {do_sample!r}")
+    do_sample, seed = sampling.pop("do_sample"), sampling.pop("seed")
     prompts = _check_prompts(inputs, model.vocab_size)
     n = check_positive_int("max_new_tokens", max_new_tokens)
     size = check_positive_int("block_size", block_size)
@@ -437,8 +455,10 @@ def _new_scheduler(model, inputs, max_new_tokens, do_sample, block_size,
         model.config, num_blocks=blocks, block_size=size, dtype=model.dtype,
         enable_prefix_caching=enable_prefix_caching)
     scheduler = Scheduler(FlatBatchCache(paged), budget, n,
-                          _eos_ids(model, eos_token_id))
-    requests = [Request(f"req_{i}", p, int(a))
+                          _eos_ids(model, eos_token_id),
+                          sampling if do_sample else None)
+    requests = [Request(f"req_{i}", p, int(a), rng=np.random.default_rng(
+        None if seed is None else seed + i) if do_sample else None)
                 for i, (p, a) in enumerate(zip(prompts, arrivals))]
     scheduler.waiting = sorted(requests, key=lambda r: r.arrival)
     return scheduler, requests

@@ -212,7 +212,9 @@ def test_continuous_batching_equals_each_request_alone_on_smollm2():
 
 # ---------------------------------------------------------- refusals
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(do_sample=True), "do_sample: only greedy"),
+    (dict(do_sample=True, temperature=0), "temperature must be"),
+    (dict(do_sample=True, top_k=0), "top_k must be an integer >= 1"),
+    (dict(do_sample=True, seed=-1), "seed must be an integer 0 <= seed"),
     (dict(max_new_tokens=0), "max_new_tokens must be an integer >= 1"),
     (dict(block_size=0), "block_size must be an integer >= 1"),
     (dict(max_batch_tokens=0), "max_batch_tokens must be an integer >= 1"),
@@ -363,3 +365,38 @@ def test_generate_batch_matches_transformers_reference(shakespeare,
     for request_id, output in want.items():
         assert output.generated_tokens == got[request_id].generated_tokens
         assert output.prompt_ids == got[request_id].prompt_ids
+
+
+# ---------------------------------------------------------- sampling
+@needs_shakespeare
+@pytest.mark.slow
+@pytest.mark.parametrize("kwargs", [
+    dict(max_batch_tokens=20, arrivals=ARRIVALS),
+    dict(max_batch_tokens=7, block_size=4, enable_prefix_caching=True),
+], ids=["arriving", "small steps, shared"])
+def test_sampled_request_i_is_generate_with_seed_plus_i(shakespeare, prompts,
+                                                        kwargs):
+    """Each request draws from its own generator, seeded seed + i: its
+    tokens are generate's with that seed, whatever the schedule."""
+    sampling = dict(do_sample=True, temperature=0.9, top_k=40, seed=7)
+    out = generate_batch(shakespeare, prompts, max_new_tokens=6,
+                         eos_token_id=0, **sampling, **kwargs)
+    for i, prompt in enumerate(prompts):
+        seeded = dict(sampling, seed=7 + i)
+        want = shakespeare.generate(np.array(prompt), 6, eos_token_id=0,
+                                    **seeded)[len(prompt):].tolist()
+        assert out[f"req_{i}"].generated_tokens == want, i
+    greedy = generate_batch(shakespeare, prompts, max_new_tokens=6,
+                            eos_token_id=0, **kwargs)
+    assert any(out[r].generated_tokens != greedy[r].generated_tokens
+               for r in out)  # it did sample
+
+
+@needs_shakespeare
+def test_sampling_with_top_k_1_is_greedy(shakespeare, prompts):
+    kwargs = dict(max_new_tokens=4, max_batch_tokens=32, eos_token_id=0)
+    sampled = generate_batch(shakespeare, prompts[:3], do_sample=True,
+                             top_k=1, **kwargs)
+    greedy = generate_batch(shakespeare, prompts[:3], **kwargs)
+    assert {r: o.generated_tokens for r, o in sampled.items()} == \
+        {r: o.generated_tokens for r, o in greedy.items()}
