@@ -49,13 +49,10 @@ import subprocess
 import sys
 import time
 
-from machine import describe, use_own_blas  # benchmarks/machine.py
+from machine import describe, one_blas_thread, use_own_blas  # benchmarks/machine.py
 
 use_own_blas()  # before numpy: OpenBLAS on its own kernel, as a reader's
-if "numpy" not in sys.modules:  # too late to change once numpy (and BLAS) are loaded
-    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                 "VECLIB_MAXIMUM_THREADS"):
-        os.environ.setdefault(_var, "1")
+one_blas_thread()
 
 import numpy as np  # noqa: E402
 

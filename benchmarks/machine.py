@@ -20,8 +20,19 @@ import platform
 import sys
 
 FORCED = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+#: the variables that set a BLAS library's threads (VECLIB: Apple's)
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+                    "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
 #: what the first process removed, for ``describe`` (its children's too)
 REMOVED = "PYXIS_BENCH_REMOVED"
+
+
+def one_blas_thread() -> None:
+    """One BLAS thread unless a thread variable says otherwise; only before
+    numpy loads (BLAS reads them once, then)."""
+    if "numpy" not in sys.modules:
+        for var in THREAD_VARIABLES:
+            os.environ.setdefault(var, "1")
 
 
 def use_own_blas() -> None:
@@ -76,9 +87,8 @@ def describe(torch=None) -> None:
     print("environment: " + (f"removed {removed} (OpenBLAS picks its own "
                              "kernel)" if removed else
                              "no OPENBLAS_CORETYPE or OPENBLAS_L2_SIZE"))
-    threads = ", ".join(f"{v}={os.environ[v]}" for v in (
-        "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-        if v in os.environ)
+    threads = ", ".join(f"{v}={os.environ[v]}" for v in THREAD_VARIABLES[:3]
+                        if v in os.environ)
     print(f"thread variables: {threads or 'none set'}")
     for lib in threadpool_info():
         kernel = lib.get("architecture") or "-"
