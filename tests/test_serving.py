@@ -31,6 +31,14 @@ def shakespeare():
 
 
 @pytest.fixture(scope="module")
+def smollm2():
+    """SmolLM2's model and tokenizer, loaded once for the file's tests."""
+    return (px.LlamaForCausalLM.from_pretrained(SMOL.parent,
+                                                gguf_file=SMOL.name),
+            px.load_tokenizer(SMOL.parent, gguf_file=SMOL.name))
+
+
+@pytest.fixture(scope="module")
 def prompts():
     """Windows of the held-out plays, of LENGTHS tokens."""
     ids = px.load_tokenizer(CKPT).encode(
@@ -190,10 +198,8 @@ def test_a_request_ends_at_eos_and_frees_its_blocks_early(shakespeare,
 
 @needs_smollm2
 @pytest.mark.slow
-def test_continuous_batching_equals_each_request_alone_on_smollm2():
-    model = px.LlamaForCausalLM.from_pretrained(SMOL.parent,
-                                                gguf_file=SMOL.name)
-    tokenizer = px.load_tokenizer(SMOL.parent, gguf_file=SMOL.name)
+def test_continuous_batching_equals_each_request_alone_on_smollm2(smollm2):
+    model, tokenizer = smollm2
     texts = ["The capital of France is", "def square(x):\n    return",
              "Once upon a time, in a small village by the sea, there",
              "1, 2, 3, 4,", "The three primary colours are red,",
@@ -313,10 +319,8 @@ def test_prefix_caching_on_a_long_shared_opening(shakespeare, prompts):
 
 @needs_smollm2
 @pytest.mark.slow
-def test_sixteen_chats_with_one_system_prompt_on_smollm2():
-    model = px.LlamaForCausalLM.from_pretrained(SMOL.parent,
-                                                gguf_file=SMOL.name)
-    tokenizer = px.load_tokenizer(SMOL.parent, gguf_file=SMOL.name)
+def test_sixteen_chats_with_one_system_prompt_on_smollm2(smollm2):
+    model, tokenizer = smollm2
     template = px.gguf_file.gguf_metadata(SMOL)["tokenizer.chat_template"]
     prompts = [tokenizer.encode(px.loading.apply_chat_template(
         [{"role": "system", "content": SYSTEM},
