@@ -13,7 +13,8 @@ import time
 import pytest
 
 from website import (  # noqa: F401 (fixtures)
-    DESKTOP, PAGES, SITE, WIDGET_PAGES, base_url, browser, playwright_api)
+    CLS_BUDGET, DESKTOP, OBSERVE_SHIFTS, PAGES, SITE, WIDGET_PAGES, base_url,
+    browser, playwright_api)
 
 FCP_BUDGET_MS = 2500
 STALL_S, LOADS = 15, 4   # a throttled load that stalls is made again:
@@ -156,13 +157,6 @@ def test_first_paint_does_not_wait_for_the_widgets(browser, base_url, path):
     assert network_ms <= FCP_BUDGET_MS, said
 
 
-# Layout shifts of a page as it loads (the Layout Instability API), summed:
-# its cumulative layout shift. Shifts right after an input do not count.
-SHIFTS = """window.__pyxisShift = 0;
-new PerformanceObserver(list => { for (const e of list.getEntries())
-  if (!e.hadRecentInput) window.__pyxisShift += e.value; })
-  .observe({type: 'layout-shift', buffered: true});"""
-CLS_BUDGET = 0.1
 # the pages with the most maths above the fold (issue 41: 0.23 and 0.11
 # while MathJax typeset them in the browser)
 MATHS_PAGES = ["book/scaling.html", "book/rope.html"]
@@ -177,10 +171,10 @@ def test_first_screen_does_not_move_while_the_page_loads(browser, base_url, path
     url = base_url + path
     context, page = _throttled_page(
         browser, url, lambda p: _polled(p, "() => document.readyState === 'complete'"),
-        init_script=SHIFTS)
+        init_script=OBSERVE_SHIFTS)
     try:
         page.wait_for_timeout(1000)
-        shift = page.evaluate("window.__pyxisShift")
+        shift = sum(s["value"] for s in page.evaluate("window.pyxisShifts"))
         assert page.locator("article .katex").count() > 10, "no rendered maths"
         assert shift <= CLS_BUDGET, f"{path}: cumulative layout shift {shift:.3f}"
     finally:

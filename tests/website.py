@@ -37,6 +37,20 @@ SITE_MAX_BYTES = 27 * 10**6  # on disk; 6 MB of it the wheel, which carries the 
 PAGE_MAX_GZIP_BYTES = 1_500_000    # one page and everything it loads, gzipped
 MIN_CELL_NUMBER_PX = 9             # heatmap numbers on a phone
 PHONE = {"width": 390, "height": 844}
+# Layout shifts of a page as it loads (the Layout Instability API), each
+# with when it came and what moved, in window.pyxisShifts; shifts right
+# after an input do not count. Their sum is the cumulative layout shift,
+# "good" at CLS_BUDGET or less.
+OBSERVE_SHIFTS = """
+window.pyxisShifts = [];
+new PerformanceObserver(list => {
+  for (const e of list.getEntries()) {
+    if (!e.hadRecentInput) window.pyxisShifts.push({value: e.value, at: Math.round(e.startTime),
+      moved: (e.sources || []).map(s => s.node ? (s.node.id || s.node.className || s.node.nodeName) : '')});
+  }
+}).observe({type: 'layout-shift', buffered: true});
+"""
+CLS_BUDGET = 0.1
 DESKTOP = {"width": 1280, "height": 900}
 SHOWCASE = "book/causal_mask.html"  # the chapter shot on a phone and in dark mode
 # heatmap numbers drawn at 8 pt and 100 dpi, unless a figure says (data-annotation-px)
