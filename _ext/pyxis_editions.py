@@ -67,6 +67,11 @@ PAGE_LABELS = {
         ('"Toggle secondary sidebar"', '"右のサイドバーを開閉"'),
         ('"Search this book..."', '"この本を検索..."'),
         ('"Color mode"', '"カラーモード"'),
+        ('"Source repositories"', '"ソースのリポジトリ"'),
+        ('"System Settings"', '"システムの設定"'),
+        ('"Link to this image"', '"この画像へのリンク"'),
+        ('alt="Binder logo"', 'alt="Binderのロゴ"'),
+        ('alt="Colab logo"', 'alt="Colabのロゴ"'),
     ],
 }
 

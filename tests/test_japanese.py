@@ -415,3 +415,54 @@ def test_no_translation_uses_a_rendering_the_glossary_rules_out():
                         found.append(f"{page(catalog)}: {wrong!r} (the glossary "
                                      f"says {row['ja']!r}) in {e.msgstr[:50]!r}")
     assert found == [], found[:8]
+
+
+# ---- the words inside the shared outputs (issue 54, item 2) ----------------
+
+OUTPUTS = LOCALE / "outputs.po"
+sys.path.insert(0, str(ROOT / "_ext"))
+from pyxis_outputs import OutputCatalog, is_words, translate_notebook  # noqa: E402
+
+CHAPTERS = sorted((ROOT / "book").glob("*.ipynb"))
+
+
+@pytest.fixture(scope="module")
+def outputs_catalog() -> OutputCatalog:
+    return OutputCatalog.read(OUTPUTS)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_every_output_word_has_its_message(outputs_catalog, chapter):
+    """Each alt text, widget label and view sentence of the chapter's stored
+    outputs matches a message of locale/ja/outputs.po, or the Japanese
+    build would fail on it (`python tools/output_messages.py` lists them)."""
+    import json
+
+    nb = json.loads(chapter.read_text(encoding="utf-8"))
+    missing = translate_notebook(nb, outputs_catalog)
+    assert missing == [], f"{chapter.name}: {len(missing)} without a message: {missing[:3]}"
+
+
+def test_outputs_catalog_passes_msgfmt_check():
+    msgfmt = shutil.which("msgfmt")
+    if msgfmt is None:
+        pytest.fail("msgfmt is missing: install GNU gettext (apt-get install gettext)")
+    run = subprocess.run([msgfmt, "--check", "-o", "/dev/null", str(OUTPUTS)],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+
+
+def test_output_templates_fill_their_slots():
+    catalog = OutputCatalog()
+    catalog.add("causal mask", "因果マスク")
+    catalog.add("step {i:n}", "ステップ{i}")
+    catalog.add("{view}: row {q:n}", "{view}：{q}行目")
+    assert catalog.translate("step 12") == "ステップ12"
+    assert catalog.translate("step twelve") is None  # {i:n} takes a number only
+    # a slot's text is translated in turn when it is a message
+    assert catalog.translate("causal mask: row 3") == "因果マスク：3行目"
+    assert catalog.translate("window: row 3") == "window：3行目"
+    with pytest.raises(ValueError, match="slots"):
+        catalog.add("head {h:n}", "ヘッド")
+    assert is_words("Heatmap of attention weights")
+    assert not is_words("'cat'") and not is_words("L17 H4") and not is_words("d = 8")
