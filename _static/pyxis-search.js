@@ -79,3 +79,54 @@ document.addEventListener("DOMContentLoaded", function () {
     return summary(html, Array.from(keywords).concat(typed(query)), anchor);
   };
 });
+
+// A section whose own title holds every word of the query comes before pages
+// that only mention the words (issue 55, item 6). Sphinx lists a section by
+// its title only when the title holds the query as typed and is at most
+// twice its length, so "linear attention" missed "Linear attention and Gated
+// DeltaNet" and "attention sink" ranked SmolLM2's "Attention sinks" below
+// six pages. Every such section is listed and raised by PYXIS_SECTION_BOOST; a
+// page whose title holds the words, and its sections, are raised by the
+// scorer instead (_ext/search_scorer.js), the page first.
+var PYXIS_SECTION_BOOST = 50;
+document.addEventListener("DOMContentLoaded", function () {
+  if (typeof Search === "undefined" || !Search._performSearch) return;
+  var perform = Search._performSearch;
+  Search._performSearch = function (query) {
+    var results = perform.apply(this, arguments);
+    var index = Search._index;
+    var words = query.toLowerCase().split(/\s+/).filter(function (w) { return w.length > 1; });
+    if (!words.length || !index || !index.alltitles) return results;
+    var holds = function (title) {
+      var lower = title.toLowerCase();
+      return words.every(function (w) { return lower.includes(w); });
+    };
+    var listed = new Map();  // "doc#anchor" -> its result
+    results.forEach(function (r) { listed.set(r[0] + r[2], r); });
+    Object.entries(index.alltitles).forEach(function (entry) {
+      var title = entry[0];
+      if (!holds(title)) return;
+      entry[1].forEach(function (found) {
+        var file = found[0], id = found[1];
+        // a page's own title, and the sections of a page whose title holds the
+        // words, are raised by the scorer, the page above its sections
+        if (id === null || index.titles[file] === title || holds(index.titles[file])) return;
+        var key = index.docnames[file] + "#" + id, r = listed.get(key);
+        if (!r) {
+          r = [index.docnames[file], index.titles[file] + " > " + title, "#" + id,
+               null, Scorer.title, index.filenames[file]];
+          if (Scorer.score) r[4] = Scorer.score(r);
+          results.push(r);
+          listed.set(key, r);
+        }
+        if (!r.pyxisBoosted) { r[4] += PYXIS_SECTION_BOOST; r.pyxisBoosted = true; }
+      });
+    });
+    // searchtools.js's order: the best last (it shows results from the end)
+    return results.sort(function (a, b) {
+      if (a[4] !== b[4]) return a[4] - b[4];
+      var left = a[1].toLowerCase(), right = b[1].toLowerCase();
+      return left === right ? 0 : (left > right ? -1 : 1);
+    });
+  };
+});

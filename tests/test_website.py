@@ -955,15 +955,20 @@ def test_search_from_file_says_what_it_needs(browser):
         watch.close()
 
 
-# query: the page that must come first (issue 41, item 10)
-SEARCHES_FIRST = {"rope": "rope.html", "KV cache": "kv_cache.html"}
+# query: the page, or the section, that must come first (issue 41, item 10;
+# a section whose title holds the query, issue 55, item 6: "attention sink"
+# listed SmolLM2's section seventh, "linear attention" not at all)
+SEARCHES_FIRST = {"rope": "rope.html", "KV cache": "kv_cache.html",
+                  "attention sink": "smollm2.html#attention-sinks",
+                  "linear attention": "modern_attention.html#linear-attention-and-gated-deltanet",
+                  "sliding window": "causal_mask.html#sliding-windows"}
 
 
 def test_search_ranks_the_titled_chapter_first_and_quotes_prose(browser,
                                                                  base_url):
     """Served, search puts the chapter whose title holds the query first
     (Sphinx ranked "A real model" above the RoPE chapter, and the KV-cache
-    chapter third), and its snippets are prose: no code, no output, no TeX,
+    chapter third), else the section whose title holds it, and its snippets are prose: no code, no output, no TeX,
     no contents list (they quoted "# nbval-ignore-output" and raw TeX)."""
     watch = PageWatch(browser, base_url)
     try:
@@ -977,13 +982,46 @@ def test_search_ranks_the_titled_chapter_first_and_quotes_prose(browser,
                 "#search-results li", "els => els.map(e => "
                 "[e.querySelector('a').getAttribute('href'), "
                 "(e.querySelector('p.context') || {}).textContent || ''])")
-            assert hits[0][0].split("#")[0].endswith(first), (query, hits[:3])
+            href = hits[0][0] if "#" in first else hits[0][0].split("#")[0]
+            assert href.endswith(first), (query, hits[:3])
             for href, snippet in hits:
                 for bad in ("\\(", "\\[", "$$", "nbval", "Contents", ">>>"):
                     assert bad not in snippet, (query, href, bad, snippet)
         assert watch.errors == [], watch.errors
     finally:
         watch.close()
+
+
+# each search field on the page: where its text starts and its magnifier ends
+SEARCH_FIELDS = """() => Array.from(document.querySelectorAll('form.bd-search'))
+  .map(f => [f.querySelector('input'), f.querySelector('.fa-magnifying-glass')])
+  .filter(([i]) => i && i.getClientRects().length)
+  .map(([i, icon]) => { const s = getComputedStyle(i);
+    return [i.getBoundingClientRect().left + parseFloat(s.paddingLeft)
+            + parseFloat(s.borderLeftWidth), icon.getBoundingClientRect().right]; })"""
+
+
+def test_search_field_text_starts_after_its_magnifier(browser, base_url):
+    """The magnifier is drawn over the field; its first letter was under it
+    (issue 55, item 6): on the search page and in the search pop-up, at
+    1280 px and on a phone."""
+    for width in (1280, 390):
+        watch = PageWatch(browser, base_url)
+        try:
+            watch.page.set_viewport_size({"width": width, "height": 800})
+            watch.page.goto(f"{base_url}search.html?q=rope", wait_until="load")
+            fields = watch.page.evaluate(SEARCH_FIELDS)
+            watch.page.goto(f"{base_url}book/qkv.html", wait_until="load")
+            watch.page.wait_for_function("() => document.readyState === 'complete'")
+            watch.page.keyboard.press("Control+k")  # the theme's pop-up field
+            watch.page.wait_for_function(
+                "() => document.activeElement.matches('form.bd-search input')")
+            fields += watch.page.evaluate(SEARCH_FIELDS)
+            assert len(fields) >= 2, (width, fields)
+            covered = [(round(text), round(icon)) for text, icon in fields if text < icon + 2]
+            assert covered == [], f"{width} px: text starts under the magnifier {covered}"
+        finally:
+            watch.close()
 
 
 def test_smollm2_page_shows_before_it_tells(desktop):

@@ -160,3 +160,19 @@ def test_search_snippets_give_maths_once(browser, edition):
     kv_cache = next(p["text"] for p in pages if p["name"] == "book/kv_cache")
     # the chapter's first inline formula, in its TeX spacing
     assert "t + 1" in kv_cache and "t+1t" not in kv_cache, kv_cache[:400]
+
+
+def test_japanese_search_puts_the_titled_section_first(browser):
+    """線形アテンション finds the 2024-26 chapter's section of that name
+    first, as "linear attention" does in English (_static/pyxis-search.js)."""
+    base = served(SITE_EN)  # the Japanese pages use the English site's files
+    watch = PageWatch(browser, base)
+    try:
+        watch.page.goto(base + "ja/search.html?q=線形アテンション", wait_until="load")
+        watch.page.wait_for_selector("#search-results li", timeout=15_000)
+        first = watch.page.eval_on_selector("#search-results li a",
+                                            "a => a.getAttribute('href')")
+        assert first.endswith("modern_attention.html#linear-attention-and-gated-deltanet"), first
+        assert watch.errors == [], watch.errors
+    finally:
+        watch.close()
