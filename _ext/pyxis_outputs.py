@@ -66,6 +66,7 @@ class OutputCatalog:
 
     exact: dict[str, str] = field(default_factory=dict)
     templates: list[Message] = field(default_factory=list)
+    used: set[str] = field(default_factory=set)  # the msgids translate() matched
 
     @classmethod
     def read(cls, path: Path) -> OutputCatalog:
@@ -107,10 +108,12 @@ class OutputCatalog:
         """``text`` in the catalog's language, or None if no message
         matches it."""
         if text in self.exact:
+            self.used.add(text)
             return self.exact[text]
         for message in self.templates:
             found = message.pattern.match(text)
             if found:
+                self.used.add(message.msgid)
                 values = {name: self.translate(value) or value
                           for name, value in found.groupdict().items()}
                 return message.msgstr.format(**values)
@@ -220,7 +223,7 @@ def note_outputs(nb: dict, note: str) -> bool:
         if (cell.get("cell_type") == "code" and cell.get("outputs")
                 and not {"remove-output", "remove-cell", "hide-output"} & set(tags)):
             cells.insert(i + 1, {"cell_type": "markdown", "metadata": {},
-                                 "source": note})
+                                 "id": "pyxis-outputs-note", "source": note})
             return True
     return False
 

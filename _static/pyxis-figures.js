@@ -39,8 +39,15 @@
     var big = document.createElement("img");
     big.src = img.currentSrc || img.src;
     big.alt = img.alt;
+    big.style.width = own(img) + "px";  // its own size, however many pixels
     dialog.querySelector(".pyxis-zoom-body").replaceChildren(big);
     dialog.showModal();
+  }
+
+  // a picture's own width in CSS px: a figure drawn at twice its size in
+  // pixels (tools/execute_notebooks.py) carries it as its style's width
+  function own(img) {
+    return parseFloat(img.style.width) || img.naturalWidth;
   }
 
   function button(img) {
@@ -51,7 +58,7 @@
   function update(img) {
     var shown = img.getBoundingClientRect().width;
     if (!shown || !img.naturalWidth) return;  // hidden view, or not loaded yet
-    var scaled = img.naturalWidth > Math.round(shown) + 1;
+    var scaled = own(img) > Math.round(shown) + 1;
     var b = button(img);
     if (scaled && !b) {
       b = document.createElement("button");

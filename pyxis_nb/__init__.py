@@ -16,7 +16,7 @@ tests/test_conventions.py, drawn in CONTRIBUTING.md)::
     analysis     circuits  evaluation  attention_only  experiments  memory
                  exercises
       |
-    chapter kit  positions  head  engine  batching  source
+    chapter kit  positions  head  engine  batching  source  table
                  linear_attention  variants  gemma3  serving  speculative
       |
     model stack  stable_softmax  masks  tiled  attention  norms  rope
@@ -55,6 +55,7 @@ from .rope import (apply_rope, apply_rotary_pos_emb, permute_qk_proj,
                    rope_frequencies, rotary_cos_sin, rotate_half)
 from .stable_softmax import softmax
 from .source import show_source
+from .table import Table
 from .tiled import tiled_attention
 
 #: layer -> its modules, lowest first; a module imports only from modules
@@ -64,8 +65,8 @@ LAYERS = {
                     "rope", "kv_cache", "paged", "multihead", "qwen3",
                     "gguf_file", "loading", "model"],
     "chapter kit": ["positions", "head", "engine", "batching", "source",
-                    "linear_attention", "variants", "gemma3", "serving",
-                    "speculative"],
+                    "table", "linear_attention", "variants", "gemma3",
+                    "serving", "speculative"],
     "analysis": ["circuits", "evaluation", "attention_only", "experiments",
                  "memory", "exercises"],
     "views": ["plotting", "widgets"],
@@ -97,7 +98,7 @@ __all__ = sorted([
     "LlamaForCausalLM", "SMOLLM2_GGUF", "fetch_smollm2", "load_tokenizer",
     "safetensors_header", "Gemma3ForCausalLM", "fetch_gemma3",
     # views and listings
-    *_LAZY_NAMES, "show_source",
+    *_LAZY_NAMES, "show_source", "Table",
 ])
 __version__ = "0.2.0"
 

@@ -42,7 +42,7 @@ __all__ = ["plot_attention", "plot_attention_grid", "plot_gqa_mapping",
            "plot_rope_decay", "plot_rope_layout_bug", "plot_head_scores",
            "plot_rope_pairs", "plot_attention_layer", "plot_head_split",
            # every figure above, read on a phone
-           "legible", "phone_pt", "show"]
+           "ink", "legible", "phone_pt", "show"]
 
 CMAP = "viridis"
 COLUMN_WIDTH = 6.5  # inches: 650 px at 100 dpi, the website's column at 1280
@@ -129,10 +129,9 @@ def _luminance(rgb) -> float:
     return float(c @ [0.2126, 0.7152, 0.0722])
 
 
-def _ink(background) -> str:
-    """"black" or "white": whichever reads better on ``background`` (an
-    RGB or RGBA colour). On viridis either reaches at least 4.5:1; a fixed
-    cut at a share of the range does not (white at 0.6 of it: 3.0:1)."""
+def ink(background) -> str:
+    """"black" or "white", whichever reads better on ``background``, an RGB
+    or RGBA colour (at least 4.5:1; white at 0.6 of viridis: 3.0:1)."""
     # black and white read alike where (L + 0.05)^2 = 0.05 * 1.05
     return "black" if _luminance(background) > 0.179 else "white"
 
@@ -235,7 +234,7 @@ def plot_attention(weights, tokens: Sequence[str] | None = None, *,
         for i, j in zip(*np.nonzero(allowed)):
             # black or white, whichever reads better on the cell's colour
             ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center",
-                    color=_ink(im.cmap(im.norm(w[i, j]))),
+                    color=ink(im.cmap(im.norm(w[i, j]))),
                     fontsize=size if own else 8)
     if colorbar:
         bar = ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
@@ -408,7 +407,7 @@ def plot_decode_step(weights, head_weights, tokens: Sequence[str], t: int):
     shade = ax_r.images[0]
     for h, j in np.ndindex(per_head.shape):
         ax_r.text(j, h, _short(per_head[h, j]), ha="center", va="center",
-                  color=_ink(shade.cmap(shade.norm(per_head[h, j]))))
+                  color=ink(shade.cmap(shade.norm(per_head[h, j]))))
     h, j = np.unravel_index(np.argmax(per_head), per_head.shape)
     return legible(_describe(fig, (
         f"Decode step for '{tokens[t]}' at position {t}: the cache holds "
@@ -1045,7 +1044,7 @@ def plot_head_scores(scores, *, outline=None, ncols: int | None = None):
             # inside its cell: the layout need not measure 270 of them
             ax.text(h, i, _short(m[i, h]), ha="center", va="center",
                     fontsize=size, in_layout=False,
-                    color=_ink(im.cmap(im.norm(m[i, h]))))
+                    color=ink(im.cmap(im.norm(m[i, h]))))
         named = [f"L{i} H{h} {_short(m[i, h])}"
                  for i, h in outline.get(name, ())]
         ax.set_xlabel("\n".join(["head"] + (["   ".join(named[k:k + 2])

@@ -313,10 +313,10 @@ def legend_symbols(module: str) -> list[str]:
 
 
 @pytest.mark.parametrize("module", [
-    # source and loading hold no arrays: no shapes to name; exercises'
-    # arrays are the chapters' own, named there
+    # source, table and loading hold no arrays: no shapes to name;
+    # exercises' arrays are the chapters' own, named there
     m for m in MODULES
-    if m not in ("source", "_checks", "loading", "exercises")
+    if m not in ("source", "table", "_checks", "loading", "exercises")
     or legend_symbols(m)])
 def test_shape_legend_uses_the_notation(module):
     symbols = legend_symbols(module)

@@ -443,6 +443,18 @@ def test_every_output_word_has_its_message(outputs_catalog, chapter):
     assert missing == [], f"{chapter.name}: {len(missing)} without a message: {missing[:3]}"
 
 
+def test_every_output_message_is_used():
+    """A message that no chapter's output matches any more is left over
+    from an output since changed: remove it, or the catalog grows stale."""
+    import json
+
+    catalog = OutputCatalog.read(OUTPUTS)
+    for chapter in CHAPTERS:
+        translate_notebook(json.loads(chapter.read_text(encoding="utf-8")), catalog)
+    unused = (set(catalog.exact) | {m.msgid for m in catalog.templates}) - catalog.used
+    assert not unused, f"{len(unused)} messages of outputs.po match nothing: {sorted(unused)[:4]}"
+
+
 def test_outputs_catalog_passes_msgfmt_check():
     msgfmt = shutil.which("msgfmt")
     if msgfmt is None:

@@ -345,7 +345,7 @@ def test_ink_reads_on_every_colour_of_the_map():
     colour of viridis (issue #41, item 7: a cut at 0.6 of the range left
     white on teal at 3.0:1; a cut at 0.45, white at 4.4:1)."""
     cmap = matplotlib.colormaps[plotting.CMAP]
-    ratios = [contrast(plotting._ink(cmap(k)), cmap(k)) for k in range(cmap.N)]
+    ratios = [contrast(plotting.ink(cmap(k)), cmap(k)) for k in range(cmap.N)]
     assert min(ratios) >= 4.5, min(ratios)
 
 

@@ -103,7 +103,8 @@ MV_THUMB_LABEL_PX = """() => { const px = Array.from(
 # the full-size dialog: open or not, and its picture's natural and shown width
 ZOOM = """() => { const d = document.querySelector('dialog.pyxis-zoom');
                   const i = d && d.querySelector('img');
-                  return d && i ? {open: d.open, natural: i.naturalWidth,
+                  return d && i ? {open: d.open,
+                                   natural: parseFloat(i.style.width) || i.naturalWidth,
                                    shown: i.getBoundingClientRect().width} : null; }"""
 ZOOM_SHOWN = """() => { const d = document.querySelector('dialog.pyxis-zoom');
                         const i = d && d.querySelector('img');
