@@ -20,6 +20,7 @@ a re-run that writes a new sentence cannot leave it in English:
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
@@ -46,8 +47,9 @@ STYLE = re.compile(r"<style\b.*?</style>", re.S)
 
 def is_words(text: str) -> bool:
     """Whether ``text`` is words for a reader (so it needs a translation):
-    two English words of two or more letters, or one of three or more that
-    is not a quoted token (``'cat'``), a name like ``L17`` or a lone token."""
+    two or more English words of two or more letters, quoted tokens
+    (``'cat'``) left out; a lone word, a name like ``L17 H4`` or ``d = 8``
+    is not."""
     bare = re.sub(r"'[^']*'", "", text)
     return len(re.findall(r"\b[A-Za-z]{2,}\b", bare)) >= 2
 
@@ -56,8 +58,8 @@ def is_words(text: str) -> bool:
 class Message:
     msgid: str
     msgstr: str
-    pattern: re.Pattern | None = None  # None for a message without slots
-    literal: int = 0  # characters outside the slots: the more, the surer
+    pattern: re.Pattern
+    literal: int  # characters outside the slots: the more, the surer
 
 
 @dataclass
@@ -228,6 +230,12 @@ def note_outputs(nb: dict, note: str) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=1)
+def _catalog(path: Path, mtime_ns: int) -> OutputCatalog:
+    """The catalog, read once a build (every chapter's read asks for it)."""
+    return OutputCatalog.read(path)
+
+
 def _source_read(app, docname, source):
     from sphinx.util import logging
 
@@ -238,7 +246,7 @@ def _source_read(app, docname, source):
     if not path.is_file():
         return
     nb = json.loads(source[0])
-    missing = translate_notebook(nb, OutputCatalog.read(path))
+    missing = translate_notebook(nb, _catalog(path, path.stat().st_mtime_ns))
     log = logging.getLogger(__name__)
     for kind, text in missing:
         log.warning(f"{docname}: {kind} not in {path.name}: {text!r}",

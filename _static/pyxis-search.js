@@ -90,7 +90,8 @@ document.addEventListener("DOMContentLoaded", function () {
 // scorer instead (_ext/search_scorer.js), the page first.
 var PYXIS_SECTION_BOOST = 50;
 document.addEventListener("DOMContentLoaded", function () {
-  if (typeof Search === "undefined" || !Search._performSearch) return;
+  if (typeof Search === "undefined" || !Search._performSearch
+      || typeof _orderResultsByScoreThenName === "undefined") return;
   var perform = Search._performSearch;
   Search._performSearch = function (query) {
     var results = perform.apply(this, arguments);
@@ -122,11 +123,7 @@ document.addEventListener("DOMContentLoaded", function () {
         if (!r.pyxisBoosted) { r[4] += PYXIS_SECTION_BOOST; r.pyxisBoosted = true; }
       });
     });
-    // searchtools.js's order: the best last (it shows results from the end)
-    return results.sort(function (a, b) {
-      if (a[4] !== b[4]) return a[4] - b[4];
-      var left = a[1].toLowerCase(), right = b[1].toLowerCase();
-      return left === right ? 0 : (left > right ? -1 : 1);
-    });
+    // searchtools.js's own order: the best last (it shows results from the end)
+    return results.sort(_orderResultsByScoreThenName);
   };
 });
