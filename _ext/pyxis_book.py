@@ -146,6 +146,7 @@ def _reserve_heights(app, pagename, templatename, context, doctree):
 CONTROL_PX = 28
 CONTROL_PX_BY_MODEL = {"DropdownModel": 32, "OutputModel": 0}
 TEXT_STACK_PX = 40
+IMG_SIZE = re.compile(r'<img [^>]*width="(\d+)" height="(\d+)"')
 PNG_DATA = re.compile(r'src="data:image/png;base64,([A-Za-z0-9+/]{32})')
 
 
@@ -167,9 +168,13 @@ def _first_picture(models: dict, model_id: str) -> tuple[int, int] | None:
         return (None if index is None or index >= len(children)
                 else _first_picture(models, children[index]))
     if model.get("model_name") == "HTMLModel":
-        found = PNG_DATA.search(str(state.get("value", "")))
-        return (struct.unpack(">II", base64.b64decode(found.group(1))[16:24])
-                if found else None)
+        value = str(state.get("value", ""))
+        found = PNG_DATA.search(value)
+        if found is None:
+            return None
+        size = IMG_SIZE.search(value)  # its size on the page (2x pixels)
+        return (tuple(map(int, size.groups())) if size else
+                struct.unpack(">II", base64.b64decode(found.group(1))[16:24]))
     for child in _children(models, model_id):
         found = _first_picture(models, child)
         if found is not None:

@@ -65,9 +65,17 @@ def _style(control: str) -> dict:
 
 #: colours of a frame's palette PNG (figure_png)
 PALETTE = 256
+#: pixels an inch of a view's pictures, shown at 100 an inch (a figure
+#: 6.5 in wide fills the column's 650 px): png_figure_html reads it from
+#: the PNG. At 200 they are sharp on a dense screen, but each view stores
+#: every frame in its page, and three pages (trained heads, RoPE,
+#: multi-head) then load 1.50-1.90 MB gzipped, past their 1.5 MB
+VIEW_DPI = 100
+#: pixels an inch that a picture is shown at one pixel a CSS pixel
+CSS_DPI = 100
 
 
-def figure_png(fig, dpi: int = 100, colors: int = PALETTE, *,
+def figure_png(fig, dpi: int = VIEW_DPI, colors: int = PALETTE, *,
                close: bool = True) -> bytes:
     """A matplotlib figure as a palette PNG of ``colors`` colours.
 
@@ -80,7 +88,8 @@ def figure_png(fig, dpi: int = 100, colors: int = PALETTE, *,
     Parameters
     ----------
     fig : matplotlib.figure.Figure
-    dpi : int
+    dpi : int, pixels an inch, stored in the PNG: shown at ``dpi / 100``
+        pixels a CSS pixel (:func:`png_figure_html`)
     colors : int, palette size, at most 256; 0 for a full-colour PNG
     close : bool, close the figure (False: more frames are drawn on it)"""
     rgba, _ = _draw_tight(fig, dpi)
@@ -95,7 +104,7 @@ def rope_rotation_frames(key_positions: Sequence[int],
                          pairs: Sequence[int] = (0, 8), start=(0.8, 0.6),
                          head_dim: int = 128,
                          rope_theta: float = 1_000_000.0,
-                         dpi: int = 100) -> dict[str, dict[str, bytes]]:
+                         dpi: int = VIEW_DPI) -> dict[str, dict[str, bytes]]:
     """:func:`pyxis_nb.plot_rope_rotation` for every key position ``n`` and
     query position ``m``, as PNGs for :func:`view_grid`:
     ``{"n = 0": {"m = 0": png, ...}, ...}``, drawn on one figure whose layout
@@ -121,7 +130,7 @@ def rope_rotation_frames(key_positions: Sequence[int],
 
 
 def tile_step_frames(stats, tokens: Sequence[str] | None = None, *,
-                     dpi: int = 100) -> dict[str, bytes]:
+                     dpi: int = VIEW_DPI) -> dict[str, bytes]:
     """Every step of :func:`pyxis_nb.plot_tile_step` as a PNG, for
     :func:`view_switcher`: ``{"step 1": png, ...}``, drawn on one figure
     whose layout is found once.
@@ -168,7 +177,8 @@ def _png(rgba: np.ndarray, dpi: int, colors: int,
     if description:
         info.add_text("Description", description)
     out = io.BytesIO()  # zlib level 8: 0.5 % larger than 9, 3x faster
-    pal.save(out, format="png", compress_level=8, pnginfo=info)
+    pal.save(out, format="png", compress_level=8, pnginfo=info,
+             dpi=(dpi, dpi))
     return out.getvalue()
 
 
@@ -263,12 +273,35 @@ def png_figure_html(png: bytes, *, alt: str, view: str,
               for k, v in (data or {}).items()}
     attrs = "".join(f' data-{k}="{html.escape(v)}"' for k, v in values.items())
     src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+    size, style = _css_size(png), "max-width:100%;height:auto"
+    if size is not None:  # its size on the page, whatever its pixels
+        attrs_img = f' width="{size[0]}" height="{size[1]}"'
+        style = f"width:{size[0]}px;{style}"
+    else:
+        attrs_img = ""
     return (
         f'<figure class="pyxis-view" data-view="{html.escape(view)}"{attrs}'
         ' style="margin:0">'
-        f'<img src="{src}" alt="{html.escape(alt)}"'
-        ' style="max-width:100%;height:auto"></figure>'
+        f'<img src="{src}" alt="{html.escape(alt)}"{attrs_img}'
+        f' style="{style}"></figure>'
     )
+
+
+def _css_size(png: bytes) -> tuple[int, int] | None:
+    """The (width, height) in CSS px at which a PNG is shown: its pixels
+    over its pixels an inch (``pHYs``) / 100; None for bytes that are not a
+    PNG with ``pHYs``."""
+    from PIL import Image
+
+    try:
+        picture = Image.open(io.BytesIO(png))
+        dpi = picture.info.get("dpi")
+    except (OSError, SyntaxError):
+        return None
+    if not dpi or not dpi[0]:
+        return None
+    scale = round(dpi[0]) / CSS_DPI  # pHYs is in dots a metre: 199.9996
+    return tuple(round(n / scale) for n in picture.size)
 
 
 # JupyterLab's notebook takes ArrowUp and ArrowDown (and its other
@@ -337,9 +370,12 @@ class LinkedViews(widgets.VBox):
             return bundle
         png, alt = frame
         bundle["image/png"] = base64.b64encode(png).decode("ascii")
-        # the picture's alt text, in the output's metadata, where viewers
-        # that read one look for it
-        return (bundle, {"image/png": {"alt": alt}}) if alt else bundle
+        # the picture's alt text and its width on a page (it has twice the
+        # pixels), in the output's metadata, where viewers look for them
+        size = _css_size(png)
+        meta = ({} if alt is None else {"alt": alt}) | (
+            {} if size is None else {"width": size[0]})
+        return (bundle, {"image/png": meta}) if meta else bundle
 
 
 def _default_frame(widget) -> tuple[bytes, str | None] | None:
@@ -368,7 +404,7 @@ def _default_frame(widget) -> tuple[bytes, str | None] | None:
 
 
 def _annotation_px(fig) -> float | None:
-    """The size, in image pixels at 100 dpi, of the smallest cell number."""
+    """The size, in CSS px (100 an inch), of the smallest cell number."""
     points = [t.get_fontsize() for ax in fig.axes for t in ax.texts]
     return round(min(points) * 100 / 72, 1) if points else None
 
@@ -617,13 +653,13 @@ def attention_explorer(
         drawn = {}  # the heatmap without its outline, drawn once
         for i in range(T):
             outline.set_y(i - 0.5)
-            rgba, box = _draw_tight(ax.figure, 100, box,
+            rgba, box = _draw_tight(ax.figure, VIEW_DPI, box,
                                     on_top=(outline, drawn) if i else None)
             alt = (f"Heatmap of attention weights, {name}: rows are the "
                    f"query tokens {', '.join(tokens)}; columns the keys; "
                    f"the row of {tokens[i]!r} is outlined.")
             frames.append(widgets.HTML(png_figure_html(
-                _png(rgba, 100, PALETTE), alt=alt, view=name,
+                _png(rgba, VIEW_DPI, PALETTE), alt=alt, view=name,
                 data={"weights": np.round(w, 4).tolist(), "query": i,
                       "annotation-px": round(min(points) * 100 / 72, 1)})))
         plt.close(ax.figure)

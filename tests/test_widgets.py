@@ -128,7 +128,7 @@ def _pixels(png):
 def _savefig_tight(fig):
     """What figure_png drew before: savefig's own tight box (two draws)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight",
+    fig.savefig(buf, format="png", dpi=px.widgets.VIEW_DPI, bbox_inches="tight",
                 facecolor="white")
     plt.close(fig)
     return buf.getvalue()
@@ -211,6 +211,33 @@ def test_figure_png_keeps_an_open_figure_as_it_was():
     assert (fig.dpi, fig.patch.get_facecolor()) == (dpi, face)
     assert px.widgets.figure_png(fig, dpi=72) == png  # drawn again: the same
     assert px.widgets.figure_png(_heatmap_with_outline(0), dpi=72) == png
+
+
+SHOWN_PX = 330  # the figure below's tight box, 3.3 in
+
+
+@pytest.mark.parametrize("dpi", [100, 200])
+def test_a_view_picture_is_shown_at_100_pixels_an_inch(dpi):
+    """Drawn at 200 dpi, a picture has twice the pixels it is shown at on
+    the page (width, height and style) and in the output's metadata for
+    viewers without widgets; at 100 dpi, one pixel a CSS px. The same
+    figure takes the same CSS px at both."""
+    from PIL import Image
+    fig, ax = plt.subplots(figsize=(4, 2))
+    ax.set_axis_off()  # nothing but the figure: its tight box is all of it
+    png = px.widgets.figure_png(fig, dpi=dpi)
+    pixels = Image.open(io.BytesIO(png)).size
+    text = px.widgets.png_figure_html(png, alt="a", view="v")
+    shown = tuple(int(re.search(f'{k}="(\\d+)"', text).group(1))
+                  for k in ("width", "height"))
+    assert shown == tuple(round(n * 100 / dpi) for n in pixels)
+    assert shown[0] == SHOWN_PX  # the same on the page at any dpi
+    assert 'style="width:%dpx;max-width:100%%;height:auto"' % shown[0] in text
+    assert px.widgets.png_figure_html(PNG_MAGIC, alt="a", view="v").count(
+        "width") == 1  # bytes with no size: max-width alone
+    switcher = px.view_switcher({"a": png, "b": png})
+    _, meta = switcher._repr_mimebundle_()
+    assert meta["image/png"]["width"] == shown[0]
 
 
 def test_png_figure_html_carries_view_and_data():

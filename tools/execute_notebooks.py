@@ -26,7 +26,8 @@
   dithered (without it a colour bar showed a dozen bands): 0.4 of the
   full-colour picture's bytes (the book's figures take 1.9 MB, 0.67 MB at
   1x in full colour). The width alone is kept in the output's metadata, so
-  that a narrow screen scales the height with it.
+  that a narrow screen scales the height with it. (A view's pictures are
+  drawn by pyxis_nb.widgets itself, at its VIEW_DPI.)
 """
 
 from __future__ import annotations
