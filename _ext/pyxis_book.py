@@ -37,7 +37,8 @@
   first carries its column's heading (``pyxis-cell-label``, shown only
   where the table's own heading row is not): on a phone (``pyxis.css``)
   each row is a short block, its cells one under the other, each named,
-  instead of a table cut at the screen's edge.
+  instead of a table cut at the screen's edge. In a printed table
+  (``px.Table``) a name may break after a dot or an underscore (``<wbr>``).
 * A printed table keeps its columns on a phone. There a printout's long
   lines wrap (``pyxis.css``), which breaks a table's rows apart; a printout
   of aligned columns whose widest line has at most ``COLUMNS_ON_A_PHONE``
@@ -172,7 +173,7 @@ def _first_picture(models: dict, model_id: str) -> tuple[int, int] | None:
         found = PNG_DATA.search(value)
         if found is None:
             return None
-        size = IMG_SIZE.search(value)  # its size on the page (2x pixels)
+        size = IMG_SIZE.search(value)  # its size on the page, if it says
         return (tuple(map(int, size.groups())) if size else
                 struct.unpack(">II", base64.b64decode(found.group(1))[16:24]))
     for child in _children(models, model_id):
@@ -223,8 +224,23 @@ def _breakable(code: re.Match) -> str:
     return code.group(0).replace(inner, "".join(parts), 1)
 
 
+# a cell of a printed table (px.Table's HTML: its text right in the <td>,
+# where a book table's cell holds a <p>)
+PLAIN_CELL = re.compile(r"(<td[^>]*>)([^<]+)(?=</td>)")
+
+
+def _name_breaks(cell: re.Match) -> str:
+    """A printed table's cell with a break opportunity after each dot and
+    underscore inside a name (``llama.attention.head_count`` breaks as
+    ``llama.attention.|head_count``, never inside a word); a number's
+    decimal point is not one (after a letter only)."""
+    return cell.group(1) + re.sub(r"(?<=[A-Za-z])([._])(?=\w)", r"\1<wbr>",
+                                  cell.group(2))
+
+
 def _table(match: re.Match) -> str:
-    table = CODE.sub(_breakable, match.group(0))
+    table = PLAIN_CELL.sub(_name_breaks,
+                           CODE.sub(_breakable, match.group(0)))
     heads = HEAD_CELL.findall(table)
     body = BODY_ROW.search(table)
     if len(heads) < 3 or not body:

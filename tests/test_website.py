@@ -1068,6 +1068,15 @@ def test_printed_tables_keep_their_rows_on_a_phone(desktop, path):
         f"first line]: {broken}")
 
 
+def test_a_printed_tables_names_break_after_a_dot_not_inside_a_word():
+    """A printed table's long names (SmolLM2's GGUF keys) may break after a
+    dot or an underscore, so a phone wraps them there (pyxis.css's
+    break-word, not anywhere: "organizatio|n"); a decimal point is none."""
+    page = (SITE / "book/smollm2.html").read_text(encoding="utf-8")
+    assert "<td>llama.<wbr>attention.<wbr>head_<wbr>count_<wbr>kv</td>" in page
+    assert "<td>0.<wbr>" not in page and ".<wbr>0<" not in page
+
+
 @pytest.mark.parametrize("path", PAGES)
 def test_tables_fit_their_column(desktop, path):
     """At 1280 and at 390 px every table fits its column: no column hidden
