@@ -370,8 +370,8 @@ class LinkedViews(widgets.VBox):
             return bundle
         png, alt = frame
         bundle["image/png"] = base64.b64encode(png).decode("ascii")
-        # the picture's alt text and its width on a page (it has twice the
-        # pixels), in the output's metadata, where viewers look for them
+        # the picture's alt text and its width on a page (its pixels over
+        # its dpi / 100), in the output's metadata, where viewers look
         size = _css_size(png)
         meta = ({} if alt is None else {"alt": alt}) | (
             {} if size is None else {"width": size[0]})
@@ -404,9 +404,14 @@ def _default_frame(widget) -> tuple[bytes, str | None] | None:
 
 
 def _annotation_px(fig) -> float | None:
-    """The size, in CSS px (100 an inch), of the smallest cell number."""
+    """The size, in CSS px, of the smallest cell number (None: none)."""
     points = [t.get_fontsize() for ax in fig.axes for t in ax.texts]
-    return round(min(points) * 100 / 72, 1) if points else None
+    return _points_px(points) if points else None
+
+
+def _points_px(points) -> float:
+    """The smallest of these font sizes (pt) in CSS px, 100 an inch."""
+    return round(min(points) * CSS_DPI / 72, 1)
 
 
 def _as_view_widget(name: str, view, alt: str | None = None) -> widgets.Widget:
@@ -661,7 +666,7 @@ def attention_explorer(
             frames.append(widgets.HTML(png_figure_html(
                 _png(rgba, VIEW_DPI, PALETTE), alt=alt, view=name,
                 data={"weights": np.round(w, 4).tolist(), "query": i,
-                      "annotation-px": round(min(points) * 100 / 72, 1)})))
+                      "annotation-px": _points_px(points)})))
         plt.close(ax.figure)
         heatmaps.append(widgets.Stack(frames, selected_index=query_index))
         said = (describe_attention(w[i], tokens, i, key_tokens=key_tokens)
