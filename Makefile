@@ -29,6 +29,8 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml tools/uv_pip.py
 	$(PY) -m pip install -q --upgrade "pip>=24" $(UV_PIN)
 	@# PyTorch is the reference the tests compare against (WITH_TORCH=1, as CI does);
 	@# without it those tests are skipped with the reason and everything else runs.
+	@# With WITH_TORCH=1 it comes in the same call (one bytecode compile) and
+	@# $(TORCH_STAMP) is written with this stamp.
 	@if [ "$(WITH_TORCH)" = 1 ]; then \
 	  echo "$(UV_INSTALL) $(TOOLCHAIN) -r requirements-torch.txt"; \
 	  $(UV_INSTALL) $(TOOLCHAIN) -r requirements-torch.txt || { \
@@ -38,8 +40,18 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml tools/uv_pip.py
 	@# Build matplotlib's font cache now, so its one-time notice never reaches a notebook output.
 	MPLBACKEND=Agg $(PY) -c "import matplotlib.pyplot"
 	touch $@
+	@if [ "$(WITH_TORCH)" = 1 ]; then touch $(TORCH_STAMP); fi
 
-venv: $(STAMP)
+# A venv made without PyTorch (`make site`) gets it when a later command asks
+# for it (`make test WITH_TORCH=1`, as .ci/run does): the stamp above does not
+# depend on WITH_TORCH, so without this the reference tests were skipped.
+TORCH_STAMP := $(VENV)/.installed-torch
+$(TORCH_STAMP): $(STAMP) requirements-torch.txt
+	$(UV_INSTALL) $(TOOLCHAIN) -r requirements-torch.txt || \
+	  echo "note: torch not installed; the torch reference tests will be skipped"
+	touch $@
+
+venv: $(STAMP) $(if $(filter 1,$(WITH_TORCH)),$(TORCH_STAMP))
 
 # constraints.txt, generated from the requirements files by uv's resolver
 # (tools/constraints.sh: the command, and what it needs, are in its header).
