@@ -50,8 +50,14 @@
     return parseFloat(img.style.width) || img.naturalWidth;
   }
 
+  // a picture with an overlay (the explorer's outlined row) sits in a box
+  // of its own size, span.pyxis-over: the button goes after that box
+  function box(img) {
+    return img.closest(".pyxis-over") || img;
+  }
+
   function button(img) {
-    var next = img.nextElementSibling;
+    var next = box(img).nextElementSibling;
     return next && next.classList.contains("pyxis-full-size") ? next : null;
   }
 
@@ -67,7 +73,7 @@
       b.textContent = WORDS.button;
       b.setAttribute("aria-label", WORDS.label);
       b.addEventListener("click", function () { zoom(img); });
-      img.after(b);
+      box(img).after(b);
     }
     img.classList.toggle("pyxis-scaled", scaled);
     if (b) b.hidden = !scaled;

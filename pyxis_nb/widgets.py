@@ -4,7 +4,9 @@ Every state of a view (mask on or off, a head, a position) is drawn once,
 in Python, into an ``ipywidgets.Stack``; the control is linked to it in the
 browser with ``ipywidgets.jslink``, so the exported page switches views
 with no kernel. Each image is wrapped in ``<figure class="pyxis-view">``
-with its view name and data attributes, for the website test.
+with its view name and data attributes, for the website test. The
+explorer stores one picture a view; its frames, a query each, are CSS
+rules that outline that query's row over the picture.
 
 Shape legend:
     T   query tokens: the rows of a heatmap
@@ -16,6 +18,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import itertools
 import json
 import re
 from typing import Mapping, Sequence
@@ -67,10 +70,11 @@ def _style(control: str) -> dict:
 PALETTE = 256
 #: pixels an inch of a view's pictures, shown at 100 an inch (a figure
 #: 6.5 in wide fills the column's 650 px): png_figure_html reads it from
-#: the PNG. At 200 they are sharp on a dense screen, but each view stores
-#: every frame in its page, and three pages (trained heads, RoPE,
-#: multi-head) then load 1.50-1.90 MB gzipped, past their 1.5 MB
-VIEW_DPI = 100
+#: the PNG. 200: sharp on a phone's and a laptop's dense screen, as the
+#: figures are; a view stores every frame in its page, so the explorer
+#: stores one picture a view and outlines its rows in the page (a picture
+#: a query took trained heads' page to 1.90 MB gzipped, past its 1.5 MB)
+VIEW_DPI = 200
 #: pixels an inch that a picture is shown at one pixel a CSS pixel
 CSS_DPI = 100
 
@@ -197,7 +201,7 @@ def png_description(png: bytes) -> str | None:
         return None
 
 
-def _draw_tight(fig, dpi: int, box=None, on_top=None):
+def _draw_tight(fig, dpi: int, box=None):
     """``fig`` drawn once at ``dpi`` on white, cut to its tight box.
 
     Returns the (height, width, 4) uint8 pixels that
@@ -205,9 +209,7 @@ def _draw_tight(fig, dpi: int, box=None, on_top=None):
     edges rounded to whole pixels, not the drawing shifted by a fraction of
     one), and the box with whether it lies inside the figure. Passing that
     back as ``box`` skips finding it again, for frames in which only an
-    artist inside the axes moves; ``on_top=(artist, saved)`` then draws the
-    rest once (kept in ``saved``) and only the artist over it: the same
-    pixels when the artist is drawn last anyway.
+    artist inside the axes moves.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
@@ -226,17 +228,8 @@ def _draw_tight(fig, dpi: int, box=None, on_top=None):
                       and tight.x1 < fig.bbox_inches.width + pixel
                       and tight.y1 < fig.bbox_inches.height + pixel)
             box = (tight.padded(plt.rcParams["savefig.pad_inches"]), inside)
-        elif box[1] and on_top is None:
-            canvas.draw()
         elif box[1]:
-            artist, saved = on_top
-            if "background" not in saved:  # everything but the artist
-                artist.set_visible(False)
-                canvas.draw()
-                artist.set_visible(True)
-                saved["background"] = canvas.copy_from_bbox(fig.bbox)
-            canvas.restore_region(saved["background"])
-            artist.axes.draw_artist(artist)
+            canvas.draw()
         tight, inside = box
         w, h = int(tight.width * dpi), int(tight.height * dpi)  # savefig's
         if not inside:  # something sticks out of the figure: savefig it
@@ -260,7 +253,8 @@ def _draw_tight(fig, dpi: int, box=None, on_top=None):
 
 
 def png_figure_html(png: bytes, *, alt: str, view: str,
-                    data: Mapping[str, object] | None = None) -> str:
+                    data: Mapping[str, object] | None = None,
+                    overlay: str = "") -> str:
     """An HTML ``<figure>``: a PNG inline, the view name, data attributes.
 
     Parameters
@@ -268,7 +262,9 @@ def png_figure_html(png: bytes, *, alt: str, view: str,
     png : bytes
     alt : str, the picture's alt text
     view : str, the view's name, shown under the picture
-    data : mapping of str to object, optional, ``data-*`` attributes"""
+    data : mapping of str to object, optional, ``data-*`` attributes
+    overlay : str, optional, HTML laid over the picture: its positions in
+        % are of the picture's box (``span.pyxis-over``), at any width"""
     values = {k: v if isinstance(v, str) else json.dumps(v)
               for k, v in (data or {}).items()}
     attrs = "".join(f' data-{k}="{html.escape(v)}"' for k, v in values.items())
@@ -279,11 +275,16 @@ def png_figure_html(png: bytes, *, alt: str, view: str,
         style = f"width:{size[0]}px;{style}"
     else:
         attrs_img = ""
+    img = f'<img src="{src}" alt="{html.escape(alt)}"{attrs_img}'
+    if overlay:  # a box as large as the picture, the overlay inside it
+        img = ('<span class="pyxis-over" style="position:relative;'
+               'display:block;width:fit-content;max-width:100%">'
+               f'{img} style="display:block;{style}">{overlay}</span>')
+    else:
+        img += f' style="{style}">'
     return (
         f'<figure class="pyxis-view" data-view="{html.escape(view)}"{attrs}'
-        ' style="margin:0">'
-        f'<img src="{src}" alt="{html.escape(alt)}"{attrs_img}'
-        f' style="{style}"></figure>'
+        f' style="margin:0">{img}</figure>'
     )
 
 
@@ -381,6 +382,8 @@ class LinkedViews(widgets.VBox):
 def _default_frame(widget) -> tuple[bytes, str | None] | None:
     """The first picture the widget shows before any control is touched:
     its PNG and its alt text (None for an Image widget)."""
+    if getattr(widget, "fallback", None) is not None:
+        return widget.fallback
     if isinstance(widget, widgets.Stack):
         index = widget.selected_index
         return (None if index is None
@@ -603,6 +606,10 @@ class AttentionExplorer(LinkedViews):
     **kwargs : as :class:`LinkedViews`
     """
 
+    #: (png, alt): its first view with the chosen query's row drawn on,
+    #: for viewers without widgets (on a page the row is outlined in CSS)
+    fallback: tuple[bytes, str] | None = None
+
 
 def attention_explorer(
     tokens: Sequence[str],
@@ -636,39 +643,52 @@ def attention_explorer(
     query_index = (T - 1 if query_index is None
                    else _query_index(query_index, T))
 
-    heatmaps, sentences = [], []
+    heatmaps, sentences, fallback = [], [], None
     for name, w in views.items():
         w = as_float_array(f"views[{name!r}]", w)
         S = len(key_tokens) if key_tokens is not None else T
         check_shape(f"views[{name!r}]", w, w.shape == (T, S),
                     f"(T, S) = ({T}, {S})")
-        # one heatmap per query token, its row outlined, so the dropdown shows
-        # in the picture too which row the sentence below talks about: one
-        # figure per view, drawn once per row with the outline moved
         ax = plot_attention(w, tokens, key_tokens=key_tokens,
                             mask=masks.get(name),
                             title=f"{title}: {name}" if title else name)
-        outline = ax.add_patch(Rectangle((-0.5, -0.5), S, 1, fill=False,
-                                         edgecolor="#e8173a", linewidth=2.5,
-                                         clip_on=False, zorder=10))
         # the cell numbers' size in image pixels: the website check keeps
         # them >= 9 CSS px on a phone
         points = [t.get_fontsize() for t in ax.texts] or [0]
-        frames, box = [], None  # the tight box: the outline moves inside
-        drawn = {}  # the heatmap without its outline, drawn once
-        for i in range(T):
-            outline.set_y(i - 0.5)
-            rgba, box = _draw_tight(ax.figure, VIEW_DPI, box,
-                                    on_top=(outline, drawn) if i else None)
-            alt = (f"Heatmap of attention weights, {name}: rows are the "
-                   f"query tokens {', '.join(tokens)}; columns the keys; "
-                   f"the row of {tokens[i]!r} is outlined.")
-            frames.append(widgets.HTML(png_figure_html(
-                _png(rgba, VIEW_DPI, PALETTE), alt=alt, view=name,
-                data={"weights": np.round(w, 4).tolist(), "query": i,
-                      "annotation-px": _points_px(points)})))
+        data = {"weights": np.round(w, 4).tolist(),
+                "annotation-px": _points_px(points)}
+        listed = ", ".join(tokens)
+        rgba, box = _draw_tight(ax.figure, VIEW_DPI)
+        # the heatmap is drawn once; the query's row is outlined over it in
+        # the page (a frame a query: a CSS rule that places the outline), so
+        # a view stores one picture, not one a query
+        rows = _row_boxes(ax, box[0], T, S)
+        outline = f"pyxis-row-{next(_OUTLINES)}"
+        picture = widgets.HTML(png_figure_html(
+            _png(rgba, VIEW_DPI, PALETTE), view=name, data=data,
+            alt=(f"Heatmap of attention weights, {name}: rows are the query "
+                 f"tokens {listed}; columns the keys; the row of the chosen "
+                 f"query is outlined."),
+            overlay=_OUTLINE_CSS + f'<span class="pyxis-row {outline}">'
+            '</span>'))
+        frames = [widgets.HTML(
+            f'<style>.pyxis-row.{outline}{{display:block;{row}}}</style>'
+            f'<span class="pyxis-row-frame" data-query="{i}"></span>')
+            for i, row in enumerate(rows)]
+        heatmaps.append(widgets.VBox([picture, widgets.Stack(
+            frames, selected_index=query_index,
+            layout=widgets.Layout(display="none"))]))
+        if fallback is None:  # the first view, as it opens: its row drawn
+            ax.add_patch(Rectangle((-0.5, query_index - 0.5), S, 1,
+                                   fill=False, edgecolor=OUTLINE_COLOUR,
+                                   linewidth=OUTLINE_PT, clip_on=False,
+                                   zorder=10))
+            rgba, _ = _draw_tight(ax.figure, VIEW_DPI, box)
+            fallback = (_png(rgba, VIEW_DPI, PALETTE), (
+                f"Heatmap of attention weights, {name}: rows are the query "
+                f"tokens {listed}; columns the keys; the row of "
+                f"{tokens[query_index]!r} is outlined."))
         plt.close(ax.figure)
-        heatmaps.append(widgets.Stack(frames, selected_index=query_index))
         said = (describe_attention(w[i], tokens, i, key_tokens=key_tokens)
                 for i in range(T))
         lines = [widgets.HTML(
@@ -684,7 +704,7 @@ def attention_explorer(
     text_stack = widgets.Stack(sentences, selected_index=0)
     widgets.jslink((toggle, "index"), (heat_stack, "selected_index"))
     widgets.jslink((toggle, "index"), (text_stack, "selected_index"))
-    for inner in sentences + heatmaps:
+    for inner in sentences + [pane.children[1] for pane in heatmaps]:
         widgets.jslink((query, "index"), (inner, "selected_index"))
     toggle.add_class("pyxis-view-control")
     query.add_class("pyxis-query-control")
@@ -697,7 +717,41 @@ def attention_explorer(
     root = AttentionExplorer([toggle, query, heat_stack, text_stack],
                              summary=summary)
     root.add_class("pyxis-explorer")
+    root.fallback = fallback
     return root
+
+
+#: the explorer's outline of the chosen query's row: its colour and its
+#: line's width in points (as matplotlib draws a Rectangle's edge)
+OUTLINE_COLOUR, OUTLINE_PT = "#e8173a", 2.5
+_OUTLINE_PX = round(OUTLINE_PT * CSS_DPI / 72, 2)
+# hidden until a frame's rule places it; the line centred on the row's edge
+_OUTLINE_CSS = (
+    "<style>.pyxis-row{position:absolute;display:none;pointer-events:none;"
+    f"outline:{_OUTLINE_PX}px solid {OUTLINE_COLOUR};"
+    f"outline-offset:-{_OUTLINE_PX / 2}px}}</style>")
+# the outlines' class names, one a view, in the order a kernel draws them
+_OUTLINES = itertools.count()
+
+
+def _row_boxes(ax, tight, T: int, S: int) -> list[str]:
+    """Each query row's box in the heatmap's tight picture (``tight``: the
+    box in inches it was cut to), as CSS ``left/top/width/height`` in % of
+    the picture: cells ``(i, -0.5 .. S - 0.5)``."""
+    fig = ax.figure
+    width, height = tight.width, tight.height
+    rules = []
+    for i in range(T):
+        (x0, y0), (x1, y1) = ax.transData.transform(
+            [(-0.5, i - 0.5), (S - 0.5, i + 0.5)]) / fig.dpi  # inches
+        left, right = sorted((x0, x1))
+        low, high = sorted((y0, y1))
+        rules.append(
+            f"left:{100 * (left - tight.x0) / width:.3f}%;"
+            f"top:{100 * (tight.y1 - high) / height:.3f}%;"
+            f"width:{100 * (right - left) / width:.3f}%;"
+            f"height:{100 * (high - low) / height:.3f}%")
+    return rules
 
 
 # ------------------------------------------------------------ model view

@@ -273,6 +273,15 @@ def check_view_controls(path, watch):
     assert watch.errors == [], watch.errors
 
 
+# each drawn outline of an explorer's row and its picture, [top, bottom,
+# left, right] in px
+OUTLINE_BOXES = """el => Array.from(el.querySelectorAll('.pyxis-row'))
+    .filter(o => getComputedStyle(o).display !== 'none')
+    .map(o => [o, o.closest('.pyxis-over').querySelector('img')]
+        .map(e => e.getBoundingClientRect())
+        .map(r => [r.top, r.bottom, r.left, r.right]))"""
+
+
 def check_explorer_mask_toggle(path, watch):
     """The causal view has zeros above the diagonal and the no-mask view does not;
     the query-token choice changes the sentence."""
@@ -296,12 +305,11 @@ def check_explorer_mask_toggle(path, watch):
         query = root.locator(".pyxis-query-control")
         sentences = root.locator(".pyxis-describe-stack")
 
-        def frames():  # the heatmap frames shown, by their query's row
+        def frames():  # the outline frames in the page, by their query's row
             return stack.evaluate(
-                """el => Array.from(el.querySelectorAll('.pyxis-view'))
-                      .filter(v => v.getClientRects().length > 0)
+                """el => Array.from(el.querySelectorAll('.pyxis-row-frame'))
                       .map(v => v.getAttribute('data-query'))""")
-        texts, tokens = set(), set()
+        texts, tokens, tops = set(), set(), []
         for i in range(option_count(query)):
             token = choose(query, i).split(": ", 1)[1]
             tokens.add(token)
@@ -310,9 +318,17 @@ def check_explorer_mask_toggle(path, watch):
             text = sentences.inner_text().strip()
             assert text.startswith(f"'{token}' attends"), text
             texts.add(text)
-            # the heatmap shown is the one with this query's row outlined
+            # the shown view's outline is on this query's row: one outline
+            # drawn, inside the picture, lower for each later query
             shown = frames()
-            assert shown == [str(i)], f"query {i} shows heatmap frames {shown}"
+            assert shown == [str(i)], f"query {i} shows outline frames {shown}"
+            boxes = stack.evaluate(OUTLINE_BOXES)
+            assert len(boxes) == 1, f"query {i}: outlines drawn {boxes}"
+            (top, bottom, left, right), (it, ib, il, ir) = boxes[0]
+            assert it - 1 <= top < bottom <= ib + 1 and il - 1 <= left < right <= ir + 1, (
+                f"query {i}: outline {boxes[0][0]} outside its picture {boxes[0][1]}")
+            tops.append(top)
+        assert tops == sorted(tops) and len(set(tops)) == len(tops), tops
         # a token said twice (the trained-heads chapter) may read the same
         assert len(texts) >= len(tokens), "each query token must get its own sentence"
     assert watch.errors == [], watch.errors

@@ -360,44 +360,89 @@ def test_explorer_sentence_under_the_heatmap(explorer):
     assert list(explorer.children)[:4] == [toggle, query, heat_stack, text_stack]
 
 
-def test_explorer_one_prerendered_heatmap_per_view_and_query(explorer):
+def _outline_frames(pane):
+    """A view's picture (HTML) and its frames' rows: [(query, {left, top,
+    width, height} in %)], the CSS rule each frame puts on the outline."""
+    picture, frames = pane.children
+    rows = []
+    for frame in frames.children:
+        rule = re.search(r"\{display:block;([^}]*)\}", frame.value).group(1)
+        box = {k: float(v) for k, v in re.findall(r"(\w+):([\d.]+)%", rule)}
+        rows.append((json.loads(attribute(frame.value, "query")), box))
+    return picture, frames, rows
+
+
+def test_explorer_one_picture_per_view_and_an_outline_per_query(explorer):
+    """A view stores its heatmap once; each query's frame is a CSS rule that
+    outlines that query's row over it (a frame a query was a whole picture:
+    the explorers took 0.97 MB of the book's 2.7 MB of views)."""
     heat_stack = explorer_parts(explorer)[3]
     assert len(heat_stack.children) == 2
-    for inner, name, w in zip(heat_stack.children, ["causal mask", "no mask"], [W_CAUSAL, W_FULL]):
-        # one frame per query token, each with that token's row outlined
-        assert isinstance(inner, widgets.Stack) and inner.selected_index == 2
-        assert len(inner.children) == len(TOKENS)
-        pngs = set()
-        for i, frame in enumerate(inner.children):
-            assert attribute(frame.value, "view") == name
-            assert json.loads(attribute(frame.value, "query")) == i
-            assert json.loads(attribute(frame.value, "weights")) == np.round(w, 4).tolist()
-            assert "data:image/png;base64," in frame.value
-            alt = re.search(r'alt="([^"]*)"', frame.value).group(1)
-            assert name in alt and html.escape(repr(TOKENS[i])) in alt
-            pngs.add(re.search(r"base64,([^\"]*)", frame.value).group(1))
-        assert len(pngs) == len(TOKENS), "each frame outlines a different row"
+    classes = set()
+    for pane, name, w in zip(heat_stack.children, ["causal mask", "no mask"],
+                             [W_CAUSAL, W_FULL]):
+        picture, frames, rows = _outline_frames(pane)
+        assert isinstance(picture, widgets.HTML) and isinstance(frames, widgets.Stack)
+        assert frames.layout.display == "none"  # rules only, nothing drawn
+        assert frames.selected_index == 2 and len(frames.children) == len(TOKENS)
+        assert attribute(picture.value, "view") == name
+        assert json.loads(attribute(picture.value, "weights")) == np.round(w, 4).tolist()
+        assert picture.value.count("data:image/png;base64,") == 1
+        alt = re.search(r'alt="([^"]*)"', picture.value).group(1)
+        assert name in alt and "the row of the chosen query is outlined" in alt
+        outline = re.search(r'class="pyxis-row (pyxis-row-\d+)"', picture.value).group(1)
+        classes.add(outline)
+        assert all(f".pyxis-row.{outline}{{" in f.value for f in frames.children)
+        assert [q for q, _ in rows] == list(range(len(TOKENS)))
+        tops = [box["top"] for _, box in rows]
+        assert tops == sorted(tops) and len(set(tops)) == len(tops)  # row 0 first
+        for _, box in rows:  # the rows: one height, all the keys' width
+            assert box["height"] == pytest.approx(rows[0][1]["height"], abs=0.01)
+            assert (box["left"], box["width"]) == (rows[0][1]["left"], rows[0][1]["width"])
+            assert box["top"] >= 0 and box["top"] + box["height"] <= 100
+    assert len(classes) == 2, "each view outlines its own picture"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("tokens", [TOKENS, "The cat sat on the mat".split()],
                          ids=["3 tokens", "6 tokens"])
-def test_explorer_frames_on_one_figure_are_fresh_figures_frames(tokens):
-    """The explorer draws a view's heatmap once and then only its outline,
-    row after row (blitting); each frame is the PNG of a figure drawn for
-    that row alone. (With 3 tokens the labels stick out of the figure:
-    savefig's path, a full draw per row.)"""
+def test_explorer_outline_sits_where_matplotlib_draws_the_row(tokens):
+    """Each frame's outline, in % of the picture, is the box of the red
+    rectangle that matplotlib draws around that row (within 2 px of the
+    line's middle). (With 3 tokens the labels stick out of the figure:
+    savefig's path.)"""
     T = len(tokens)
     w = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]
     ex = px.attention_explorer(tokens, {"causal": w}, title="toy")
-    for i, frame in enumerate(explorer_parts(ex)[3].children[0].children):
+    picture, _, rows = _outline_frames(explorer_parts(ex)[3].children[0])
+    png = base64.b64decode(re.search(r"base64,([^\"]*)", picture.value).group(1))
+    for i, box in rows:
         ax = px.plot_attention(w, tokens, title="toy: causal")
         ax.add_patch(Rectangle((-0.5, i - 0.5), T, 1, fill=False,
                                edgecolor="#e8173a", linewidth=2.5,
                                clip_on=False, zorder=10))
-        ax.figure.pyxis_alt = None  # the frame's alt text is in its HTML
-        fresh = base64.b64encode(px.widgets.figure_png(ax.figure)).decode()
-        assert re.search(r"base64,([^\"]*)", frame.value).group(1) == fresh
+        drawn = _pixels(px.widgets.figure_png(ax.figure))
+        assert drawn.shape == _pixels(png).shape
+        h, wd = drawn.shape[:2]
+        red = np.argwhere((np.abs(drawn - (232, 23, 58)) < 40).all(-1))
+        (y0, x0), (y1, x1) = red.min(0), red.max(0)  # the line's outer edge
+        line = 2.5 * px.widgets.VIEW_DPI / 72  # the line's width in px
+        assert box["left"] * wd / 100 == pytest.approx(x0 + line / 2, abs=2)
+        assert box["top"] * h / 100 == pytest.approx(y0 + line / 2, abs=2)
+        assert (box["left"] + box["width"]) * wd / 100 == pytest.approx(x1 - line / 2, abs=2)
+        assert (box["top"] + box["height"]) * h / 100 == pytest.approx(y1 - line / 2, abs=2)
+
+
+def test_explorer_fallback_picture_outlines_the_first_query(explorer):
+    """Viewers without widgets (GitHub, nbconvert) get the first view with
+    the chosen query's row drawn on, and an alt text that names it."""
+    data, meta = explorer._repr_mimebundle_()
+    png, alt = explorer.fallback
+    assert data["image/png"] == base64.b64encode(png).decode()
+    assert meta["image/png"]["alt"] == alt
+    assert "causal mask" in alt and "the row of 'sat' is outlined" in alt
+    red = (np.abs(_pixels(png) - (232, 23, 58)) < 40).all(-1)
+    assert red.sum() > 100
 
 
 def test_explorer_sentences_per_view_and_query(explorer):
@@ -416,7 +461,8 @@ def test_explorer_jslinks(explorer):
     toggle, query, text_stack, heat_stack = explorer_parts(explorer)
     assert len(links(toggle, heat_stack)) == 1
     assert len(links(toggle, text_stack)) == 1
-    for inner in text_stack.children + heat_stack.children:
+    frames = [pane.children[1] for pane in heat_stack.children]
+    for inner in text_stack.children + tuple(frames):
         assert len(links(query, inner)) == 1
 
 

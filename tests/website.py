@@ -74,13 +74,14 @@ TWO_FRAMES = """() => new Promise(done => requestAnimationFrame(
 # Every shown picture: natural px (its own width in CSS px: a figure drawn at
 # twice its size in pixels carries it as its style's width), shown px, right
 # edge, alt, data-annotation-px, a widget's or not, scaled and given a "Full
-# size" button or not
+# size" button or not (after the picture, or after the box that holds the
+# picture and its overlay, span.pyxis-over: the explorer's outlined row)
 PICTURES = r"""() => Array.from(document.querySelectorAll(
       'article div.cell_output img, article .pyxis-view img'))
   .filter(i => i.getClientRects().length && i.naturalWidth)
   .map(i => {
     const r = i.getBoundingClientRect(), f = i.closest('[data-annotation-px]');
-    const b = i.nextElementSibling;
+    const b = (i.closest('.pyxis-over') || i).nextElementSibling;  // after its box
     return {natural: parseFloat(i.style.width) || i.naturalWidth, shown: r.width, right: r.right,
             alt: (i.alt || '').slice(0, 60), widget: !!i.closest('.pyxis-view'),
             numbers: f ? parseFloat(f.getAttribute('data-annotation-px')) : null,

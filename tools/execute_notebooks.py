@@ -25,8 +25,10 @@
   screen, issue 55, item 5), and stored as palette PNGs of 256 colours
   that keep every flat colour exactly and dither only the rest
   (``palette_picture``: a colour bar shows no bands, a flat area no
-  specks); the book's figures take 1.4 MB (1.9 MB when every pixel was
-  dithered). The width alone is kept in the output's metadata, so
+  specks); the book's figures take 1.3 MB (1.9 MB when every pixel was
+  dithered); then every stored picture, views' frames too, is
+  recompressed losslessly by oxipng (``small_pngs``). The width alone is
+  kept in the output's metadata, so
   that a narrow screen scales the height with it. (A view's pictures are
   drawn by pyxis_nb.widgets itself, at its VIEW_DPI.)
 """
@@ -159,6 +161,37 @@ def palette_figures(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
+PNG_DATA = re.compile(r"data:image/png;base64,([A-Za-z0-9+/=]+)")
+
+
+def small_pngs(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Every stored picture (figures, widgets' pictures and their frames in
+    the widget state) losslessly recompressed by oxipng (the same pixels,
+    dpi and text; 9 % fewer bytes for the views' frames at its level 2,
+    which takes about 0.4 s a picture)."""
+    import base64
+
+    import oxipng
+
+    def smaller(b64: str) -> str:
+        png = base64.b64decode(b64)
+        out = oxipng.optimize_from_memory(png, level=2)
+        return base64.b64encode(out).decode() if len(out) < len(png) else b64
+
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if "image/png" in data:
+                data["image/png"] = smaller(data["image/png"])
+    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    for model in state.values():
+        value = model.get("state", {}).get("value")
+        if isinstance(value, str) and "data:image/png;base64," in value:
+            model["state"]["value"] = PNG_DATA.sub(
+                lambda m: "data:image/png;base64," + smaller(m.group(1)), value)
+    return nb
+
+
 def execute(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
@@ -168,7 +201,7 @@ def execute(path: Path) -> None:
     )
     client.execute()
     nb = store_figure_alt(store_widget_pictures(stable_widget_ids(nb, path.stem)))
-    nb = palette_figures(nb)
+    nb = small_pngs(palette_figures(nb))
     nbformat.write(nb, path)
     print(f"executed {path}")
 
