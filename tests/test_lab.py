@@ -125,6 +125,16 @@ ACTIVE_CELL = """() => {
 }"""
 
 
+# the explorer's drawn outline of the chosen row, and its picture: [top,
+# bottom] in px each (pyxis_nb.widgets: a CSS rule a query places it)
+OUTLINE = """() => {
+  const o = [...document.querySelectorAll('.pyxis-explorer .pyxis-row')]
+    .find(e => getComputedStyle(e).display !== 'none');
+  const img = o.closest('.pyxis-over').querySelector('img');
+  return [o, img].map(e => e.getBoundingClientRect()).map(r => [r.top, r.bottom]);
+}"""
+
+
 def test_arrow_keys_change_the_token_not_the_cell(lab):
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM)
@@ -165,5 +175,16 @@ def test_arrow_keys_change_the_token_not_the_cell(lab):
             # the widget followed: the sentence is now about another token
             assert sentence.inner_text() != first
             assert sentence.inner_text().startswith(f"'{TOKENS[-2]}' attends")
+            # and the outline over the picture moved up a row, inside it
+            (top, bottom), (img_top, img_bottom) = page.evaluate(OUTLINE)
+            assert img_top <= top < bottom <= img_bottom
+            rows = [page.evaluate(OUTLINE)[0][0]]
+            page.keyboard.press("ArrowDown")
+            page.wait_for_timeout(300)
+            rows.append(page.evaluate(OUTLINE)[0][0])
+            assert rows[0] < rows[1], f"the outline did not move down: {rows}"
+            if os.environ.get("PYXIS_SCREENSHOTS") == "1":
+                page.locator(".pyxis-explorer").screenshot(
+                    path=str(ROOT / "_build/screenshots/lab_explorer.png"))
         finally:
             browser.close()
