@@ -45,6 +45,8 @@ __all__ = ["plot_attention", "plot_attention_grid", "plot_gqa_mapping",
            "ink", "legible", "phone_pt", "show"]
 
 CMAP = "viridis"
+#: the red that outlines what the text names (a head, a query's row)
+OUTLINE_COLOUR = "#e8173a"
 COLUMN_WIDTH = 6.5  # inches: 650 px at 100 dpi, the website's column at 1280
 # A phone shows a figure scaled to its column, 356 px of a 390-px screen: a
 # 650-px figure at 55 %. Text should still be 9 px there (issue #41, item 2).
@@ -1052,7 +1054,7 @@ def plot_head_scores(scores, *, outline=None, ncols: int | None = None):
                                 if named and not fits else [])))
         for i, h in outline.get(name, ()):
             ax.add_patch(Rectangle((h - 0.5, i - 0.5), 1, 1, fill=False,
-                                   edgecolor="#e8173a", linewidth=2))
+                                   edgecolor=OUTLINE_COLOUR, linewidth=2))
         ax.set_xticks(range(H), [str(h) for h in range(H)])
         # the layers named once a row, on its first panel
         first = not np.flatnonzero(axes == ax)[0] % ncols

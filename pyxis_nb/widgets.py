@@ -32,7 +32,7 @@ from ._checks import (as_float_array, check_bool, check_choice, check_int,
                       check_keys, check_needs, check_nonempty,
                       check_positive_int, check_shape)
 from .masks import causal_mask
-from .plotting import (CMAP, COLUMN_WIDTH, plot_attention,
+from .plotting import (CMAP, COLUMN_WIDTH, OUTLINE_COLOUR, plot_attention,
                        plot_rope_rotation, plot_tile_step)
 
 __all__ = [
@@ -657,7 +657,8 @@ def attention_explorer(
         points = [t.get_fontsize() for t in ax.texts] or [0]
         data = {"weights": np.round(w, 4).tolist(),
                 "annotation-px": _points_px(points)}
-        listed = ", ".join(tokens)
+        about = (f"Heatmap of attention weights, {name}: rows are the query "
+                 f"tokens {', '.join(tokens)}; columns the keys")
         rgba, box = _draw_tight(ax.figure, VIEW_DPI)
         # the heatmap is drawn once; the query's row is outlined over it in
         # the page (a frame a query: a CSS rule that places the outline), so
@@ -666,9 +667,7 @@ def attention_explorer(
         outline = f"pyxis-row-{next(_OUTLINES)}"
         picture = widgets.HTML(png_figure_html(
             _png(rgba, VIEW_DPI, PALETTE), view=name, data=data,
-            alt=(f"Heatmap of attention weights, {name}: rows are the query "
-                 f"tokens {listed}; columns the keys; the row of the chosen "
-                 f"query is outlined."),
+            alt=f"{about}; the row of the chosen query is outlined.",
             overlay=_OUTLINE_CSS + f'<span class="pyxis-row {outline}">'
             '</span>'))
         frames = [widgets.HTML(
@@ -679,15 +678,10 @@ def attention_explorer(
             frames, selected_index=query_index,
             layout=widgets.Layout(display="none"))]))
         if fallback is None:  # the first view, as it opens: its row drawn
-            ax.add_patch(Rectangle((-0.5, query_index - 0.5), S, 1,
-                                   fill=False, edgecolor=OUTLINE_COLOUR,
-                                   linewidth=OUTLINE_PT, clip_on=False,
-                                   zorder=10))
+            _outline_row(ax, query_index, S)
             rgba, _ = _draw_tight(ax.figure, VIEW_DPI, box)
-            fallback = (_png(rgba, VIEW_DPI, PALETTE), (
-                f"Heatmap of attention weights, {name}: rows are the query "
-                f"tokens {listed}; columns the keys; the row of "
-                f"{tokens[query_index]!r} is outlined."))
+            fallback = (_png(rgba, VIEW_DPI, PALETTE), f"{about}; the row of "
+                        f"{tokens[query_index]!r} is outlined.")
         plt.close(ax.figure)
         said = (describe_attention(w[i], tokens, i, key_tokens=key_tokens)
                 for i in range(T))
@@ -721,9 +715,9 @@ def attention_explorer(
     return root
 
 
-#: the explorer's outline of the chosen query's row: its colour and its
-#: line's width in points (as matplotlib draws a Rectangle's edge)
-OUTLINE_COLOUR, OUTLINE_PT = "#e8173a", 2.5
+#: the width in points of the line around the chosen query's row (the
+#: explorer's, the model view's), as matplotlib draws a Rectangle's edge
+OUTLINE_PT = 2.5
 _OUTLINE_PX = round(OUTLINE_PT * CSS_DPI / 72, 2)
 # hidden until a frame's rule places it; the line centred on the row's edge
 _OUTLINE_CSS = (
@@ -732,6 +726,13 @@ _OUTLINE_CSS = (
     f"outline-offset:-{_OUTLINE_PX / 2}px}}</style>")
 # the outlines' class names, one a view, in the order a kernel draws them
 _OUTLINES = itertools.count()
+
+
+def _outline_row(ax, row: int, S: int) -> None:
+    """Draw the outline around ``row`` of a heatmap of ``S`` key columns."""
+    ax.add_patch(Rectangle((-0.5, row - 0.5), S, 1, fill=False,
+                           edgecolor=OUTLINE_COLOUR, linewidth=OUTLINE_PT,
+                           clip_on=False, zorder=10))
 
 
 def _row_boxes(ax, tight, T: int, S: int) -> list[str]:
@@ -801,8 +802,9 @@ def _model_view_css(thumbs: Sequence[bytes], T: int, H: int) -> str:
     """
     picked = ".pyxis-mv:has(.pyxis-mv-query option:nth-child({}):checked)"
     rows = "".join(
-        f"{picked.format(q + 1)} tr.r{q}>*{{box-shadow:inset 0 2px #e8173a,"
-        f"inset 0 -2px #e8173a}}{picked.format(q + 1)} p.s{q}"
+        f"{picked.format(q + 1)} tr.r{q}>*{{box-shadow:inset 0 2px "
+        f"{OUTLINE_COLOUR},inset 0 -2px {OUTLINE_COLOUR}}}"
+        f"{picked.format(q + 1)} p.s{q}"
         "{display:block}" for q in range(T))
     cells = "".join(
         f".pyxis-mv .c{k}{{background:{c};color:{_text_colour(c)}}}"
@@ -1018,9 +1020,7 @@ def _default_view_png(w, tokens, mask, heads, query: int,
     below.tick_params(labelsize=8)
     for t in below.texts:
         t.set_fontsize(7)
-    below.add_patch(Rectangle((-0.5, query - 0.5), T, 1, fill=False,
-                              edgecolor="#e8173a", linewidth=2.5,
-                              clip_on=False, zorder=10))
+    _outline_row(below, query, T)
     return figure_png(fig)
 
 

@@ -28,9 +28,9 @@
   specks); the book's figures take 1.3 MB (1.9 MB when every pixel was
   dithered); then every stored picture, views' frames too, is
   recompressed losslessly by oxipng (``small_pngs``). The width alone is
-  kept in the output's metadata, so
-  that a narrow screen scales the height with it. (A view's pictures are
-  drawn by pyxis_nb.widgets itself, at its VIEW_DPI.)
+  kept in the output's metadata, so that a narrow screen scales the height
+  with it. (A view's pictures are drawn by pyxis_nb.widgets itself, at its
+  VIEW_DPI.)
 """
 
 from __future__ import annotations
@@ -121,9 +121,10 @@ def palette_picture(rgb, colors: int = 256):
                         np.uint32).reshape(-1, 3)
         colours = np.concatenate(
             [frequent, (rest[:, 0] << 16) | (rest[:, 1] << 8) | rest[:, 2]])
-    palette = np.stack([colours >> 16, colours >> 8, colours], 1) & 255
+    palette = (np.stack([colours >> 16, colours >> 8, colours], 1) & 255
+               ).astype(np.uint8).ravel().tolist()
     holder = Image.new("P", (1, 1))
-    holder.putpalette(palette.astype(np.uint8).ravel().tolist())
+    holder.putpalette(palette)
     # Pillow's dithered mapping, then the exact index wherever there is one
     # (Pillow looks colours up at reduced precision, so an exact colour can
     # map to a neighbour)
@@ -134,7 +135,7 @@ def palette_picture(rgb, colors: int = 256):
     exact = colours[sorter[at]] == key
     index[exact] = sorter[at][exact]
     picture = Image.frombytes("P", rgb.size, index.astype(np.uint8).tobytes())
-    picture.putpalette(palette.astype(np.uint8).ravel().tolist())
+    picture.putpalette(palette)
     return picture
 
 
