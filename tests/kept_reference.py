@@ -1,0 +1,65 @@
+"""A reference that transformers computes from a model file, in a fresh
+interpreter, once, and that the tests keep.
+
+``kept_reference(script, model_file, name)`` runs ``python SCRIPT FILE
+OUT.npz`` (a script that imports neither pyxis_nb nor the tests, so that
+transformers loads the file as a user does) and keeps OUT under
+``px.loading.cache_folder()/references``, keyed by the file's sha256, the
+text of the script and of the scripts it imports from ``tests/``, and the
+versions of the packages it names in ``PACKAGES``. A change of any of them
+computes it again; otherwise a run reads the file (loading a GGUF model and
+its tokenizer in transformers takes 25 s for SmolLM2, 2 minutes for Gemma
+3). The file is written whole or not at all, and replaces the one kept
+under an earlier key.
+"""
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pyxis_nb as px
+
+
+def file_sha256(path: pathlib.Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 24), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def reference_key(script, file_sha: str) -> str:
+    """What the reference depends on: the file, the script (and the test
+    scripts it imports: ``SCRIPTS``) and the packages that compute it."""
+    texts = [pathlib.Path(m.__file__).read_bytes()
+             for m in (script, *getattr(script, "SCRIPTS", ()))]
+    versions = {name: importlib.metadata.version(name)
+                for name in script.PACKAGES}
+    text = json.dumps([file_sha, [hashlib.sha256(t).hexdigest()
+                                  for t in texts], versions], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def kept_reference(script, model_file: pathlib.Path,
+                   name: str) -> pathlib.Path:
+    """The path of ``script``'s output for ``model_file``, computed if it is
+    not kept yet (an assertion with the script's stderr if it fails)."""
+    folder = px.loading.cache_folder() / "references"
+    key = reference_key(script, file_sha256(model_file))
+    file = folder / f"{name}-transformers-{key}.npz"
+    if not file.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        part = folder / f"{file.stem}.{os.getpid()}.part.npz"
+        run = subprocess.run([sys.executable, script.__file__,
+                              str(model_file), str(part)],
+                             capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr[-3000:]
+        os.replace(part, file)  # whole, or not there
+        for old in folder.glob(f"{name}-transformers-*.npz"):
+            if old != file and ".part." not in old.name:
+                old.unlink()  # kept under other versions or another script
+    return file
