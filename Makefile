@@ -24,6 +24,8 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 UV_PIN := uv==0.13.9
 UV_INSTALL := $(PY) tools/uv_pip.py $(PY)
 TOOLCHAIN := -r requirements.txt -c constraints.txt -e .
+WITH_TORCH_INSTALL := $(UV_INSTALL) $(TOOLCHAIN) -r requirements-torch.txt
+NO_TORCH := echo "note: torch not installed; the torch reference tests will be skipped"
 $(STAMP): requirements.txt constraints.txt pyproject.toml tools/uv_pip.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade "pip>=24" $(UV_PIN)
@@ -32,10 +34,8 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml tools/uv_pip.py
 	@# With WITH_TORCH=1 it comes in the same call (one bytecode compile) and
 	@# $(TORCH_STAMP) is written with this stamp.
 	@if [ "$(WITH_TORCH)" = 1 ]; then \
-	  echo "$(UV_INSTALL) $(TOOLCHAIN) -r requirements-torch.txt"; \
-	  $(UV_INSTALL) $(TOOLCHAIN) -r requirements-torch.txt || { \
-	    echo "note: torch not installed; the torch reference tests will be skipped"; \
-	    $(UV_INSTALL) $(TOOLCHAIN); }; \
+	  echo '$(WITH_TORCH_INSTALL)'; \
+	  $(WITH_TORCH_INSTALL) || { $(NO_TORCH); $(UV_INSTALL) $(TOOLCHAIN); }; \
 	else echo "$(UV_INSTALL) $(TOOLCHAIN)"; $(UV_INSTALL) $(TOOLCHAIN); fi
 	@# Build matplotlib's font cache now, so its one-time notice never reaches a notebook output.
 	MPLBACKEND=Agg $(PY) -c "import matplotlib.pyplot"
@@ -47,8 +47,7 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml tools/uv_pip.py
 # depend on WITH_TORCH, so without this the reference tests were skipped.
 TORCH_STAMP := $(VENV)/.installed-torch
 $(TORCH_STAMP): $(STAMP) requirements-torch.txt
-	$(UV_INSTALL) $(TOOLCHAIN) -r requirements-torch.txt || \
-	  echo "note: torch not installed; the torch reference tests will be skipped"
+	$(WITH_TORCH_INSTALL) || $(NO_TORCH)
 	touch $@
 
 venv: $(STAMP) $(if $(filter 1,$(WITH_TORCH)),$(TORCH_STAMP))
