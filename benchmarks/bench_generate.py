@@ -24,9 +24,13 @@ for this processor (benchmarks/machine.py prints it first):
   step cannot beat on this BLAS. Target: at least 75 % of it for the models
   that do not fit in a cache; both fractions are printed.
 * prefill is matrix products: the same products with T rows (one row
-  through the output embedding), timed alone back to back, give the time
-  numpy's BLAS needs for them: the *matrix-multiply bound*. Target: prefill
-  at least 85 % of it, for the same models.
+  through the output embedding), timed alone back to back, and the
+  attention's own two products, each head's QK^T and PV at (T, d_head)
+  timed whole for one layer, times the layers and the causal share of their
+  work, (T + 1) / 2T (as ``bench_tiled`` bounds the tiled kernel), give the
+  time numpy's BLAS needs for a forward's products: the *matrix-multiply
+  bound*. Target: prefill at least 85 % of it, for the same models. Both
+  parts are printed.
 
 The ratios to transformers are printed beside the fractions: on one
 machine they mostly say how fast each library's BLAS multiplies (OpenBLAS
@@ -175,8 +179,13 @@ def measure(name, ours, theirs, torch, n_new: int, repeats: int,
     # in turn, so that a change of the machine's load hits all three
     times = {k: min(v) for k, v in interleaved(
         {"px": px_prefill, "hf": hf_prefill,
-         "bound": weight_products(ours, prefill)}, prefill_repeats).items()}
-    px_pre, hf_pre, bound_pre = times["px"], times["hf"], times["bound"]
+         "weights": weight_products(ours, prefill),
+         "attention": attention_products(ours, prefill)},
+        prefill_repeats).items()}
+    px_pre, hf_pre = times["px"], times["hf"]
+    attention = (times["attention"] * ours.config.num_hidden_layers
+                 * (prefill + 1) / (2 * prefill))  # all layers, causal share
+    bound_pre = times["weights"] + attention
     row = dict(name=name, px_step=px_step, hf_step=hf_step, same=same,
                n=n_new, bound_step=bound_step, px_pre=prefill / px_pre,
                hf_pre=prefill / hf_pre, prefill_share=bound_pre / px_pre,
@@ -190,7 +199,9 @@ def measure(name, ours, theirs, torch, n_new: int, repeats: int,
     print(f"  prefill T={prefill}: px {row['px_pre']:.1f} tok/s, HF "
           f"{row['hf_pre']:.1f} tok/s, ratio {row['px_pre'] / row['hf_pre']:.2f}; "
           f"px at {row['prefill_share']:.0%} of the matrix-multiply bound "
-          f"({1e3 * bound_pre:.1f} ms for the products alone)", flush=True)
+          f"({1e3 * bound_pre:.1f} ms for the products alone: the weights' "
+          f"{1e3 * times['weights']:.1f}, attention's {1e3 * attention:.1f})",
+          flush=True)
     return row
 
 
@@ -210,6 +221,25 @@ def weight_products(model, T: int):
         for w in mats:
             rows[w.shape[1]] @ w.T
         last @ model.lm_head.T
+    products()  # warm
+    return products
+
+
+def attention_products(model, T: int):
+    """A function that runs one layer's attention products alone (run once
+    already): each query head's QK^T, (T, d_head) x (d_head, T), and PV,
+    (T, T) x (T, d_head), whole (no causal mask)."""
+    c = model.config
+    H = c.num_attention_heads
+    d_head = c.head_dim or c.hidden_size // H
+    q, k, v = np.random.default_rng(0).standard_normal((3, H, T, d_head),
+                                                       np.float32)
+    p = np.ones((T, T), np.float32)
+
+    def products():
+        for h in range(H):
+            q[h] @ k[h].T  # (T, d_head) x (d_head, T)
+            p @ v[h]       # (T, T) x (T, d_head)
     products()  # warm
     return products
 
