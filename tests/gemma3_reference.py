@@ -15,7 +15,8 @@ and writes to OUT:
   rows of 561 tokens, the second left-padded by PAD, (2, 9, V);
 - ``greedy``: sdpa, ``generate`` of the prompt's first 560 tokens,
   8 greedy tokens, prompt included;
-- ``record``: JSON of the state dict (name -> shape, dtype, sha256 of the
+- ``record``: JSON of the model's class name, the state dict (name ->
+  shape, dtype, sha256 of the
   float32 bytes; the q and k norms' values too, which the GGUF stores as
   1 + w), and the tokenizer's ids of each of TEXTS and TEXT with their
   decoded text (special tokens skipped).
@@ -96,7 +97,8 @@ def compute(file: str) -> dict:
              for name, t in model.state_dict().items()
              if name.endswith(("q_norm.weight", "k_norm.weight"))}
     return {"prompt": prompt, "logits": logits, "padded": padded,
-            "greedy": greedy, "record": {"state": state, "norms": norms,
+            "greedy": greedy, "record": {"class": type(model).__name__,
+                                         "state": state, "norms": norms,
                                          "tokens": tokens}}
 
 

@@ -62,10 +62,10 @@ def prompt(tokenizer):
 
 
 @pytest.fixture(scope="module")
-def hf(prompt):
+def hf():
     """What transformers computes from the same file (gemma3_reference.py:
     the prompt's logits, a padded batch's, greedy ids, the state dict's
-    hashes, token ids), for the same prompt."""
+    hashes, token ids)."""
     if not GGUF.is_file():
         pytest.skip(f"{GGUF} is not there: run `make gemma3`")
     pytest.importorskip("torch", reason="torch is not installed")
@@ -76,8 +76,15 @@ def hf(prompt):
     with np.load(kept_reference(reference, GGUF, "gemma3")) as ref:
         ref = {**{k: ref[k] for k in ref.files if k != "record"},
                **json.loads(str(ref["record"]))}
-    np.testing.assert_array_equal(ref["prompt"], prompt)  # the same input
+    assert ref["class"] == "Gemma3ForCausalLM"
     return ref
+
+
+@pytest.fixture(scope="module")
+def hf_run(hf, prompt):
+    """``hf``, its prompt checked to be ours (the same 600 ids)."""
+    np.testing.assert_array_equal(hf["prompt"], prompt)
+    return hf
 
 
 def relative_error(got, want) -> float:
@@ -177,27 +184,28 @@ def test_tokenizer_ids_equal_transformers(tokenizer, hf):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kernel", ["flex_attention", "eager"])
-def test_logits_past_the_window_equal_transformers(ours, prompt, hf, kernel):
+def test_logits_past_the_window_equal_transformers(ours, prompt, hf_run,
+                                                   kernel):
     ours.set_attn_implementation(kernel)
     try:
         got = ours(prompt, logits_to_keep=96).logits
     finally:
         ours.set_attn_implementation("flex_attention")
-    assert relative_error(got, hf["logits"]) < 1e-4
-    assert (got.argmax(-1) == hf["logits"].argmax(-1)).all()
+    assert relative_error(got, hf_run["logits"]) < 1e-4
+    assert (got.argmax(-1) == hf_run["logits"].argmax(-1)).all()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kernel", ["flex_attention", "eager"])
 def test_a_left_padded_batch_past_the_window_equals_transformers(
-        ours, hf, prompt, kernel):
+        ours, hf_run, prompt, kernel):
     """Two rows, the second left-padded by 24 and still past the window:
     a prefill with the cache (its last 8 logits), then one decode step
     through the sliding layers' trimmed cache, equal to transformers'
     logits over the 561 tokens in one pass."""
     ids, mask = padded_batch(prompt)  # (2, 561) each
     n = ids.shape[1] - 1
-    want = hf["padded"]  # (2, 9, V)
+    want = hf_run["padded"]  # (2, 9, V)
     ours.set_attn_implementation(kernel)
     try:
         out = ours(ids[:, :n], attention_mask=mask[:, :n], use_cache=True,
@@ -230,8 +238,9 @@ def test_a_4d_mask_reaches_the_sliding_layers_cut_to_what_they_hold(
 @pytest.mark.slow
 @pytest.mark.parametrize("kernel, chunk", [("flex_attention", None),
                                            ("eager", 520)])
-def test_greedy_text_past_the_window_equals_transformers(ours, hf, prompt,
-                                                         kernel, chunk):
+def test_greedy_text_past_the_window_equals_transformers(ours, hf_run,
+                                                         prompt, kernel,
+                                                         chunk):
     """With the sliding cache; the eager run prefills in chunks longer than
     the window."""
     ours.set_attn_implementation(kernel)
@@ -239,7 +248,7 @@ def test_greedy_text_past_the_window_equals_transformers(ours, hf, prompt,
         got = ours.generate(prompt[:, :560], 8, prefill_chunk_size=chunk)
     finally:
         ours.set_attn_implementation("flex_attention")
-    np.testing.assert_array_equal(got, hf["greedy"])  # sdpa's
+    np.testing.assert_array_equal(got, hf_run["greedy"])  # sdpa's
 
 
 # ----------------------------------------------- the sliding-window cache
