@@ -183,8 +183,12 @@ def measure(name, ours, theirs, torch, n_new: int, repeats: int,
          "attention": attention_products(ours, prefill)},
         prefill_repeats).items()}
     px_pre, hf_pre = times["px"], times["hf"]
+    # all layers, causal share: a sliding layer's window (Gemma 3's 512)
+    # must hold the prefill, so that its keys are the causal ones too
+    window = getattr(ours.config, "sliding_window", None)
+    assert window is None or window >= prefill, (window, prefill)
     attention = (times["attention"] * ours.config.num_hidden_layers
-                 * (prefill + 1) / (2 * prefill))  # all layers, causal share
+                 * (prefill + 1) / (2 * prefill))
     bound_pre = times["weights"] + attention
     row = dict(name=name, px_step=px_step, hf_step=hf_step, same=same,
                n=n_new, bound_step=bound_step, px_pre=prefill / px_pre,
