@@ -2,15 +2,16 @@
 interpreter, once, and that the tests keep.
 
 ``kept_reference(script, model_file, name)`` runs ``python SCRIPT FILE
-OUT.npz`` (a script that imports neither pyxis_nb nor the tests, so that
-transformers loads the file as a user does) and keeps OUT under
+OUT.npz`` (a script that imports neither pyxis_nb nor the test modules,
+only other reference scripts, its ``SCRIPTS``, so that transformers loads
+the file as a user does) and keeps OUT under
 ``px.loading.cache_folder()/references``, keyed by the file's sha256, the
-text of the script and of the scripts it imports from ``tests/``, and the
-versions of the packages it names in ``PACKAGES``. A change of any of them
-computes it again; otherwise a run reads the file (loading a GGUF model and
-its tokenizer in transformers takes 25 s for SmolLM2, 2 minutes for Gemma
-3). The file is written whole or not at all, and replaces the one kept
-under an earlier key.
+text of the script and of its ``SCRIPTS``, and the versions of the
+packages it names in ``PACKAGES``. A change of any of them computes it
+again; otherwise a run reads the file (computing it takes about 25 s for
+SmolLM2 and 80 s for Gemma 3, most of it transformers loading the GGUF
+model and its tokenizer). The file is written whole or not at all, and
+replaces the one kept under an earlier key.
 """
 
 import hashlib
