@@ -1,5 +1,5 @@
-"""A reference that transformers computes from a model file, in a fresh
-interpreter, once, and that the tests keep.
+"""A reference that transformers (or gguf) computes from a model file, in a
+fresh interpreter, once, and that the tests keep.
 
 ``kept_reference(script, model_file, name)`` runs ``python SCRIPT FILE
 OUT.npz`` (a script that imports neither pyxis_nb nor the test modules,
@@ -12,6 +12,9 @@ again; otherwise a run reads the file (computing it takes about 25 s for
 SmolLM2 and 80 s for Gemma 3, most of it transformers loading the GGUF
 model and its tokenizer). The file is written whole or not at all, and
 replaces the one kept under an earlier key.
+
+``assert_header_is_gguf_s(file, name)`` compares the package's GGUF header
+reader with gguf's reading kept that way (tests/gguf_reference.py).
 """
 
 import hashlib
@@ -22,7 +25,11 @@ import pathlib
 import subprocess
 import sys
 
+import numpy as np
+
+import gguf_reference
 import pyxis_nb as px
+from gguf_reference import header_record
 
 
 def file_sha256(path: pathlib.Path) -> str:
@@ -51,7 +58,7 @@ def kept_reference(script, model_file: pathlib.Path,
     not kept yet (an assertion with the script's stderr if it fails)."""
     folder = px.loading.cache_folder() / "references"
     key = reference_key(script, file_sha256(model_file))
-    file = folder / f"{name}-transformers-{key}.npz"
+    file = folder / f"{name}-{key}.npz"
     if not file.is_file():
         folder.mkdir(parents=True, exist_ok=True)
         part = folder / f"{file.stem}.{os.getpid()}.part.npz"
@@ -60,7 +67,25 @@ def kept_reference(script, model_file: pathlib.Path,
                              capture_output=True, text=True)
         assert run.returncode == 0, run.stderr[-3000:]
         os.replace(part, file)  # whole, or not there
-        for old in folder.glob(f"{name}-transformers-*.npz"):
-            if old != file and ".part." not in old.name:
+        for old in folder.glob(f"{name}-{'?' * len(key)}.npz"):
+            if old != file:
                 old.unlink()  # kept under other versions or another script
     return file
+
+
+def assert_header_is_gguf_s(file: pathlib.Path, name: str) -> None:
+    """pyxis_nb's header of ``file`` is what ``gguf.GGUFReader`` reads from
+    it (kept as ``name``): the same keys in order, each value with its
+    type, every tensor's name, type, shape and bytes; the data read-only."""
+    fields, tensors = px.gguf_file._read_header(file)
+    with np.load(kept_reference(gguf_reference, file, name)) as ref:
+        want = json.loads(str(ref["record"]))
+    got = header_record(fields, [(t.name, t.tensor_type, t.shape, t.data)
+                                 for t in tensors.values()])
+    assert [k for k, _ in got["fields"]] == [k for k, _ in want["fields"]]
+    for mine, theirs in zip(got["fields"], want["fields"]):
+        assert mine == theirs, f"{mine[0]}: another value or type"
+    assert len(got["tensors"]) == len(want["tensors"])
+    for mine, theirs in zip(got["tensors"], want["tensors"]):
+        assert mine == theirs, f"{mine[0]}: {mine[1:]} != {theirs[1:]}"
+    assert not any(t.data.flags.writeable for t in tensors.values())

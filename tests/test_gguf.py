@@ -23,7 +23,8 @@ import pytest
 
 import pyxis_nb as px
 from conftest import fresh_python, generate_with_logits
-from kept_reference import kept_reference
+from gguf_reference import library_header, typed
+from kept_reference import assert_header_is_gguf_s, kept_reference
 from pyxis_nb import gguf_file, loading
 from checkpoints import (SIZES, bf16_round, llama_cpp_permute,
                          write_checkpoint, write_gguf)
@@ -131,7 +132,7 @@ def hf_smol():
     submodule). Nothing is patched to make that quicker.
     """
     torch_and_transformers()
-    file = kept_reference(reference, SMOL, "smollm2")
+    file = kept_reference(reference, SMOL, "smollm2-transformers")
     with np.load(file) as ref:
         return {"logits": ref["logits"], "greedy": ref["greedy"],
                 **json.loads(str(ref["record"]))}
@@ -278,23 +279,6 @@ def shakespeare_gguf(tmp_path_factory):
     return model, folder
 
 
-def library_header(file) -> tuple:
-    """What ``gguf.GGUFReader`` reads: the metadata (its own ``GGUF.*``
-    keys left out) and each tensor's name, type, shape (out, in), data."""
-    reader = gguf.GGUFReader(file)
-    return ({k: f.contents() for k, f in reader.fields.items()
-             if not k.startswith("GGUF.")},
-            [(t.name, t.tensor_type, tuple(int(n) for n in t.shape[::-1]),
-              t.data) for t in reader.tensors])
-
-
-def typed(value):
-    """A value with the Python type of it and of each element."""
-    if isinstance(value, list):
-        return [typed(v) for v in value]
-    return type(value).__name__, repr(value)
-
-
 def assert_header_is_the_library_s(file):
     fields, tensors = gguf_file._read_header(file)
     want_fields, want_tensors = library_header(file)
@@ -382,8 +366,10 @@ def test_the_fast_reader_reads_what_the_library_reads(tmp_path):
 
 @needs_smol
 def test_smollm2_header_read_by_hand_is_the_library_s():
-    """All 49,152 tokens and merges, every tensor (gguf's reader: 8 s)."""
-    assert_header_is_the_library_s(SMOL)
+    """All 49,152 tokens and merges, every tensor, as gguf's reader reads
+    them (4 s, kept: tests/gguf_reference.py)."""
+    pytest.importorskip("gguf", reason="gguf is not installed")
+    assert_header_is_gguf_s(SMOL, "smollm2-gguf")
 
 
 def test_a_cut_gguf_fails_where_the_library_fails_naming_it(tmp_path):
