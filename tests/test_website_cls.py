@@ -29,6 +29,10 @@ CPU_SLOWDOWN = 2
 NETWORK = {"offline": False, "latency": 40,  # ms, and bytes per second
            "downloadThroughput": 16e6 / 8, "uploadThroughput": 4e6 / 8}
 SETTLE_MS = 1000  # after the views are drawn
+# the throttled load's waits: the check is the page's shifts, not its speed,
+# and a busy CI machine (a chapter's kernel on the other core) once took a
+# throttled load past the usual 30 s
+LOAD_TIMEOUT_MS = 120_000
 
 VIEW_OUTPUT = re.compile(r'<script type="application/vnd\.jupyter\.widget-view\+json">')
 SECTION = re.compile(r'<section id="([^"]+)"')
@@ -60,7 +64,8 @@ def test_deep_link_below_a_view_holds_still(browser, base_url, path, edition):
         cdp.send("Network.enable")
         cdp.send("Network.emulateNetworkConditions", NETWORK)
         page.add_init_script(OBSERVE_SHIFTS)
-        assert watch.open(f"{base_url}{edition}{path}#{anchor}"), "no view drawn"
+        assert watch.open(f"{base_url}{edition}{path}#{anchor}",
+                          timeout=LOAD_TIMEOUT_MS), "no view drawn"
         page.wait_for_timeout(SETTLE_MS)
         shifts = page.evaluate("window.pyxisShifts")
         top = page.evaluate(f"document.getElementById({anchor!r}).getBoundingClientRect().top")

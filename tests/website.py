@@ -202,14 +202,17 @@ class PageWatch:
         offsite = "^(?!" + "|".join(re.escape(a) for a in (site, *IN_PAGE)) + ")"
         self.page.route(re.compile(offsite), block)
 
-    def open(self, url: str):
-        self.page.goto(url, wait_until="load")
+    def open(self, url: str, timeout: float = 30_000):
+        """Load ``url`` and wait until its views are drawn, its images
+        decoded and its fonts loaded (each wait at most ``timeout`` ms);
+        the number of views."""
+        self.page.goto(url, wait_until="load", timeout=timeout)
         n = self.page.locator(WIDGET_VIEW).count()
         if n:
             # the manager replaces each view script with the rendered widget
             self.page.wait_for_function(
                 "n => document.querySelectorAll('.widget-subarea > .jupyter-widgets').length >= n",
-                arg=n, timeout=30_000,
+                arg=n, timeout=timeout,
             )
         # wait on the shown state, not a fixed pause: every image decoded
         # (a phone check reads their natural sizes) and the fonts loaded
@@ -217,7 +220,7 @@ class PageWatch:
         self.page.wait_for_function(
             """() => document.fonts.status === 'loaded' && Array.from(
                    document.images).every(i => i.complete || i.loading === 'lazy')""",
-            timeout=30_000)
+            timeout=timeout)
         return n
 
     def close(self):
