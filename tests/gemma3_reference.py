@@ -91,10 +91,9 @@ def compute(file: str) -> dict:
         model.set_attn_implementation("sdpa")
         greedy = model.generate(torch.tensor(prompt[:, :560]),
                                 max_new_tokens=8, do_sample=False).numpy()
-    state = {name: tensor_record(t.numpy())
-             for name, t in model.state_dict().items()}
-    norms = {name: t.numpy().tolist()
-             for name, t in model.state_dict().items()
+    weights = {name: t.numpy() for name, t in model.state_dict().items()}
+    state = {name: tensor_record(w) for name, w in weights.items()}
+    norms = {name: w.tolist() for name, w in weights.items()
              if name.endswith(("q_norm.weight", "k_norm.weight"))}
     return {"prompt": prompt, "logits": logits, "padded": padded,
             "greedy": greedy, "record": {"class": type(model).__name__,

@@ -14,7 +14,8 @@ model and its tokenizer). The file is written whole or not at all, and
 replaces the one kept under an earlier key.
 
 ``assert_header_is_gguf_s(file, name)`` compares the package's GGUF header
-reader with gguf's reading kept that way (tests/gguf_reference.py).
+reader with gguf's reading kept that way (tests/gguf_reference.py), or,
+without a name, read now (the tests' small files).
 """
 
 import hashlib
@@ -30,14 +31,6 @@ import numpy as np
 import gguf_reference
 import pyxis_nb as px
 from gguf_reference import header_record
-
-
-def file_sha256(path: pathlib.Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 24), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def reference_key(script, file_sha: str) -> str:
@@ -57,7 +50,7 @@ def kept_reference(script, model_file: pathlib.Path,
     """The path of ``script``'s output for ``model_file``, computed if it is
     not kept yet (an assertion with the script's stderr if it fails)."""
     folder = px.loading.cache_folder() / "references"
-    key = reference_key(script, file_sha256(model_file))
+    key = reference_key(script, px.loading._sha256(model_file))
     file = folder / f"{name}-{key}.npz"
     if not file.is_file():
         folder.mkdir(parents=True, exist_ok=True)
@@ -73,13 +66,17 @@ def kept_reference(script, model_file: pathlib.Path,
     return file
 
 
-def assert_header_is_gguf_s(file: pathlib.Path, name: str) -> None:
+def assert_header_is_gguf_s(file: pathlib.Path, name: str | None = None):
     """pyxis_nb's header of ``file`` is what ``gguf.GGUFReader`` reads from
-    it (kept as ``name``): the same keys in order, each value with its
-    type, every tensor's name, type, shape and bytes; the data read-only."""
+    it (kept as ``name``; read now if None): the same keys in order, each
+    value with its type, every tensor's name, type, shape and bytes; the
+    data read-only. Returns the header, (fields, tensors)."""
     fields, tensors = px.gguf_file._read_header(file)
-    with np.load(kept_reference(gguf_reference, file, name)) as ref:
-        want = json.loads(str(ref["record"]))
+    if name is None:
+        want = header_record(*gguf_reference.library_header(file))
+    else:
+        with np.load(kept_reference(gguf_reference, file, name)) as ref:
+            want = json.loads(str(ref["record"]))
     got = header_record(fields, [(t.name, t.tensor_type, t.shape, t.data)
                                  for t in tensors.values()])
     assert [k for k, _ in got["fields"]] == [k for k, _ in want["fields"]]
@@ -89,3 +86,4 @@ def assert_header_is_gguf_s(file: pathlib.Path, name: str) -> None:
     for mine, theirs in zip(got["tensors"], want["tensors"]):
         assert mine == theirs, f"{mine[0]}: {mine[1:]} != {theirs[1:]}"
     assert not any(t.data.flags.writeable for t in tensors.values())
+    return fields, tensors
