@@ -403,6 +403,11 @@ def test_explorer_one_picture_per_view_and_an_outline_per_query(explorer):
     assert len(classes) == 2, "each view outlines its own picture"
 
 
+#: the outline's red in 0-255 levels (232, 23, 58)
+OUTLINE_RGB = np.round(255 * np.array(
+    matplotlib.colors.to_rgb(px.plotting.OUTLINE_COLOUR)))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("tokens", [TOKENS, "The cat sat on the mat".split()],
                          ids=["3 tokens", "6 tokens"])
@@ -418,15 +423,13 @@ def test_explorer_outline_sits_where_matplotlib_draws_the_row(tokens):
     png = base64.b64decode(re.search(r"base64,([^\"]*)", picture.value).group(1))
     for i, box in rows:
         ax = px.plot_attention(w, tokens, title="toy: causal")
-        ax.add_patch(Rectangle((-0.5, i - 0.5), T, 1, fill=False,
-                               edgecolor="#e8173a", linewidth=2.5,
-                               clip_on=False, zorder=10))
+        px.widgets._outline_row(ax, i, T)  # as the fallback picture's
         drawn = _pixels(px.widgets.figure_png(ax.figure))
         assert drawn.shape == _pixels(png).shape
         h, wd = drawn.shape[:2]
-        red = np.argwhere((np.abs(drawn - (232, 23, 58)) < 40).all(-1))
+        red = np.argwhere((np.abs(drawn - OUTLINE_RGB) < 40).all(-1))
         (y0, x0), (y1, x1) = red.min(0), red.max(0)  # the line's outer edge
-        line = 2.5 * px.widgets.VIEW_DPI / 72  # the line's width in px
+        line = px.widgets.OUTLINE_PT * px.widgets.VIEW_DPI / 72  # in px
         assert box["left"] * wd / 100 == pytest.approx(x0 + line / 2, abs=2)
         assert box["top"] * h / 100 == pytest.approx(y0 + line / 2, abs=2)
         assert (box["left"] + box["width"]) * wd / 100 == pytest.approx(x1 - line / 2, abs=2)
@@ -441,7 +444,7 @@ def test_explorer_fallback_picture_outlines_the_first_query(explorer):
     assert data["image/png"] == base64.b64encode(png).decode()
     assert meta["image/png"]["alt"] == alt
     assert "causal mask" in alt and "the row of 'sat' is outlined" in alt
-    red = (np.abs(_pixels(png) - (232, 23, 58)) < 40).all(-1)
+    red = (np.abs(_pixels(png) - OUTLINE_RGB) < 40).all(-1)
     assert red.sum() > 100
 
 

@@ -108,19 +108,20 @@ def palette_picture(rgb, colors: int = 256):
     import numpy as np
     from PIL import Image
 
+    def packed(a):  # (n, 3) levels -> (n,) one uint32 a colour
+        a = a.astype(np.uint32)
+        return (a[:, 0] << 16) | (a[:, 1] << 8) | a[:, 2]
+
     rgb = rgb.convert("RGB")
-    px = np.asarray(rgb).reshape(-1, 3).astype(np.uint32)
-    key = (px[:, 0] << 16) | (px[:, 1] << 8) | px[:, 2]
+    key = packed(np.asarray(rgb).reshape(-1, 3))
     colours, counts = np.unique(key, return_counts=True)
     if len(colours) > colors:  # the frequent colours, then the octree's
         order = np.argsort(-counts, kind="stable")[: colors // 2]
         frequent = colours[order][counts[order] * 2000 >= len(key)]
         octree = rgb.quantize(colors=colors - len(frequent),
                               method=Image.Quantize.FASTOCTREE)
-        rest = np.array(octree.getpalette()[: 3 * (colors - len(frequent))],
-                        np.uint32).reshape(-1, 3)
-        colours = np.concatenate(
-            [frequent, (rest[:, 0] << 16) | (rest[:, 1] << 8) | rest[:, 2]])
+        rest = np.array(octree.getpalette()[: 3 * (colors - len(frequent))])
+        colours = np.concatenate([frequent, packed(rest.reshape(-1, 3))])
     palette = (np.stack([colours >> 16, colours >> 8, colours], 1) & 255
                ).astype(np.uint8).ravel().tolist()
     holder = Image.new("P", (1, 1))
