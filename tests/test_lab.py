@@ -29,6 +29,8 @@ pytest.importorskip("jupyterlab", reason="JupyterLab is not installed "
                     "(pip install -r requirements-lab.txt -c constraints.txt)")
 playwright = pytest.importorskip("playwright.sync_api")
 
+from website import OUTLINE_BOXES  # noqa: E402 (after the skips)
+
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("PYXIS_CHROMIUM", "/usr/bin/chromium")
 TOKEN = "pyxis-lab-test"
@@ -125,16 +127,6 @@ ACTIVE_CELL = """() => {
 }"""
 
 
-# the explorer's drawn outline of the chosen row, and its picture: [top,
-# bottom] in px each (pyxis_nb.widgets: a CSS rule a query places it)
-OUTLINE = """() => {
-  const o = [...document.querySelectorAll('.pyxis-explorer .pyxis-row')]
-    .find(e => getComputedStyle(e).display !== 'none');
-  const img = o.closest('.pyxis-over').querySelector('img');
-  return [o, img].map(e => e.getBoundingClientRect()).map(r => [r.top, r.bottom]);
-}"""
-
-
 def test_arrow_keys_change_the_token_not_the_cell(lab):
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM)
@@ -176,12 +168,18 @@ def test_arrow_keys_change_the_token_not_the_cell(lab):
             assert sentence.inner_text() != first
             assert sentence.inner_text().startswith(f"'{TOKENS[-2]}' attends")
             # and the outline over the picture moved up a row, inside it
-            (top, bottom), (img_top, img_bottom) = page.evaluate(OUTLINE)
+            explorer = page.locator(".pyxis-explorer").first
+
+            def outline():  # the one drawn outline's box and its picture's
+                (boxes,) = explorer.evaluate(OUTLINE_BOXES)
+                return boxes
+
+            (top, bottom, *_), (img_top, img_bottom, *_) = outline()
             assert img_top <= top < bottom <= img_bottom
-            rows = [page.evaluate(OUTLINE)[0][0]]
+            rows = [top]
             page.keyboard.press("ArrowDown")
             page.wait_for_timeout(300)
-            rows.append(page.evaluate(OUTLINE)[0][0])
+            rows.append(outline()[0][0])
             assert rows[0] < rows[1], f"the outline did not move down: {rows}"
             if os.environ.get("PYXIS_SCREENSHOTS") == "1":
                 page.locator(".pyxis-explorer").screenshot(

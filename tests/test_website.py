@@ -65,7 +65,7 @@ from website import (  # noqa: F401 (fixtures)
     CONTRAST_JS, DEFAULT_ANNOTATION_PX, DESKTOP, MIN_CELL_NUMBER_PX, PAGE_MAX_GZIP_BYTES,
     PAGES, PHONE, PICTURES, SHOWCASE, SITE, SITE_MAX_BYTES, TEXT_CONTRAST,
     MV_BELOW, WAIT_FOR_MATHS,
-    MODEL_VIEW_PAGES, WIDGET_PAGES, PageWatch, bad_alt_texts, base_url, browser,
+    MODEL_VIEW_PAGES, OUTLINE_BOXES, WIDGET_PAGES, PageWatch, bad_alt_texts, base_url, browser,
     check_model_view_reserve, choose, held_model_view_below,
     keyboard_focus, option_count, record, replay, screenshot, shot_name,
     until)
@@ -271,15 +271,6 @@ def check_view_controls(path, watch):
             assert len({html for *_, html in swept}) == len(swept) > 1, (
                 f"{path}, grid {r}: inner views")
     assert watch.errors == [], watch.errors
-
-
-# each drawn outline of an explorer's row and its picture, [top, bottom,
-# left, right] in px
-OUTLINE_BOXES = """el => Array.from(el.querySelectorAll('.pyxis-row'))
-    .filter(o => getComputedStyle(o).display !== 'none')
-    .map(o => [o, o.closest('.pyxis-over').querySelector('img')]
-        .map(e => e.getBoundingClientRect())
-        .map(r => [r.top, r.bottom, r.left, r.right]))"""
 
 
 def check_explorer_mask_toggle(path, watch):

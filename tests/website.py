@@ -71,6 +71,16 @@ TWO_FRAMES = """() => new Promise(done => requestAnimationFrame(
                     () => requestAnimationFrame(() => done(true))))"""
 
 
+# each drawn outline of an explorer's row (pyxis_nb.widgets: a CSS rule a
+# query places it) and its picture, [top, bottom, left, right] in px; also
+# tests/test_lab.py's, in JupyterLab
+OUTLINE_BOXES = """el => Array.from(el.querySelectorAll('.pyxis-row'))
+    .filter(o => getComputedStyle(o).display !== 'none')
+    .map(o => [o, o.closest('.pyxis-over').querySelector('img')]
+        .map(e => e.getBoundingClientRect())
+        .map(r => [r.top, r.bottom, r.left, r.right]))"""
+
+
 # Every shown picture: natural px (its own width in CSS px: a figure drawn at
 # twice its size in pixels carries it as its style's width), shown px, right
 # edge, alt, data-annotation-px, a widget's or not, scaled and given a "Full
