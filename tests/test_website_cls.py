@@ -19,7 +19,8 @@ import re
 import pytest
 
 from website import (  # noqa: F401 (fixtures)
-    CLS_BUDGET, OBSERVE_SHIFTS, PHONE, SITE, PageWatch, base_url, browser)
+    CLS_BUDGET, OBSERVE_SHIFTS, PHONE, SITE, PageWatch, base_url, browser,
+    playwright_api)
 from website_phone import PHONE_CONTEXT
 
 # the chapters where a jump was seen (CLS 0.15 to 0.49, issue #55)
@@ -29,10 +30,12 @@ CPU_SLOWDOWN = 2
 NETWORK = {"offline": False, "latency": 40,  # ms, and bytes per second
            "downloadThroughput": 16e6 / 8, "uploadThroughput": 4e6 / 8}
 SETTLE_MS = 1000  # after the views are drawn
-# the throttled load's waits: the check is the page's shifts, not its speed,
-# and a busy CI machine (a chapter's kernel on the other core) once took a
-# throttled load past the usual 30 s
-LOAD_TIMEOUT_MS = 120_000
+# the throttled load's waits. Now and then Chromium never fires the load
+# event of a page under CDP's network emulation (microsoft/playwright#22676:
+# the emulation's interplay with other CDP calls): one load hung for 30 s,
+# another for 120 s, where it takes 8-11 s. Such a page is loaded once more,
+# in a fresh context; the shifts measured are the second load's.
+LOAD_TIMEOUT_MS = 60_000
 
 VIEW_OUTPUT = re.compile(r'<script type="application/vnd\.jupyter\.widget-view\+json">')
 SECTION = re.compile(r'<section id="([^"]+)"')
@@ -48,14 +51,9 @@ def section_below_a_view(path: str) -> str:
     return section.group(1)
 
 
-@pytest.mark.parametrize("edition", EDITIONS, ids=["en", "ja"])
-@pytest.mark.parametrize("path", PAGES)
-def test_deep_link_below_a_view_holds_still(browser, base_url, path, edition):
-    """A section link below a view, on a throttled phone: the page's CLS is
-    at most CLS_BUDGET, and the section is where the reader landed."""
-    if not (SITE / edition / path).exists():
-        pytest.fail(f"{edition + path} is not built: run `make site` first")
-    anchor = section_below_a_view(edition + path)
+def throttled_visit(browser, base_url: str, url: str, anchor: str):
+    """Load ``url`` on the throttled phone: its layout shifts until the
+    views are drawn and SETTLE_MS after, and the top of section ``anchor``."""
     watch = PageWatch(browser, base_url, **PHONE_CONTEXT)
     try:
         page = watch.page
@@ -64,13 +62,27 @@ def test_deep_link_below_a_view_holds_still(browser, base_url, path, edition):
         cdp.send("Network.enable")
         cdp.send("Network.emulateNetworkConditions", NETWORK)
         page.add_init_script(OBSERVE_SHIFTS)
-        assert watch.open(f"{base_url}{edition}{path}#{anchor}",
-                          timeout=LOAD_TIMEOUT_MS), "no view drawn"
+        assert watch.open(url, timeout=LOAD_TIMEOUT_MS), "no view drawn"
         page.wait_for_timeout(SETTLE_MS)
-        shifts = page.evaluate("window.pyxisShifts")
-        top = page.evaluate(f"document.getElementById({anchor!r}).getBoundingClientRect().top")
+        return (page.evaluate("window.pyxisShifts"), page.evaluate(
+            f"document.getElementById({anchor!r}).getBoundingClientRect().top"))
     finally:
         watch.close()
+
+
+@pytest.mark.parametrize("edition", EDITIONS, ids=["en", "ja"])
+@pytest.mark.parametrize("path", PAGES)
+def test_deep_link_below_a_view_holds_still(browser, base_url, path, edition):
+    """A section link below a view, on a throttled phone: the page's CLS is
+    at most CLS_BUDGET, and the section is where the reader landed."""
+    if not (SITE / edition / path).exists():
+        pytest.fail(f"{edition + path} is not built: run `make site` first")
+    anchor = section_below_a_view(edition + path)
+    url = f"{base_url}{edition}{path}#{anchor}"
+    try:
+        shifts, top = throttled_visit(browser, base_url, url, anchor)
+    except playwright_api.TimeoutError:  # the load event never came
+        shifts, top = throttled_visit(browser, base_url, url, anchor)
     total = sum(s["value"] for s in shifts)
     assert total <= CLS_BUDGET, (
         f"{edition + path}#{anchor}: CLS {total:.3f} > {CLS_BUDGET}; the shifts: "
