@@ -15,9 +15,10 @@ The limits are measured in the same run, on the BLAS kernel OpenBLAS picks
 for this processor (benchmarks/machine.py prints it first):
 
 * decode reads every weight once a token. The *weight-streaming bound*
-  divides the bandwidth of one large matrix-vector product (a 512 MiB
-  matrix, both layouts; the faster) by the weights' bytes. numpy's BLAS
-  streams the model's own, smaller matrices slower than that one, so the
+  divides the weights' bytes by the bandwidth of one large matrix-vector
+  product (a 512 MiB matrix, both layouts; the faster). The model's own
+  matrices stream faster or slower than that one (by the layout, the
+  shapes, what the caches keep), so a step can beat that estimate, and the
   target is held on the *products bound*: the model's weight products with
   one row (every layer's projections and MLP, and the output embedding, in
   the model's own layout), timed alone back to back, the time a decode
@@ -58,6 +59,10 @@ PROMPT = 16
 PREFILL = 512
 DECODE_TARGET = 0.75  # of the products bound (one row, the model's shapes)
 PREFILL_TARGET = 0.85  # of the matrix-multiply bound at the model's shapes
+#: rounds of the decode timings of the GGUF models (a few seconds each):
+#: with the best of three, a step's share of the bound moved by up to ten
+#: points between runs on a shared two-core machine
+DECODE_REPEATS = 5
 GEMMA3 = px.loading.cache_folder() / "gemma3" / px.loading.GEMMA3_GGUF
 LARGE = 100e6  # bytes of weights past which a model is held to the targets
 QWEN3_0_6B = dict(vocab_size=151_936, hidden_size=1024, intermediate_size=3072,
@@ -273,13 +278,15 @@ def main() -> bool:
     if (px.loading.cache_folder() / "smollm2" / px.SMOLLM2_GGUF).is_file():
         rows.append(measure("SmolLM2-135M (GGUF, f32)",
                             *smollm2_pair(torch, transformers), torch,
-                            n_new=64, repeats=3, prefill_repeats=3, prefill=256))
+                            n_new=64, repeats=DECODE_REPEATS, prefill_repeats=3,
+                            prefill=256))
     else:
         print("SKIP: SmolLM2-135M, its GGUF is not in the cache (make smollm2)")
     if GEMMA3.is_file():
         rows.append(measure("Gemma 3 270M (GGUF, f32)",
                             *gemma3_pair(torch, transformers), torch,
-                            n_new=32, repeats=3, prefill_repeats=3, prefill=256))
+                            n_new=32, repeats=DECODE_REPEATS, prefill_repeats=3,
+                            prefill=256))
     else:
         print("SKIP: Gemma 3 270M, its GGUF is not in the cache (make gemma3)")
     ok = True

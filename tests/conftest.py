@@ -127,7 +127,7 @@ SLOWEST_FILES = 6
 def _seconds(stats) -> tuple[Counter, Counter]:
     """Seconds of test time (set-up, call and tear-down, summed over the
     workers) by kind of test and by file: where a run's time went, in every
-    CI log (CONTRIBUTING's appendix keeps the measured history)."""
+    CI log."""
     kinds, files = Counter(), Counter()
     for reports in stats.values():
         for report in reports:

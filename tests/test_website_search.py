@@ -8,8 +8,8 @@ holds a glossary term, and the results' snippets give maths once.
   it, looked up in searchindex.js), run in the page for each term, against
   each page's main text as the browser reads it (a Latin term, "RoPE", as a
   word, in any case). The index and the query split Japanese into pairs of
-  characters (_ext/pyxis_search_ja.py). On 2026-12-05, of the 86 terms,
-  Sphinx's default segmenter (TinySegmenter) found all the pages of 55,
+  characters (_ext/pyxis_search_ja.py). Measured when the pairs were chosen: of the
+  86 terms, Sphinx's default segmenter (TinySegmenter) found all the pages of 55,
   Janome 50 (76 with the glossary as its user dictionary), the pairs 86;
   線形アテンション none of its 4 pages but with the pairs, KVキャッシュ 4 of
   its 11.

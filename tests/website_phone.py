@@ -5,9 +5,9 @@ The desktop visit of each page (test_website.py) loads it at 1280 px, records
 what it shows there, then switches the same page to phone emulation
 (``switched_to_phone``: CDP's device metrics with ``mobile``, the page's meta
 viewport honoured, and touch), records what it shows there (``phone_view``), and
-switches back before its widget checks. On all 13 pages that gave the phone
-check the very measurements of a page loaded on the phone (2026-12-02), and
-test_website_phone.py keeps checking that on a page with every kind of
+switches back before its widget checks. When this was chosen, the switched
+page gave, on every page, the very measurements of a page loaded on the
+phone; test_website_phone.py keeps checking that on a page with every kind of
 output, against a load of its own.
 """
 
