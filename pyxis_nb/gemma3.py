@@ -83,16 +83,19 @@ class Gemma3TextConfig(ModelConfig):
 
 def gelu_tanh(x: np.ndarray) -> np.ndarray:
     """GELU's tanh approximation (torch's ``approximate="tanh"``) of
-    ``x``: ``x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x**3)))``."""
-    inner = x * x
-    inner *= 0.044715 * x
-    inner += x
-    inner *= math.sqrt(2 / math.pi)
-    np.tanh(inner, out=inner)
-    inner += 1
-    inner *= x
-    inner *= 0.5
-    return inner
+    ``x``: ``x / 2 * (1 + tanh(z))``, ``z = sqrt(2 / pi) * (x + 0.044715
+    x**3)``, computed as ``x / (1 + exp(-2 z))`` (the same function: ``(1 +
+    tanh(z)) / 2`` is the sigmoid of ``2 z``), in one temporary array.
+    numpy's float32 ``exp`` is twice as fast as its ``tanh`` on AVX2."""
+    c = 2 * math.sqrt(2 / math.pi)
+    e = x * x  # -2 z = -c x (1 + 0.044715 x**2)
+    e *= -c * 0.044715
+    e -= c
+    e *= x
+    with np.errstate(over="ignore"):  # exp(-2 z) = inf: x / inf = -0.0
+        np.exp(e, out=e)
+    e += 1
+    return np.divide(x, e, out=e)
 
 
 class Gemma3RMSNorm(Qwen3RMSNorm):
