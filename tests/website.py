@@ -10,6 +10,7 @@ import gzip
 import http.server
 import os
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -169,10 +170,25 @@ def base_url():
     server.shutdown()
 
 
+def japanese_fonts() -> list[str]:
+    """The fonts fontconfig offers Chromium for Japanese text (none: every
+    kana and kanji drawn as an empty box, and the Japanese edition's layout
+    measured on boxes, not on the glyphs a reader's device draws)."""
+    try:
+        out = subprocess.run(["fc-list", ":lang=ja", "family"], capture_output=True,
+                             text=True, check=False).stdout
+    except FileNotFoundError:  # no fc-list (Debian's fontconfig): none can be listed
+        return []
+    return sorted({line.strip() for line in out.splitlines() if line.strip()})
+
+
 @pytest.fixture(scope="module")
 def browser():
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
+    if not japanese_fonts():
+        pytest.fail("no font for Japanese text (fc-list :lang=ja lists none): install Debian's "
+                    "fonts-noto-cjk (apt-get install fontconfig fonts-noto-cjk)")
     with playwright_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield b
