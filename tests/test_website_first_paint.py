@@ -1,26 +1,23 @@
 """The website check of the first paint: the widget JavaScript does not hold
 it up. It is deferred, the widget state sits at the end of the body, and the
 two heaviest pages paint their first text within 2.5 s at 10 Mbit/s with
-40 ms latency (Chromium's network emulation, as served by the test server:
-not compressed). Shared parts: website.py.
+40 ms latency (the test server's slow link, ``website.slow_handler``: not
+compressed). Shared parts: website.py.
 """
 
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
 from website import (  # noqa: F401 (fixtures)
-    CLS_BUDGET, DESKTOP, OBSERVE_SHIFTS, PAGES, SITE, WIDGET_PAGES, base_url,
-    browser, playwright_api)
+    CLS_BUDGET, DESKTOP, OBSERVE_SHIFTS, PAGES, SITE, WIDGET_PAGES, browser,
+    serve_site, slow_handler)
 
 FCP_BUDGET_MS = 2500
-STALL_S, LOADS = 15, 4   # a throttled load that stalls is made again:
-QUIET_S, POLL_MS = 4, 500  # no bytes for QUIET_S, or not ready in STALL_S
-THROTTLE = dict(offline=False, latency=40, downloadThroughput=10e6 / 8,
-                uploadThroughput=10e6 / 8)  # 10 Mbit/s, 40 ms
+LATENCY_S, DOWNLOAD = 0.040, 10e6 / 8  # 40 ms, 10 Mbit/s (bytes a second)
+LOAD_TIMEOUT_MS = 60_000  # a throttled load takes about 5 s
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 # the two pages with the most bytes to fetch before they can paint
 HEAVIEST = sorted(PAGES, key=lambda p: (SITE / p).stat().st_size
@@ -76,58 +73,29 @@ PAINT_TIMING = r"""() => {
 }"""
 
 
-def _throttled_page(browser, url: str, ready, init_script: str | None = None):
-    """A fresh context and page on the throttled link, where ``ready(page)``
-    (true once the page has loaded as far as a check needs) holds; the
-    caller closes the context.
-
-    A load takes about 5 s. Chromium's emulation now and then stops
-    delivering a page's bytes for minutes (the HTML cut off after some
-    50 kB; microsoft/playwright#22676 says it is Chromium's): such a load
-    measures nothing. When no byte has arrived for QUIET_S before the page
-    is ready (or it is not ready within STALL_S), the load is made again,
-    up to LOADS times. (It waited STALL_S for every stalled load: two
-    stalls in one CI run cost 30 s.)"""
-    for _ in range(LOADS):
-        context = browser.new_context(viewport=DESKTOP)
-        page = context.new_page()
-        if init_script:
-            page.add_init_script(init_script)
-        cdp = context.new_cdp_session(page)
-        cdp.send("Network.enable")
-        cdp.send("Network.emulateNetworkConditions", THROTTLE)
-        last = [time.monotonic()]  # when the last bytes arrived
-        cdp.on("Network.dataReceived", lambda _: last.__setitem__(0, time.monotonic()))
-        end = time.monotonic() + STALL_S
-        try:
-            page.goto(url, wait_until="commit", timeout=STALL_S * 1000)
-            while not ready(page):
-                now = time.monotonic()
-                if now - last[0] > QUIET_S or now > end:
-                    break
-            else:
-                return context, page
-        except playwright_api.TimeoutError:  # not even the first bytes
-            pass
-        context.close()
-    pytest.fail(f"{url}: not ready on the throttled link within {STALL_S} s, or no "
-                f"bytes for {QUIET_S} s before it was, {LOADS} loads in a row")
+@pytest.fixture(scope="module")
+def slow_url():
+    """The base URL of the site served through the slow link."""
+    yield from serve_site(slow_handler(DOWNLOAD, LATENCY_S))
 
 
-def _polled(page, condition: str) -> bool:
-    """Whether ``condition`` (a JavaScript function) holds within a poll of
-    POLL_MS (the network events arrive meanwhile)."""
-    try:
-        page.wait_for_function(condition, timeout=POLL_MS, polling=50)
-        return True
-    except playwright_api.TimeoutError:
-        return False
+def _throttled_page(browser, url: str, ready: str, init_script: str | None = None):
+    """A fresh context and page on the slow link, loaded until ``ready`` (a
+    JavaScript condition: loaded as far as a check needs) holds; the caller
+    closes the context."""
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    if init_script:
+        page.add_init_script(init_script)
+    page.goto(url, wait_until="commit", timeout=LOAD_TIMEOUT_MS)
+    page.wait_for_function(ready, timeout=LOAD_TIMEOUT_MS, polling=50)
+    return context, page
 
 
 def _throttled_timing(browser, url: str) -> dict:
-    """Load ``url`` on the throttled link until the page has painted and the
+    """Load ``url`` on the slow link until the page has painted and the
     widget manager has arrived: PAINT_TIMING then."""
-    context, page = _throttled_page(browser, url, lambda p: _polled(p, ARRIVED))
+    context, page = _throttled_page(browser, url, ARRIVED)
     try:
         return page.evaluate(PAINT_TIMING)
     finally:
@@ -135,19 +103,19 @@ def _throttled_timing(browser, url: str) -> dict:
 
 
 @pytest.mark.parametrize("path", HEAVIEST)
-def test_first_paint_does_not_wait_for_the_widgets(browser, base_url, path):
-    """At 10 Mbit/s with 40 ms latency (Chromium's network emulation) the
+def test_first_paint_does_not_wait_for_the_widgets(browser, slow_url, path):
+    """At 10 Mbit/s with 40 ms latency (the test server's slow link) the
     page's text paints before the 1.9 MB widget manager has even arrived,
     and what must arrive before the article can paint (the HTML up to the
     article, the render-blocking stylesheets and scripts) takes at most
     2.5 s on that link. The second is counted in bytes, not timed, so that a
     busy CPU cannot decide it; the measured paint is in the message. The
     check waits for those two events, not for the whole page to load."""
-    timing = _throttled_timing(browser, base_url + path)
+    timing = _throttled_timing(browser, slow_url + path)
     html = (SITE / path).read_bytes()
     before_text = len(html[:html.index(b'class="bd-article')]) + timing["blocking"]
     # three round trips: connect, the page, its stylesheets (in parallel)
-    network_ms = 3 * THROTTLE["latency"] + before_text / THROTTLE["downloadThroughput"] * 1000
+    network_ms = (3 * LATENCY_S + before_text / DOWNLOAD) * 1000
     said = (f"{path}: first contentful paint at {timing['fcp']:.0f} ms, widget manager "
             f"arrived at {timing['embed']:.0f} ms; {before_text / 1e3:.0f} kB before "
             f"the text ({network_ms:.0f} ms on the link), render-blocking: {timing['files']}")
@@ -163,14 +131,13 @@ MATHS_PAGES = ["book/scaling.html", "book/rope.html"]
 
 
 @pytest.mark.parametrize("path", MATHS_PAGES)
-def test_first_screen_does_not_move_while_the_page_loads(browser, base_url, path):
+def test_first_screen_does_not_move_while_the_page_loads(browser, slow_url, path):
     """On the throttled link, until the page has loaded and a second more,
     its layout shifts add up to at most 0.1: the maths is HTML from the
     build (KaTeX), so no script replaces raw TeX with taller maths and
     pushes the first screen down."""
-    url = base_url + path
     context, page = _throttled_page(
-        browser, url, lambda p: _polled(p, "() => document.readyState === 'complete'"),
+        browser, slow_url + path, "() => document.readyState === 'complete'",
         init_script=OBSERVE_SHIFTS)
     try:
         page.wait_for_timeout(1000)

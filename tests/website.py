@@ -158,16 +158,63 @@ class _QuietServer(http.server.ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
-@pytest.fixture(scope="module")
-def base_url():
+class SlowLink:
+    """One link of ``rate`` bytes a second that every response shares, as
+    a phone's connection is shared by the files of a page."""
+
+    def __init__(self, rate: float):
+        self.rate, self.free_at, self.lock = rate, 0.0, threading.Lock()
+
+    def send(self, n: int) -> None:
+        """Wait until ``n`` more bytes have crossed the link."""
+        with self.lock:  # the link is busy until free_at
+            self.free_at = max(time.monotonic(), self.free_at) + n / self.rate
+            done = self.free_at
+        time.sleep(max(0.0, done - time.monotonic()))
+
+
+class _SlowHandler(_QuietHandler):
+    """The site as a slow network serves it: ``latency`` seconds before each
+    response, its bytes through the shared ``link`` in chunks of 16 KiB."""
+
+    link: SlowLink
+    latency: float
+
+    def send_head(self):
+        time.sleep(self.latency)
+        return super().send_head()
+
+    def copyfile(self, source, outputfile):
+        while chunk := source.read(16 * 1024):
+            self.link.send(len(chunk))
+            outputfile.write(chunk)
+
+
+def slow_handler(rate: float, latency: float) -> type:
+    """A handler for ``serve_site`` that serves through one link of ``rate``
+    bytes a second, ``latency`` seconds before each response. The network
+    of the throttled checks is the server's, not Chromium's emulation (CDP's
+    Network.emulateNetworkConditions), under which Chromium now and then
+    stopped delivering a page's bytes or never fired its load event
+    (microsoft/playwright#22676): a minute lost, and a load made again."""
+    return type("SlowHandler", (_SlowHandler,), {"link": SlowLink(rate), "latency": latency})
+
+
+def serve_site(handler=_QuietHandler):
+    """Serve the built site on 127.0.0.1 with ``handler`` while the
+    generator is open; yields its base URL (a fixture's body)."""
     if not (SITE / "index.html").exists():
         pytest.fail("the site is not built: run `make site` (or `make test`) first")
-    handler = functools.partial(_QuietHandler, directory=str(SITE))
-    server = _QuietServer(("127.0.0.1", 0), handler)
+    server = _QuietServer(("127.0.0.1", 0), functools.partial(handler, directory=str(SITE)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}/"
     server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def base_url():
+    yield from serve_site()
 
 
 def japanese_fonts() -> list[str]:
