@@ -19,10 +19,10 @@ for this processor (benchmarks/machine.py prints it first):
   product (a 512 MiB matrix, both layouts; the faster). The model's own
   matrices stream faster or slower than that one (by the layout, the
   shapes, what the caches keep), so even the products alone can beat that
-  estimate, and the target is held on the *products bound*: the model's weight products with
-  one row (every layer's projections and MLP, and the output embedding, in
-  the model's own layout), timed alone back to back, the time a decode
-  step cannot beat on this BLAS. Target: at least 75 % of it for the models
+  estimate, and the target is held on the *products bound*: the model's
+  weight products with one row (every layer's projections and MLP, and the
+  output embedding, in the model's own layout), timed alone back to back,
+  the time a decode step cannot beat on this BLAS. Target: at least 75 % of it for the models
   that do not fit in a cache; both fractions are printed.
 * prefill is matrix products: the same products with T rows (one row
   through the output embedding), timed alone back to back, and the
